@@ -1,0 +1,71 @@
+//! The shared vocabulary of kinformer: everything two layers of the informer pipeline must agree on.
+//!
+//! `kinformer-core` holds the types that travel between the client, the reflector, the delta FIFO,
+//! the indexer, the shared informer and the lister:
+//!
+//! - [`Object`]: the few facts a layer needs about an object (key, namespace, name, uid,
+//!   resourceVersion, labels, owner references). Every k8s-openapi resource type implements it, and
+//!   so do [`DynamicObject`] and [`PartialObjectMetadata`]. Layers are generic over it, so a compact
+//!   cache form is just another object type.
+//! - [`ApiResource`]: group, version, kind, plural and scope, with the list and watch URL paths.
+//! - [`ObjectKey`]: the cache key exactly as client-go makes it (`namespace/name`, or `name`).
+//! - [`ResourceVersion`]: an opaque version string.
+//! - [`WatchEvent`], [`ObjectList`], [`ListParams`], [`WatchParams`]: the list/watch protocol.
+//! - [`Delta`], [`DeltaType`], [`DeletedFinalStateUnknown`]: what the delta FIFO hands on, with a
+//!   typed tombstone so no handler ever needs a type assertion.
+//! - [`LabelSelector`] and [`FieldSelector`]: Kubernetes' selector grammar, parsed, matched, rendered.
+//! - [`ReflectorStore`] and [`KnownObjects`]: the traits where the reflector, the FIFO and the
+//!   indexer meet, so that no layer depends on another layer's implementation.
+//!
+//! It does no IO and pulls in no async runtime.
+//!
+//! # k8s-openapi
+//! This crate enables no Kubernetes version feature of `k8s-openapi`: the final binary chooses one
+//! (for example `latest`), as that crate's documentation asks of libraries.
+//!
+//! # Example
+//! ```
+//! use k8s_openapi::api::core::v1::Pod;
+//! use kinformer_core::{ApiResource, LabelSelector, Object, ObjectKey};
+//!
+//! let pod: Pod = serde_json::from_str(
+//!     r#"{"metadata":{"name":"web-0","namespace":"shop","labels":{"app":"web"}}}"#,
+//! )
+//! .unwrap();
+//! assert_eq!(pod.key(), ObjectKey::new(Some("shop"), "web-0"));
+//!
+//! let selector: LabelSelector = "app in (web, api), tier!=db".parse().unwrap();
+//! assert!(selector.matches(pod.labels()));
+//!
+//! let pods = ApiResource::of::<Pod>();
+//! assert_eq!(pods.list_path(Some("shop")), "/api/v1/namespaces/shop/pods");
+//! ```
+
+mod delta;
+mod dynamic;
+mod error;
+mod key;
+mod list;
+mod object;
+mod resource;
+pub mod selector;
+mod status;
+mod store;
+mod version;
+mod watch;
+
+pub use delta::{Delta, DeltaObject, DeltaType, DeletedFinalStateUnknown};
+pub use dynamic::{DynamicObject, PartialObjectMetadata, TypeMeta};
+pub use error::Error;
+pub use key::ObjectKey;
+pub use list::{ListParams, ObjectList, ResourceVersionMatch, WatchParams};
+pub use object::{Object, OwnerRef};
+pub use resource::{ApiResource, Scope};
+pub use selector::{FieldSelector, LabelSelector};
+pub use status::{Status, StatusCause, StatusDetails};
+pub use store::{KnownObjects, ReflectorStore};
+pub use version::ResourceVersion;
+pub use watch::{Bookmark, INITIAL_EVENTS_END_ANNOTATION, WatchEvent};
+
+/// `k8s-openapi`, re-exported so that users name the same version of it that kinformer uses.
+pub use k8s_openapi;

@@ -1,0 +1,350 @@
+//! List results and the options of list and watch requests.
+
+use std::fmt::{self, Write as _};
+use std::sync::Arc;
+
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Deserializer};
+
+use crate::{Error, ResourceVersion};
+
+/// One page of a list response.
+///
+/// ```
+/// use k8s_openapi::api::core::v1::Pod;
+/// use kinformer_core::ObjectList;
+///
+/// let page = ObjectList::<Pod>::from_json(br#"{
+///     "kind": "PodList", "apiVersion": "v1",
+///     "metadata": {"resourceVersion": "500", "continue": "abc", "remainingItemCount": 7},
+///     "items": [{"metadata": {"name": "a", "namespace": "ns"}}]
+/// }"#).unwrap();
+/// assert_eq!(page.items.len(), 1);
+/// assert_eq!(page.resource_version.as_str(), "500");
+/// assert_eq!(page.continue_token.as_deref(), Some("abc"));
+/// assert_eq!(page.remaining_item_count, Some(7));
+/// ```
+pub struct ObjectList<K> {
+    /// The objects of this page, each decoded once and shared.
+    pub items: Vec<Arc<K>>,
+    /// The list's resourceVersion: the version of the snapshot this page belongs to.
+    pub resource_version: ResourceVersion,
+    /// The token that fetches the next page, `None` on the last page.
+    pub continue_token: Option<String>,
+    /// How many objects remain after this page, when the server says.
+    pub remaining_item_count: Option<i64>,
+}
+
+impl<K> Clone for ObjectList<K> {
+    fn clone(&self) -> Self {
+        Self {
+            items: self.items.clone(),
+            resource_version: self.resource_version.clone(),
+            continue_token: self.continue_token.clone(),
+            remaining_item_count: self.remaining_item_count,
+        }
+    }
+}
+
+impl<K> fmt::Debug for ObjectList<K> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ObjectList")
+            .field("items", &self.items.len())
+            .field("resource_version", &self.resource_version)
+            .field("continue_token", &self.continue_token)
+            .field("remaining_item_count", &self.remaining_item_count)
+            .finish()
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(bound = "K: DeserializeOwned")]
+struct RawList<K> {
+    #[serde(default)]
+    metadata: RawListMeta,
+    #[serde(default, deserialize_with = "null_as_empty")]
+    items: Vec<Arc<K>>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(rename_all = "camelCase")]
+struct RawListMeta {
+    #[serde(default)]
+    resource_version: String,
+    #[serde(default, rename = "continue")]
+    continue_token: Option<String>,
+    #[serde(default)]
+    remaining_item_count: Option<i64>,
+}
+
+fn null_as_empty<'de, D, T>(d: D) -> Result<Vec<T>, D::Error>
+where
+    D: Deserializer<'de>,
+    T: Deserialize<'de>,
+{
+    Ok(Option::<Vec<T>>::deserialize(d)?.unwrap_or_default())
+}
+
+impl<K: DeserializeOwned> ObjectList<K> {
+    /// Decodes a list response body (`PodList`, `PartialObjectMetadataList`, any `*List`). An empty
+    /// continue token counts as none.
+    pub fn from_json(body: &[u8]) -> Result<Self, Error> {
+        let raw: RawList<K> = serde_json::from_slice(body).map_err(|source| Error::Decode {
+            what: "list",
+            source,
+        })?;
+        Ok(Self {
+            items: raw.items,
+            resource_version: raw.metadata.resource_version.into(),
+            continue_token: raw.metadata.continue_token.filter(|c| !c.is_empty()),
+            remaining_item_count: raw.metadata.remaining_item_count,
+        })
+    }
+}
+
+/// How the server interprets a request's `resourceVersion` (`resourceVersionMatch`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ResourceVersionMatch {
+    /// Data at least as new as the given version.
+    NotOlderThan,
+    /// Data at exactly the given version.
+    Exact,
+}
+
+impl ResourceVersionMatch {
+    /// The value as the API expects it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::NotOlderThan => "NotOlderThan",
+            Self::Exact => "Exact",
+        }
+    }
+}
+
+/// The query of a list request. Build it with struct update syntax from `Default`.
+///
+/// ```
+/// use kinformer_core::{ListParams, ResourceVersionMatch};
+///
+/// let params = ListParams {
+///     label_selector: Some("app=web,tier in (a,b)".into()),
+///     limit: Some(500),
+///     resource_version: Some("0".into()),
+///     resource_version_match: Some(ResourceVersionMatch::NotOlderThan),
+///     ..ListParams::default()
+/// };
+/// assert_eq!(
+///     params.to_query(),
+///     "labelSelector=app%3Dweb%2Ctier+in+%28a%2Cb%29&limit=500&resourceVersion=0&resourceVersionMatch=NotOlderThan"
+/// );
+/// ```
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ListParams {
+    /// `labelSelector`.
+    pub label_selector: Option<String>,
+    /// `fieldSelector`.
+    pub field_selector: Option<String>,
+    /// `limit`: the page size.
+    pub limit: Option<u32>,
+    /// `continue`: the token of the page to fetch.
+    pub continue_token: Option<String>,
+    /// `resourceVersion`: `""`/`None` for the most recent, `"0"` for any, or a version.
+    pub resource_version: Option<String>,
+    /// `resourceVersionMatch`.
+    pub resource_version_match: Option<ResourceVersionMatch>,
+    /// `timeoutSeconds`.
+    pub timeout_seconds: Option<u32>,
+}
+
+impl ListParams {
+    /// The URL query string (without `?`), percent-encoded.
+    pub fn to_query(&self) -> String {
+        let mut q = Query::default();
+        q.opt("labelSelector", self.label_selector.as_deref());
+        q.opt("fieldSelector", self.field_selector.as_deref());
+        q.opt_num("limit", self.limit);
+        q.opt("continue", self.continue_token.as_deref());
+        q.opt("resourceVersion", self.resource_version.as_deref());
+        q.opt(
+            "resourceVersionMatch",
+            self.resource_version_match.map(ResourceVersionMatch::as_str),
+        );
+        q.opt_num("timeoutSeconds", self.timeout_seconds);
+        q.0
+    }
+}
+
+/// The query of a watch request.
+///
+/// ```
+/// use kinformer_core::WatchParams;
+///
+/// let params = WatchParams {
+///     resource_version: Some("1200".into()),
+///     allow_watch_bookmarks: true,
+///     timeout_seconds: Some(300),
+///     ..WatchParams::default()
+/// };
+/// assert_eq!(
+///     params.to_query(),
+///     "watch=true&resourceVersion=1200&timeoutSeconds=300&allowWatchBookmarks=true"
+/// );
+/// ```
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct WatchParams {
+    /// `labelSelector`.
+    pub label_selector: Option<String>,
+    /// `fieldSelector`.
+    pub field_selector: Option<String>,
+    /// `resourceVersion` to watch from.
+    pub resource_version: Option<String>,
+    /// `resourceVersionMatch` (`NotOlderThan` with `sendInitialEvents`).
+    pub resource_version_match: Option<ResourceVersionMatch>,
+    /// `timeoutSeconds`: the server ends the watch after this long.
+    pub timeout_seconds: Option<u32>,
+    /// `allowWatchBookmarks`.
+    pub allow_watch_bookmarks: bool,
+    /// `sendInitialEvents`: a streaming list, ended by a bookmark annotated
+    /// [`INITIAL_EVENTS_END_ANNOTATION`](crate::INITIAL_EVENTS_END_ANNOTATION).
+    pub send_initial_events: bool,
+}
+
+impl WatchParams {
+    /// The URL query string (without `?`), percent-encoded, starting with `watch=true`.
+    pub fn to_query(&self) -> String {
+        let mut q = Query::default();
+        q.pair("watch", "true");
+        q.opt("labelSelector", self.label_selector.as_deref());
+        q.opt("fieldSelector", self.field_selector.as_deref());
+        q.opt("resourceVersion", self.resource_version.as_deref());
+        q.opt(
+            "resourceVersionMatch",
+            self.resource_version_match.map(ResourceVersionMatch::as_str),
+        );
+        q.opt_num("timeoutSeconds", self.timeout_seconds);
+        if self.allow_watch_bookmarks {
+            q.pair("allowWatchBookmarks", "true");
+        }
+        if self.send_initial_events {
+            q.pair("sendInitialEvents", "true");
+        }
+        q.0
+    }
+}
+
+/// An `application/x-www-form-urlencoded` query under construction.
+#[derive(Default)]
+struct Query(String);
+
+impl Query {
+    fn pair(&mut self, key: &str, value: &str) {
+        if !self.0.is_empty() {
+            self.0.push('&');
+        }
+        self.0.push_str(key);
+        self.0.push('=');
+        for b in value.bytes() {
+            match b {
+                b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'*' => {
+                    self.0.push(b as char);
+                }
+                b' ' => self.0.push('+'),
+                _ => {
+                    let _ = write!(self.0, "%{b:02X}");
+                }
+            }
+        }
+    }
+
+    fn opt(&mut self, key: &str, value: Option<&str>) {
+        if let Some(v) = value {
+            self.pair(key, v);
+        }
+    }
+
+    fn opt_num(&mut self, key: &str, value: Option<u32>) {
+        if let Some(v) = value {
+            self.pair(key, &v.to_string());
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{DynamicObject, Object, PartialObjectMetadata};
+    use k8s_openapi::api::core::v1::Pod;
+
+    #[test]
+    fn decodes_a_real_pod_list() {
+        let body = r#"{"kind":"PodList","apiVersion":"v1","metadata":{"resourceVersion":"12345","continue":"eyJ2IjoibWV0YS5rOHMuaW8vdjEiLCJydiI6MTIzNDUsInN0YXJ0IjoiYiJ9","remainingItemCount":3},"items":[{"metadata":{"name":"a","namespace":"default","uid":"u-a","resourceVersion":"100","labels":{"app":"x"}},"spec":{"containers":[{"name":"c","image":"busybox"}]},"status":{"phase":"Pending"}},{"metadata":{"name":"b","namespace":"kube-system","uid":"u-b","resourceVersion":"101"},"spec":{"containers":[]}}]}"#;
+        let list = ObjectList::<Pod>::from_json(body.as_bytes()).unwrap();
+        let keys: Vec<_> = list.items.iter().map(|p| p.key().to_string()).collect();
+        assert_eq!(keys, ["default/a", "kube-system/b"]);
+        assert_eq!(list.resource_version.as_str(), "12345");
+        assert!(list.continue_token.is_some());
+        assert_eq!(list.remaining_item_count, Some(3));
+    }
+
+    #[test]
+    fn decodes_last_pages_and_empty_lists() {
+        let cases = [
+            r#"{"kind":"PodList","apiVersion":"v1","metadata":{"resourceVersion":"9"},"items":[]}"#,
+            r#"{"kind":"PodList","apiVersion":"v1","metadata":{"resourceVersion":"9","continue":""},"items":null}"#,
+            r#"{"kind":"PodList","apiVersion":"v1","metadata":{"resourceVersion":"9"}}"#,
+        ];
+        for body in cases {
+            let list = ObjectList::<DynamicObject>::from_json(body.as_bytes()).unwrap();
+            assert!(list.items.is_empty(), "{body}");
+            assert_eq!(list.continue_token, None, "{body}");
+            assert_eq!(list.resource_version.as_str(), "9");
+        }
+    }
+
+    #[test]
+    fn decodes_metadata_only_lists() {
+        let body = r#"{"kind":"PartialObjectMetadataList","apiVersion":"meta.k8s.io/v1","metadata":{"resourceVersion":"77"},"items":[{"kind":"PartialObjectMetadata","apiVersion":"meta.k8s.io/v1","metadata":{"name":"n1","uid":"x","resourceVersion":"70"}}]}"#;
+        let list = ObjectList::<PartialObjectMetadata>::from_json(body.as_bytes()).unwrap();
+        assert_eq!(list.items[0].name(), "n1");
+        assert_eq!(list.items[0].namespace(), None);
+    }
+
+    #[test]
+    fn rejects_malformed_lists() {
+        for body in [r#"{"items":{}}"#, r#"{"items":[{"metadata":7}]}"#, "not json"] {
+            assert!(matches!(
+                ObjectList::<Pod>::from_json(body.as_bytes()),
+                Err(Error::Decode { what: "list", .. })
+            ));
+        }
+    }
+
+    #[test]
+    fn encodes_every_parameter() {
+        let p = ListParams {
+            label_selector: Some("a!=b".into()),
+            field_selector: Some("spec.nodeName=node-1".into()),
+            limit: Some(10),
+            continue_token: Some("tok/=+".into()),
+            resource_version: Some("5".into()),
+            resource_version_match: Some(ResourceVersionMatch::Exact),
+            timeout_seconds: Some(30),
+        };
+        assert_eq!(
+            p.to_query(),
+            "labelSelector=a%21%3Db&fieldSelector=spec.nodeName%3Dnode-1&limit=10&continue=tok%2F%3D%2B&resourceVersion=5&resourceVersionMatch=Exact&timeoutSeconds=30"
+        );
+        assert_eq!(ListParams::default().to_query(), "");
+        let w = WatchParams {
+            resource_version: Some("7".into()),
+            resource_version_match: Some(ResourceVersionMatch::NotOlderThan),
+            send_initial_events: true,
+            allow_watch_bookmarks: true,
+            ..WatchParams::default()
+        };
+        assert_eq!(
+            w.to_query(),
+            "watch=true&resourceVersion=7&resourceVersionMatch=NotOlderThan&allowWatchBookmarks=true&sendInitialEvents=true"
+        );
+    }
+}

@@ -1,0 +1,124 @@
+//! Which resource a list or watch is about, and its URL paths.
+
+use std::any::TypeId;
+
+/// Whether a resource lives in namespaces or is cluster-wide.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Scope {
+    /// Objects live in a namespace (pods, services, configmaps).
+    Namespaced,
+    /// Objects are cluster-wide (nodes, namespaces).
+    Cluster,
+}
+
+/// A resource as the API server names it: group, version, kind, plural and scope.
+///
+/// Derive it from a k8s-openapi type with [`ApiResource::of`], or build it for any custom resource
+/// with [`ApiResource::new`].
+///
+/// ```
+/// use kinformer_core::{ApiResource, Scope};
+///
+/// let widgets = ApiResource::new("example.com", "v1", "Widget", "widgets", Scope::Namespaced);
+/// assert_eq!(widgets.api_version, "example.com/v1");
+/// assert_eq!(widgets.list_path(None), "/apis/example.com/v1/widgets");
+/// assert_eq!(widgets.list_path(Some("dev")), "/apis/example.com/v1/namespaces/dev/widgets");
+///
+/// let nodes = ApiResource::new("", "v1", "Node", "nodes", Scope::Cluster);
+/// assert_eq!(nodes.list_path(Some("ignored")), "/api/v1/nodes");
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct ApiResource {
+    /// The API group, empty for the core group.
+    pub group: String,
+    /// The version, for example `v1`.
+    pub version: String,
+    /// `group/version`, or just `version` for the core group.
+    pub api_version: String,
+    /// The kind, for example `Pod`.
+    pub kind: String,
+    /// The plural resource name used in URLs, for example `pods`.
+    pub plural: String,
+    /// Namespaced or cluster-wide.
+    pub scope: Scope,
+}
+
+impl ApiResource {
+    /// A resource from its parts, for custom resources and resources chosen at run time.
+    pub fn new(group: &str, version: &str, kind: &str, plural: &str, scope: Scope) -> Self {
+        let api_version = if group.is_empty() {
+            version.to_owned()
+        } else {
+            format!("{group}/{version}")
+        };
+        Self {
+            group: group.to_owned(),
+            version: version.to_owned(),
+            api_version,
+            kind: kind.to_owned(),
+            plural: plural.to_owned(),
+            scope,
+        }
+    }
+
+    /// The resource of a k8s-openapi type.
+    ///
+    /// ```
+    /// use k8s_openapi::api::core::v1::{Namespace, Pod};
+    /// use k8s_openapi::api::apps::v1::Deployment;
+    /// use kinformer_core::{ApiResource, Scope};
+    ///
+    /// assert_eq!(ApiResource::of::<Pod>().scope, Scope::Namespaced);
+    /// assert_eq!(ApiResource::of::<Namespace>().scope, Scope::Cluster);
+    /// assert_eq!(ApiResource::of::<Deployment>().list_path(None), "/apis/apps/v1/deployments");
+    /// ```
+    pub fn of<K: k8s_openapi::Resource>() -> Self
+    where
+        K::Scope: 'static,
+    {
+        let scope = if TypeId::of::<K::Scope>() == TypeId::of::<k8s_openapi::ClusterResourceScope>() {
+            Scope::Cluster
+        } else {
+            Scope::Namespaced
+        };
+        Self {
+            group: K::GROUP.to_owned(),
+            version: K::VERSION.to_owned(),
+            api_version: K::API_VERSION.to_owned(),
+            kind: K::KIND.to_owned(),
+            plural: K::URL_PATH_SEGMENT.to_owned(),
+            scope,
+        }
+    }
+
+    /// The URL path that lists (and, with `watch=true`, watches) this resource: in one namespace
+    /// when `namespace` is given and the resource is namespaced, across all namespaces otherwise.
+    pub fn list_path(&self, namespace: Option<&str>) -> String {
+        let mut path = if self.group.is_empty() {
+            format!("/api/{}", self.version)
+        } else {
+            format!("/apis/{}/{}", self.group, self.version)
+        };
+        if let (Scope::Namespaced, Some(ns)) = (self.scope, namespace) {
+            path.push_str("/namespaces/");
+            path.push_str(ns);
+        }
+        path.push('/');
+        path.push_str(&self.plural);
+        path
+    }
+
+    /// The URL path of one object of this resource.
+    ///
+    /// ```
+    /// use kinformer_core::{ApiResource, Scope};
+    /// let pods = ApiResource::new("", "v1", "Pod", "pods", Scope::Namespaced);
+    /// assert_eq!(pods.object_path(Some("dev"), "web-0"), "/api/v1/namespaces/dev/pods/web-0");
+    /// ```
+    pub fn object_path(&self, namespace: Option<&str>, name: &str) -> String {
+        let mut path = self.list_path(namespace);
+        path.push('/');
+        path.push_str(name);
+        path
+    }
+}

@@ -1,0 +1,45 @@
+//! Project tasks for kinformer, run as `cargo xtask <task>`:
+//!
+//! - `tidy`: the workspace's structural rules (also run as a test by `cargo test`).
+//! - `bench`: the side-by-side benchmarks (added with the scenarios they run).
+
+#![forbid(unsafe_code)]
+
+mod tidy;
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    match args.first().map(String::as_str) {
+        Some("tidy") => match tidy::check(&workspace_root()) {
+            Ok(()) => {
+                println!("tidy: ok");
+                ExitCode::SUCCESS
+            }
+            Err(problems) => {
+                for p in problems {
+                    eprintln!("tidy: {p}");
+                }
+                ExitCode::FAILURE
+            }
+        },
+        Some("bench") => {
+            eprintln!("xtask bench: no end-to-end scenarios exist yet; they arrive with the pipeline");
+            ExitCode::FAILURE
+        }
+        _ => {
+            eprintln!("usage: cargo xtask <tidy|bench>");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// The workspace root: the parent of this crate's folder.
+fn workspace_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("xtask lives one level below the workspace root")
+        .to_path_buf()
+}
