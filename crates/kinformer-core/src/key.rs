@@ -126,7 +126,8 @@ mod tests {
 
     #[test]
     fn splits_and_rejects_malformed_keys() {
-        let cases: &[(&str, Result<(Option<&str>, &str), &str>)] = &[
+        type Split<'a> = Result<(Option<&'a str>, &'a str), &'a str>;
+        let cases: &[(&str, Split<'_>)] = &[
             ("a", Ok((None, "a"))),
             ("ns/a", Ok((Some("ns"), "a"))),
             ("", Err("the name is empty")),

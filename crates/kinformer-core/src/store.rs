@@ -151,7 +151,8 @@ mod tests {
         let boxed: Box<dyn KnownObjects<DynamicObject>> = Box::new(map);
         let arc: Arc<dyn KnownObjects<DynamicObject>> = Arc::from(boxed);
         assert!(arc.list_keys().is_empty());
-        assert!((&arc).get_by_key("x").is_none());
+        let by_ref: &dyn KnownObjects<DynamicObject> = &&arc;
+        assert!(by_ref.get_by_key("x").is_none());
         let _ = assert_dyn_compatible;
     }
 }

@@ -1,5 +1,17 @@
-//! kinformer: Kubernetes informers in Rust. This facade wires the default pipeline.
+//! kinformer: Kubernetes informers in Rust.
 //!
-//! This crate is being built; see the workspace README for the crate map.
+//! This facade will wire the default pipeline (client, reflector, delta FIFO, shared informer,
+//! indexer, lister), re-export every layer and offer a prelude and a builder in which any layer can
+//! be replaced. It does no work of its own.
+//!
+//! Until the pipeline layers land, it re-exports the shared vocabulary:
+//!
+//! ```
+//! use kinformer::core::ObjectKey;
+//! assert_eq!(ObjectKey::new(Some("default"), "web").as_str(), "default/web");
+//! ```
 
 #![forbid(unsafe_code)]
+
+#[doc(inline)]
+pub use kinformer_core as core;

@@ -599,7 +599,8 @@ mod tests {
     #[test]
     fn parses_and_matches_every_operator() {
         // (selector, canonical rendering, labels, matches?)
-        let cases: &[(&str, &str, &[(&str, &str)], bool)] = &[
+        type Case<'a> = (&'a str, &'a str, &'a [(&'a str, &'a str)], bool);
+        let cases: &[Case<'_>] = &[
             ("", "", &[], true),
             ("a=b", "a=b", &[("a", "b")], true),
             ("a==b", "a=b", &[("a", "b")], true),
