@@ -1,0 +1,316 @@
+//! Lister queries as data (namespace, selector → exact keys), the namespace index's cost, errors,
+//! and a property test against a plain filter over every object.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use kinformer_core::{ApiResource, DynamicObject, LabelSelector, Object, Scope};
+use kinformer_indexer::{Error as IndexError, Indexer, IndexerRead, index};
+use kinformer_lister::{Error, Lister};
+use proptest::prelude::*;
+
+fn obj(ns: &str, name: &str, labels: &[(&str, &str)]) -> Arc<DynamicObject> {
+    let mut o = DynamicObject::default();
+    o.metadata.namespace = (!ns.is_empty()).then(|| ns.to_string());
+    o.metadata.name = Some(name.into());
+    o.metadata.labels = Some(
+        labels
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect(),
+    );
+    Arc::new(o)
+}
+
+fn sorted_keys(objects: Vec<Arc<DynamicObject>>) -> Vec<String> {
+    let mut k: Vec<String> = objects.iter().map(|o| o.key().to_string()).collect();
+    k.sort();
+    k
+}
+
+const OBJECTS: &[(&str, &str, &[(&str, &str)])] = &[
+    ("shop", "web-0", &[("app", "web"), ("tier", "front")]),
+    (
+        "shop",
+        "web-1",
+        &[("app", "web"), ("tier", "front"), ("canary", "yes")],
+    ),
+    ("shop", "db-0", &[("app", "db"), ("tier", "back")]),
+    ("blog", "web-0", &[("app", "web")]),
+    ("blog", "cache", &[]),
+    ("", "node-1", &[("zone", "a")]),
+];
+
+/// (namespace, selector, expected keys); `None` lists all namespaces through `Lister::list`.
+const QUERIES: &[(Option<&str>, &str, &[&str])] = &[
+    (
+        None,
+        "",
+        &[
+            "blog/cache",
+            "blog/web-0",
+            "node-1",
+            "shop/db-0",
+            "shop/web-0",
+            "shop/web-1",
+        ],
+    ),
+    (None, "app=web", &["blog/web-0", "shop/web-0", "shop/web-1"]),
+    (None, "app=web,!canary", &["blog/web-0", "shop/web-0"]),
+    (
+        None,
+        "app in (web,db),tier",
+        &["shop/db-0", "shop/web-0", "shop/web-1"],
+    ),
+    (None, "zone", &["node-1"]),
+    (None, "app=none", &[]),
+    (Some("shop"), "", &["shop/db-0", "shop/web-0", "shop/web-1"]),
+    (Some("shop"), "tier=front", &["shop/web-0", "shop/web-1"]),
+    (Some("blog"), "app!=web", &["blog/cache"]),
+    (Some("blog"), "tier", &[]),
+    (Some("nowhere"), "", &[]),
+    (
+        Some(""),
+        "app=web",
+        &["blog/web-0", "shop/web-0", "shop/web-1"],
+    ),
+];
+
+fn filled(with_namespace_index: bool) -> Indexer<DynamicObject> {
+    let indexer = Indexer::new();
+    if with_namespace_index {
+        indexer
+            .add_indexers([(index::NAMESPACE.to_string(), index::namespace())])
+            .unwrap();
+    }
+    for (ns, name, labels) in OBJECTS {
+        indexer.add(obj(ns, name, labels)).unwrap();
+    }
+    indexer
+}
+
+#[test]
+fn queries_return_exactly_the_matching_objects_with_and_without_a_namespace_index() {
+    for with_index in [true, false] {
+        let indexer = filled(with_index);
+        let lister = Lister::new(indexer.reader(), "widgets");
+        for (ns, selector, want) in QUERIES {
+            let sel: LabelSelector = selector.parse().unwrap();
+            let got = match ns {
+                None => lister.list(&sel),
+                Some(ns) => lister.namespaced(ns).list(&sel),
+            };
+            assert_eq!(
+                sorted_keys(got),
+                *want,
+                "index {with_index}, {ns:?}, {selector:?}"
+            );
+        }
+        assert!(lister.list(&LabelSelector::nothing()).is_empty());
+        assert!(
+            lister
+                .namespaced("shop")
+                .list(&LabelSelector::nothing())
+                .is_empty()
+        );
+    }
+}
+
+#[test]
+fn get_finds_by_name_and_not_found_names_the_resource() {
+    let indexer = filled(true);
+    let deployments =
+        ApiResource::new("apps", "v1", "Deployment", "deployments", Scope::Namespaced);
+    let lister = Lister::for_resource(indexer.reader(), &deployments);
+    assert_eq!(
+        lister.namespaced("shop").get("db-0").unwrap().name(),
+        "db-0"
+    );
+    assert_eq!(lister.get("node-1").unwrap().name(), "node-1");
+    let err = lister.namespaced("blog").get("db-0").unwrap_err();
+    assert_eq!(err.to_string(), r#"deployments.apps "db-0" not found"#);
+    assert_eq!(
+        err,
+        Error::NotFound {
+            resource: "deployments.apps".into(),
+            namespace: Some("blog".into()),
+            name: "db-0".into()
+        }
+    );
+    let err = lister.get("web-0").unwrap_err();
+    assert!(matches!(
+        err,
+        Error::NotFound {
+            namespace: None,
+            ..
+        }
+    ));
+}
+
+#[test]
+fn by_index_answers_any_index_and_reports_unknown_ones() {
+    let indexer = filled(true);
+    indexer
+        .add_indexers([("app".to_string(), index::label("app"))])
+        .unwrap();
+    let lister = Lister::new(indexer.reader(), "widgets");
+    assert_eq!(
+        sorted_keys(lister.by_index("app", "web").unwrap()),
+        ["blog/web-0", "shop/web-0", "shop/web-1"]
+    );
+    assert_eq!(
+        lister.by_index("nope", "x").unwrap_err(),
+        Error::Index(IndexError::UnknownIndex {
+            name: "nope".into()
+        })
+    );
+}
+
+/// Counts the objects a lister is shown.
+struct Counting<R> {
+    inner: R,
+    visited: AtomicUsize,
+}
+
+impl<K, R: IndexerRead<K>> IndexerRead<K> for Counting<R> {
+    fn get_by_key(&self, key: &str) -> Option<Arc<K>> {
+        self.inner.get_by_key(key)
+    }
+    fn for_each(&self, f: &mut dyn FnMut(&Arc<K>)) {
+        self.inner.for_each(&mut |o| {
+            self.visited.fetch_add(1, Ordering::Relaxed);
+            f(o)
+        })
+    }
+    fn for_each_indexed(
+        &self,
+        index: &str,
+        value: &str,
+        f: &mut dyn FnMut(&Arc<K>),
+    ) -> Result<(), IndexError> {
+        self.inner.for_each_indexed(index, value, &mut |o| {
+            self.visited.fetch_add(1, Ordering::Relaxed);
+            f(o)
+        })
+    }
+    fn has_index(&self, index: &str) -> bool {
+        self.inner.has_index(index)
+    }
+}
+
+#[test]
+fn a_namespace_list_costs_that_namespace_only_when_indexed() {
+    let indexer =
+        Indexer::with_indexers([(index::NAMESPACE.to_string(), index::namespace())]).unwrap();
+    for i in 0..1000 {
+        indexer
+            .add(obj(
+                if i < 10 { "small" } else { "big" },
+                &format!("o{i}"),
+                &[],
+            ))
+            .unwrap();
+    }
+    let lister = Lister::new(
+        Counting {
+            inner: indexer.reader(),
+            visited: AtomicUsize::new(0),
+        },
+        "widgets",
+    );
+    assert_eq!(
+        lister
+            .namespaced("small")
+            .list(&LabelSelector::everything())
+            .len(),
+        10
+    );
+    assert_eq!(
+        lister.reader().visited.load(Ordering::Relaxed),
+        10,
+        "only the namespace's objects"
+    );
+
+    let unindexed = Indexer::new();
+    for i in 0..1000 {
+        unindexed
+            .add(obj(
+                if i < 10 { "small" } else { "big" },
+                &format!("o{i}"),
+                &[],
+            ))
+            .unwrap();
+    }
+    let lister = Lister::new(
+        Counting {
+            inner: unindexed.reader(),
+            visited: AtomicUsize::new(0),
+        },
+        "widgets",
+    );
+    assert_eq!(
+        lister
+            .namespaced("small")
+            .list(&LabelSelector::everything())
+            .len(),
+        10
+    );
+    assert_eq!(
+        lister.reader().visited.load(Ordering::Relaxed),
+        1000,
+        "a scan without the index"
+    );
+}
+
+const NS: &[&str] = &["", "a", "b"];
+const KEYS: &[&str] = &["app", "tier"];
+const VALUES: &[&str] = &["x", "y"];
+
+fn selector() -> impl Strategy<Value = String> {
+    let req = (0..KEYS.len(), 0..5usize, 0..VALUES.len()).prop_map(|(k, op, v)| {
+        let (k, v) = (KEYS[k], VALUES[v]);
+        match op {
+            0 => format!("{k}={v}"),
+            1 => format!("{k}!={v}"),
+            2 => k.to_string(),
+            3 => format!("!{k}"),
+            _ => format!("{k} in (x,{v})"),
+        }
+    });
+    proptest::collection::vec(req, 0..3).prop_map(|r| r.join(","))
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
+
+    #[test]
+    fn lists_equal_a_plain_filter(
+        objects in proptest::collection::vec((0..NS.len(), 0..8usize, proptest::collection::btree_map(0..KEYS.len(), 0..VALUES.len(), 0..3)), 0..20),
+        queries in proptest::collection::vec((0..NS.len(), selector()), 1..6),
+        with_index in any::<bool>(),
+    ) {
+        let indexer = Indexer::new();
+        if with_index {
+            indexer.add_indexers([(index::NAMESPACE.to_string(), index::namespace())]).unwrap();
+        }
+        let mut model: BTreeMap<String, Arc<DynamicObject>> = BTreeMap::new();
+        for (ns, name, labels) in objects {
+            let labels: Vec<(&str, &str)> = labels.into_iter().map(|(k, v)| (KEYS[k], VALUES[v])).collect();
+            let o = obj(NS[ns], &format!("o{name}"), &labels);
+            model.insert(o.key().to_string(), Arc::clone(&o));
+            indexer.add(o).unwrap();
+        }
+        let lister = Lister::new(indexer.reader(), "widgets");
+        for (ns, sel) in queries {
+            let parsed: LabelSelector = sel.parse().unwrap();
+            let want: Vec<String> = model
+                .iter()
+                .filter(|(_, o)| NS[ns].is_empty() || o.namespace() == Some(NS[ns]))
+                .filter(|(_, o)| parsed.matches(o.labels()))
+                .map(|(k, _)| k.clone())
+                .collect();
+            prop_assert_eq!(sorted_keys(lister.namespaced(NS[ns]).list(&parsed)), want, "{:?} {:?}", NS[ns], sel);
+        }
+    }
+}
