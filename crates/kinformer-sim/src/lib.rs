@@ -1,5 +1,73 @@
 //! A simulated Kubernetes API server that speaks list/watch over real HTTP.
 //!
-//! This crate is being built; see the workspace README for the crate map.
+//! `kinformer-sim` serves the Kubernetes REST API on 127.0.0.1 well enough that kinformer's client,
+//! reflector and informer tests, its benches, its CLI's embedded default and `kubectl` itself run
+//! against it unchanged. It is built for tests: it starts in milliseconds, is scripted in-process,
+//! and misbehaves on request.
+//!
+//! What it does:
+//! - **Storage like etcd**: objects of any resource (pods, services, configmaps, secrets,
+//!   namespaces, nodes, apps deployments and friends, and any resource registered at run time with
+//!   [`Store::register_crd`]), one global resource version bumped by every write, server-set
+//!   `uid`, `creationTimestamp`, `generation` and `resourceVersion`, a bounded history (the
+//!   compaction window) and consistent snapshots at past versions.
+//! - **The REST API**: list with label and field selectors, `limit`/`continue` pages from one
+//!   snapshot, every `resourceVersion`/`resourceVersionMatch` mode (410 when too old, 504 when too
+//!   new); watch with bookmarks, timeouts, selector transitions, streaming lists
+//!   (`sendInitialEvents`); create, replace, merge patch, delete; metadata-only responses;
+//!   discovery for `kubectl`; `Status` bodies for every error.
+//! - **TLS and authentication**: HTTPS with a generated CA, bearer tokens, basic auth, client
+//!   certificates ([`Auth`]).
+//! - **Fault injection** ([`Faults`]): closed, stalled, cut, malformed or oversized watch streams,
+//!   429/500/503 answers, forced 410s, compaction, slow chunks, dropped connections.
+//! - **Workloads**: realistic pods ([`Store::seed_pods`], [`generate_pod`]) and a deterministic
+//!   churn of creates, updates and deletes ([`Store::churn`]).
+//!
+//! What it does not do: admission, defaulting and schema validation, graceful deletion and
+//! finalizers, strategic merge patch semantics for lists (a strategic patch is applied as a JSON
+//! merge patch), JSON patch, server-side apply, protobuf, Table output, aggregated discovery,
+//! authorization policies, and persistence. `docs/sim.md` maps each behaviour to the real server's.
+//!
+//! # Example
+//! ```
+//! # #[tokio::main(flavor = "current_thread")] async fn main() {
+//! use kinformer_core::{ApiResource, Scope};
+//! use kinformer_sim::{SimConfig, SimServer};
+//!
+//! let sim = SimServer::start(SimConfig::default()).await.unwrap();
+//! let pods = ApiResource::new("", "v1", "Pod", "pods", Scope::Namespaced);
+//! sim.store().seed_pods(3, 42);
+//! assert_eq!(sim.store().list(&pods, None).len(), 3);
+//!
+//! // Any HTTP client now sees them at sim.url(), for example
+//! // GET {url}/api/v1/pods?limit=2 or GET {url}/api/v1/pods?watch=true&resourceVersion=0.
+//! assert!(sim.url().starts_with("http://127.0.0.1:"));
+//!
+//! // Make the next watch request fail with 410 Gone.
+//! sim.faults().gone_next_watch();
+//! sim.shutdown().await;
+//! # }
+//! ```
 
 #![forbid(unsafe_code)]
+// The store answers with `kinformer_core::Status` (the API's own error object), as the HTTP API
+// does; failures are rare and off the hot path, so its size does not matter.
+#![allow(clippy::result_large_err)]
+
+mod api;
+mod auth;
+mod discovery;
+mod error;
+mod faults;
+mod render;
+mod server;
+mod store;
+mod watch;
+mod workload;
+
+pub use auth::Auth;
+pub use error::Error;
+pub use faults::{Faults, RequestKind};
+pub use server::{SimConfig, SimServer};
+pub use store::Store;
+pub use workload::{ChurnConfig, ChurnHandle, generate_pod};

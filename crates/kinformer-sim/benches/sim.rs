@@ -1,0 +1,3 @@
+//! Benchmarks of the simulated server: list page rendering and watch event fan-out.
+
+fn main() {}

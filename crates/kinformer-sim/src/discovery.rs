@@ -1,0 +1,236 @@
+//! Discovery and the little OpenAPI that `kubectl` needs: `/version`, `/api`, `/apis`, resource
+//! lists per group version, and `/openapi/v3` documents that declare server-side field validation.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use bytes::Bytes;
+use http::StatusCode;
+use hyper::Response;
+use kinformer_core::Scope;
+use serde_json::{Value, json};
+
+use crate::api::{json_response, status_response};
+use crate::server::{Body, Shared};
+use crate::store::{ResourceInfo, status};
+
+/// The Kubernetes version the sim claims to be.
+pub(crate) const SERVER_MINOR: &str = "34";
+
+fn ok(v: &Value) -> Response<Body> {
+    json_response(
+        StatusCode::OK,
+        Bytes::from(serde_json::to_vec(v).unwrap_or_default()),
+    )
+}
+
+/// Group versions served, each with its resources.
+fn group_versions(shared: &Shared) -> BTreeMap<(String, String), Vec<ResourceInfo>> {
+    let mut map: BTreeMap<(String, String), Vec<ResourceInfo>> = BTreeMap::new();
+    for r in shared.store.resources() {
+        map.entry((r.api.group.clone(), r.api.version.clone()))
+            .or_default()
+            .push(r);
+    }
+    map
+}
+
+fn resource_entry(r: &ResourceInfo) -> Value {
+    let mut v = json!({
+        "name": r.api.plural,
+        "singularName": r.singular,
+        "namespaced": r.api.scope == Scope::Namespaced,
+        "kind": r.api.kind,
+        "verbs": ["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"],
+    });
+    if !r.short_names.is_empty() {
+        v["shortNames"] = json!(r.short_names);
+    }
+    if matches!(
+        (r.api.group.as_str(), r.api.plural.as_str()),
+        ("", "pods" | "services")
+            | (
+                "apps",
+                "deployments" | "replicasets" | "statefulsets" | "daemonsets"
+            )
+    ) {
+        v["categories"] = json!(["all"]);
+    }
+    v
+}
+
+/// `/openapi/v3/...` path of a group version.
+fn openapi_path(group: &str, version: &str) -> String {
+    if group.is_empty() {
+        format!("api/{version}")
+    } else {
+        format!("apis/{group}/{version}")
+    }
+}
+
+/// An OpenAPI v3 document for one group version: just enough for `kubectl` to see that PATCH and
+/// POST take `fieldValidation` (so it validates on the server and needs no schemas).
+fn openapi_doc(group: &str, version: &str, resources: &[ResourceInfo]) -> Value {
+    let param = json!([
+        {"name": "fieldValidation", "in": "query", "schema": {"type": "string", "uniqueItems": true}},
+        {"name": "fieldManager", "in": "query", "schema": {"type": "string", "uniqueItems": true}},
+        {"name": "dryRun", "in": "query", "schema": {"type": "string", "uniqueItems": true}},
+    ]);
+    let mut paths = serde_json::Map::new();
+    for r in resources {
+        let gvk = json!({"group": group, "version": version, "kind": r.api.kind});
+        let ns = match r.api.scope {
+            Scope::Namespaced => Some("{namespace}"),
+            Scope::Cluster => None,
+        };
+        let collection = r.api.list_path(ns);
+        let op = |verb: &str| {
+            json!({
+                "x-kubernetes-action": verb,
+                "x-kubernetes-group-version-kind": gvk,
+                "parameters": param,
+                "responses": {"200": {"description": "OK"}},
+            })
+        };
+        paths.insert(
+            collection.clone(),
+            json!({"post": op("post"), "get": op("list")}),
+        );
+        paths.insert(
+            format!("{collection}/{{name}}"),
+            json!({"patch": op("patch"), "put": op("put"), "get": op("get"), "delete": op("delete")}),
+        );
+    }
+    json!({
+        "openapi": "3.0.0",
+        "info": {"title": "Kubernetes", "version": format!("v1.{SERVER_MINOR}.0")},
+        "paths": paths,
+        "components": {"schemas": {}},
+    })
+}
+
+pub(crate) fn route(
+    shared: &Arc<Shared>,
+    segs: &[&str],
+    _parts: &http::request::Parts,
+) -> Response<Body> {
+    let gvs = group_versions(shared);
+    match segs {
+        ["version"] => ok(&json!({
+            "major": "1",
+            "minor": SERVER_MINOR,
+            "gitVersion": format!("v1.{SERVER_MINOR}.0-kinformer-sim"),
+            "gitCommit": "0000000000000000000000000000000000000000",
+            "gitTreeState": "clean",
+            "buildDate": "2026-01-01T00:00:00Z",
+            "goVersion": "go1.24.0",
+            "compiler": "gc",
+            "platform": "linux/amd64",
+        })),
+        ["healthz" | "livez" | "readyz"] => {
+            let mut r = json_response(StatusCode::OK, Bytes::from_static(b"ok"));
+            r.headers_mut().insert(
+                http::header::CONTENT_TYPE,
+                http::HeaderValue::from_static("text/plain; charset=utf-8"),
+            );
+            r
+        }
+        ["api"] => ok(&json!({
+            "kind": "APIVersions",
+            "versions": ["v1"],
+            "serverAddressByClientCIDRs": [{"clientCIDR": "0.0.0.0/0", "serverAddress": shared.addr.to_string()}],
+        })),
+        ["apis"] => {
+            let mut groups: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
+            for (g, v) in gvs.keys().filter(|(g, _)| !g.is_empty()) {
+                groups.entry(g).or_default().push(v);
+            }
+            let groups: Vec<Value> = groups
+                .into_iter()
+                .map(|(g, vs)| group_json(g, &vs))
+                .collect();
+            ok(&json!({"kind": "APIGroupList", "apiVersion": "v1", "groups": groups}))
+        }
+        ["apis", g] => {
+            let vs: Vec<&str> = gvs
+                .keys()
+                .filter(|(gg, _)| gg == g)
+                .map(|(_, v)| v.as_str())
+                .collect();
+            if vs.is_empty() {
+                return status_response(&status(
+                    404,
+                    "NotFound",
+                    "the server could not find the requested resource",
+                ));
+            }
+            let mut v = group_json(g, &vs);
+            v["kind"] = "APIGroup".into();
+            v["apiVersion"] = "v1".into();
+            ok(&v)
+        }
+        ["api", v] | ["apis", _, v] => {
+            let g = if segs[0] == "api" { "" } else { segs[1] };
+            match gvs.get(&(g.to_owned(), (*v).to_owned())) {
+                Some(rs) => ok(&json!({
+                    "kind": "APIResourceList",
+                    "apiVersion": "v1",
+                    "groupVersion": if g.is_empty() { (*v).to_owned() } else { format!("{g}/{v}") },
+                    "resources": rs.iter().map(resource_entry).collect::<Vec<_>>(),
+                })),
+                None => status_response(&status(
+                    404,
+                    "NotFound",
+                    "the server could not find the requested resource",
+                )),
+            }
+        }
+        ["openapi", "v3"] => {
+            let paths: serde_json::Map<String, Value> = gvs
+                .keys()
+                .map(|(g, v)| {
+                    let p = openapi_path(g, v);
+                    (
+                        p.clone(),
+                        json!({"serverRelativeURL": format!("/openapi/v3/{p}?hash=0")}),
+                    )
+                })
+                .collect();
+            ok(&json!({"paths": paths}))
+        }
+        ["openapi", "v3", "api", v] => openapi_gv(&gvs, "", v),
+        ["openapi", "v3", "apis", g, v] => openapi_gv(&gvs, g, v),
+        _ => status_response(&status(
+            404,
+            "NotFound",
+            "the server could not find the requested resource",
+        )),
+    }
+}
+
+fn openapi_gv(
+    gvs: &BTreeMap<(String, String), Vec<ResourceInfo>>,
+    group: &str,
+    version: &str,
+) -> Response<Body> {
+    match gvs.get(&(group.to_owned(), version.to_owned())) {
+        Some(rs) => ok(&openapi_doc(group, version, rs)),
+        None => status_response(&status(
+            404,
+            "NotFound",
+            "the server could not find the requested resource",
+        )),
+    }
+}
+
+fn group_json(group: &str, versions: &[&str]) -> Value {
+    let vs: Vec<Value> = versions
+        .iter()
+        .map(|v| json!({"groupVersion": format!("{group}/{v}"), "version": v}))
+        .collect();
+    json!({
+        "name": group,
+        "versions": vs,
+        "preferredVersion": vs.last().cloned().unwrap_or(Value::Null),
+    })
+}

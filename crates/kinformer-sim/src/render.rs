@@ -1,0 +1,152 @@
+//! Response bodies built by concatenating pre-rendered object JSON.
+
+use bytes::{BufMut, Bytes, BytesMut};
+use kinformer_core::{INITIAL_EVENTS_END_ANNOTATION, Status};
+use serde_json::Value;
+
+/// List bodies are cut into chunks of about this size.
+pub(crate) const CHUNK: usize = 256 * 1024;
+
+/// The JSON of a `Status` object, with `kind`, `apiVersion` and `metadata` as the server sends it.
+pub(crate) fn status_json(status: &Status) -> Bytes {
+    let mut v = serde_json::to_value(status).unwrap_or(Value::Null);
+    if let Value::Object(m) = &mut v {
+        let mut out = serde_json::Map::new();
+        out.insert("kind".into(), "Status".into());
+        out.insert("apiVersion".into(), "v1".into());
+        out.insert("metadata".into(), Value::Object(serde_json::Map::new()));
+        out.append(m);
+        v = Value::Object(out);
+    }
+    Bytes::from(serde_json::to_vec(&v).unwrap_or_default())
+}
+
+/// `{"type":"<kind>","object":<object>}\n`
+pub(crate) fn event_line(kind: &str, object: &[u8]) -> Bytes {
+    let mut b = BytesMut::with_capacity(object.len() + kind.len() + 24);
+    b.put_slice(b"{\"type\":\"");
+    b.put_slice(kind.as_bytes());
+    b.put_slice(b"\",\"object\":");
+    b.put_slice(object);
+    b.put_slice(b"}\n");
+    b.freeze()
+}
+
+/// A `BOOKMARK` line: kind, apiVersion and `metadata.resourceVersion` only (plus the
+/// initial-events-end annotation when it ends a streaming list).
+pub(crate) fn bookmark_line(
+    kind: &str,
+    api_version: &str,
+    rv: u64,
+    initial_events_end: bool,
+) -> Bytes {
+    let annotations = if initial_events_end {
+        format!(",\"annotations\":{{\"{INITIAL_EVENTS_END_ANNOTATION}\":\"true\"}}")
+    } else {
+        String::new()
+    };
+    Bytes::from(format!(
+        "{{\"type\":\"BOOKMARK\",\"object\":{{\"kind\":\"{kind}\",\"apiVersion\":\"{api_version}\",\"metadata\":{{\"resourceVersion\":\"{rv}\"{annotations}}}}}}}\n"
+    ))
+}
+
+/// An `ERROR` line carrying a status.
+pub(crate) fn error_line(status: &Status) -> Bytes {
+    event_line("ERROR", &status_json(status))
+}
+
+/// The metadata of a list response.
+#[derive(Debug, Default)]
+pub(crate) struct ListMeta<'a> {
+    pub(crate) resource_version: u64,
+    pub(crate) continue_token: Option<&'a str>,
+    pub(crate) remaining: Option<u64>,
+}
+
+/// Renders a list body from pre-rendered items, in chunks of about [`CHUNK`] bytes.
+pub(crate) fn list_body<'a>(
+    kind: &str,
+    api_version: &str,
+    meta: &ListMeta<'_>,
+    items: impl IntoIterator<Item = &'a [u8]>,
+) -> Vec<Bytes> {
+    let mut chunks = Vec::new();
+    let mut b = BytesMut::with_capacity(CHUNK + 8 * 1024);
+    b.put_slice(b"{\"kind\":\"");
+    b.put_slice(kind.as_bytes());
+    b.put_slice(b"\",\"apiVersion\":\"");
+    b.put_slice(api_version.as_bytes());
+    b.put_slice(b"\",\"metadata\":{\"resourceVersion\":\"");
+    b.put_slice(meta.resource_version.to_string().as_bytes());
+    b.put_slice(b"\"");
+    if let Some(c) = meta.continue_token {
+        b.put_slice(b",\"continue\":\"");
+        b.put_slice(c.as_bytes());
+        b.put_slice(b"\"");
+    }
+    if let Some(r) = meta.remaining {
+        b.put_slice(b",\"remainingItemCount\":");
+        b.put_slice(r.to_string().as_bytes());
+    }
+    b.put_slice(b"},\"items\":[");
+    for (i, item) in items.into_iter().enumerate() {
+        if i > 0 {
+            b.put_u8(b',');
+        }
+        b.put_slice(item);
+        if b.len() >= CHUNK {
+            chunks.push(b.split().freeze());
+            b.reserve(CHUNK + 8 * 1024);
+        }
+    }
+    b.put_slice(b"]}");
+    chunks.push(b.freeze());
+    chunks
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn list_body_is_valid_json_across_chunks() {
+        let item = format!("{{\"x\":\"{}\"}}", "a".repeat(5000));
+        let items: Vec<&[u8]> = (0..200).map(|_| item.as_bytes()).collect();
+        let meta = ListMeta {
+            resource_version: 42,
+            continue_token: Some("tok"),
+            remaining: Some(3),
+        };
+        let chunks = list_body("PodList", "v1", &meta, items);
+        assert!(chunks.len() > 1);
+        let all: Vec<u8> = chunks.concat();
+        let v: Value = serde_json::from_slice(&all).unwrap();
+        assert_eq!(v["metadata"]["resourceVersion"], "42");
+        assert_eq!(v["metadata"]["continue"], "tok");
+        assert_eq!(v["metadata"]["remainingItemCount"], 3);
+        assert_eq!(v["items"].as_array().unwrap().len(), 200);
+        let empty = list_body("PodList", "v1", &ListMeta::default(), Vec::<&[u8]>::new()).concat();
+        let v: Value = serde_json::from_slice(&empty).unwrap();
+        assert_eq!(v["items"], serde_json::json!([]));
+    }
+
+    #[test]
+    fn lines_are_valid_json() {
+        let b = bookmark_line("Pod", "v1", 7, true);
+        let v: Value = serde_json::from_slice(&b).unwrap();
+        assert_eq!(
+            v["object"]["metadata"]["annotations"][INITIAL_EVENTS_END_ANNOTATION],
+            "true"
+        );
+        let e = error_line(&Status::failure(410, "Expired", "too old"));
+        let v: Value = serde_json::from_slice(&e).unwrap();
+        assert_eq!(
+            (
+                v["type"].as_str(),
+                v["object"]["kind"].as_str(),
+                v["object"]["code"].as_u64()
+            ),
+            (Some("ERROR"), Some("Status"), Some(410))
+        );
+    }
+}

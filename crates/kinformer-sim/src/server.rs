@@ -1,0 +1,310 @@
+//! The HTTP(S) server: listener, TLS, connections, authentication, then the API.
+
+use std::convert::Infallible;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use http_body_util::BodyExt as _;
+use http_body_util::combinators::BoxBody;
+use hyper::body::Incoming;
+use hyper::{Request, Response};
+use hyper_util::rt::{TokioExecutor, TokioIo};
+use parking_lot::RwLock;
+use tokio::net::TcpListener;
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
+
+use crate::auth::{Presented, TlsMaterial, kubeconfig};
+use crate::faults::{FaultState, Faults};
+use crate::store::Store;
+use crate::{Auth, Error, api};
+
+/// The body of every response.
+pub(crate) type Body = BoxBody<Bytes, std::io::Error>;
+
+/// How a [`SimServer`] starts. Build it with struct update syntax from `Default`.
+///
+/// ```
+/// use std::time::Duration;
+/// use kinformer_sim::{Auth, SimConfig};
+///
+/// let config = SimConfig {
+///     tls: true,
+///     auth: Auth::BearerToken("secret".into()),
+///     bookmark_interval: Duration::from_millis(50),
+///     ..SimConfig::default()
+/// };
+/// assert_eq!(config.history_window, 10_000);
+/// ```
+#[derive(Debug, Clone)]
+pub struct SimConfig {
+    /// Serve HTTPS with a generated CA and server certificate (for 127.0.0.1 and localhost).
+    /// Default `false`: plain HTTP.
+    pub tls: bool,
+    /// The credentials requests must present. Default [`Auth::None`].
+    pub auth: Auth,
+    /// How many past events a watch (or an exact list, or a continue token) can resume from; older
+    /// versions answer 410. Default 10 000.
+    pub history_window: usize,
+    /// How often open watches that allow bookmarks get a `BOOKMARK`. Default 1 s.
+    pub bookmark_interval: Duration,
+    /// How long a request for a resourceVersion newer than the server's waits for it before
+    /// answering 504 "Too large resource version" (the real server waits 3 s). Default 500 ms.
+    pub too_large_wait: Duration,
+    /// The port to bind on 127.0.0.1; 0 (the default) picks a free one.
+    pub port: u16,
+}
+
+impl Default for SimConfig {
+    fn default() -> Self {
+        Self {
+            tls: false,
+            auth: Auth::None,
+            history_window: 10_000,
+            bookmark_interval: Duration::from_secs(1),
+            too_large_wait: Duration::from_millis(500),
+            port: 0,
+        }
+    }
+}
+
+/// What every request handler shares.
+pub(crate) struct Shared {
+    pub(crate) store: Store,
+    pub(crate) faults: Arc<FaultState>,
+    pub(crate) auth: RwLock<Auth>,
+    pub(crate) config: SimConfig,
+    pub(crate) addr: SocketAddr,
+}
+
+/// A running simulated API server on 127.0.0.1.
+///
+/// ```
+/// # #[tokio::main(flavor = "current_thread")] async fn main() {
+/// use kinformer_sim::{SimConfig, SimServer};
+///
+/// let sim = SimServer::start(SimConfig { tls: true, ..SimConfig::default() }).await.unwrap();
+/// assert!(sim.url().starts_with("https://127.0.0.1:"));
+/// assert!(sim.ca_pem().unwrap().contains("BEGIN CERTIFICATE"));
+/// assert!(sim.kubeconfig_yaml().contains("certificate-authority-data"));
+/// sim.shutdown().await;
+/// # }
+/// ```
+pub struct SimServer {
+    shared: Arc<Shared>,
+    tls: Option<Arc<TlsMaterial>>,
+    shutdown: watch::Sender<bool>,
+    accept: Option<JoinHandle<()>>,
+}
+
+impl std::fmt::Debug for SimServer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SimServer")
+            .field("url", &self.url())
+            .finish_non_exhaustive()
+    }
+}
+
+impl SimServer {
+    /// Binds 127.0.0.1 (port 0 unless configured) and starts serving in the background on the
+    /// current tokio runtime.
+    pub async fn start(config: SimConfig) -> Result<Self, Error> {
+        let tls = if config.tls {
+            Some(Arc::new(TlsMaterial::generate()?))
+        } else {
+            None
+        };
+        let bind = SocketAddr::from(([127, 0, 0, 1], config.port));
+        let listener = TcpListener::bind(bind)
+            .await
+            .map_err(|source| Error::Bind { addr: bind, source })?;
+        let addr = listener
+            .local_addr()
+            .map_err(|source| Error::Bind { addr: bind, source })?;
+        let store = Store::new(config.history_window);
+        let shared = Arc::new(Shared {
+            store,
+            faults: Arc::new(FaultState::new()),
+            auth: RwLock::new(config.auth.clone()),
+            config,
+            addr,
+        });
+        let (shutdown, shutdown_rx) = watch::channel(false);
+        let accept = tokio::spawn(accept_loop(
+            listener,
+            Arc::clone(&shared),
+            tls.clone(),
+            shutdown_rx,
+        ));
+        tracing::debug!(%addr, tls = tls.is_some(), "kinformer-sim serving");
+        Ok(Self {
+            shared,
+            tls,
+            shutdown,
+            accept: Some(accept),
+        })
+    }
+
+    /// The base URL: `http://127.0.0.1:PORT` or `https://127.0.0.1:PORT`.
+    pub fn url(&self) -> String {
+        let scheme = if self.tls.is_some() { "https" } else { "http" };
+        format!("{scheme}://{}", self.shared.addr)
+    }
+
+    /// The address the server is bound to.
+    pub fn addr(&self) -> SocketAddr {
+        self.shared.addr
+    }
+
+    /// The PEM of the CA that signed the server certificate (TLS mode only).
+    pub fn ca_pem(&self) -> Option<String> {
+        self.tls.as_ref().map(|t| t.ca_pem.clone())
+    }
+
+    /// A client certificate for `common_name` and its PKCS#8 private key, both PEM, signed by the
+    /// server's client CA, so that [`Auth::ClientCert`] accepts it. Outside TLS mode (or if key
+    /// generation fails) both strings are empty.
+    pub fn issue_client_cert(&self, common_name: &str) -> (String, String) {
+        self.tls
+            .as_ref()
+            .and_then(|t| t.issue_client_cert(common_name).ok())
+            .unwrap_or_default()
+    }
+
+    /// A kubeconfig for this server that `kubectl` accepts: the server URL, the CA (TLS mode) and
+    /// the first credential the current [`Auth`] accepts (a token, a user name and password, or a
+    /// freshly issued client certificate).
+    pub fn kubeconfig_yaml(&self) -> String {
+        kubeconfig(&self.url(), self.tls.as_deref(), &self.shared.auth.read())
+    }
+
+    /// Changes the accepted credentials from now on (for token rotation tests). Open watches are
+    /// not affected.
+    pub fn set_auth(&self, auth: Auth) {
+        *self.shared.auth.write() = auth;
+    }
+
+    /// The in-process handle to the storage.
+    pub fn store(&self) -> Store {
+        self.shared.store.clone()
+    }
+
+    /// The fault injection knobs.
+    pub fn faults(&self) -> Faults {
+        Faults {
+            state: Arc::clone(&self.shared.faults),
+            store: self.shared.store.clone(),
+        }
+    }
+
+    /// Stops accepting and drops every open connection.
+    pub async fn shutdown(mut self) {
+        self.shutdown.send_replace(true);
+        if let Some(accept) = self.accept.take() {
+            let _ = accept.await;
+        }
+    }
+}
+
+impl Drop for SimServer {
+    fn drop(&mut self) {
+        self.shutdown.send_replace(true);
+    }
+}
+
+async fn accept_loop(
+    listener: TcpListener,
+    shared: Arc<Shared>,
+    tls: Option<Arc<TlsMaterial>>,
+    mut shutdown: watch::Receiver<bool>,
+) {
+    let acceptor = tls.map(|t| tokio_rustls::TlsAcceptor::from(Arc::clone(&t.server_config)));
+    // Bounded by shutdown: the loop ends when the server is shut down or dropped.
+    loop {
+        let (tcp, peer) = tokio::select! {
+            r = listener.accept() => match r {
+                Ok(c) => c,
+                Err(e) => {
+                    tracing::warn!(error = %e, "accept failed");
+                    continue;
+                }
+            },
+            _ = shutdown.wait_for(|s| *s) => return,
+        };
+        let _ = tcp.set_nodelay(true);
+        let shared = Arc::clone(&shared);
+        let acceptor = acceptor.clone();
+        let shutdown = shutdown.clone();
+        tokio::spawn(async move {
+            let mut drop_all = shared.faults.drop_all.subscribe();
+            drop_all.borrow_and_update();
+            match acceptor {
+                Some(acceptor) => {
+                    let tls = tokio::select! {
+                        r = acceptor.accept(tcp) => r,
+                        _ = drop_all.changed() => return,
+                    };
+                    match tls {
+                        Ok(stream) => {
+                            let client_cert = stream
+                                .get_ref()
+                                .1
+                                .peer_certificates()
+                                .is_some_and(|c| !c.is_empty());
+                            serve(stream, shared, client_cert, drop_all, shutdown).await;
+                        }
+                        Err(e) => tracing::debug!(%peer, error = %e, "TLS handshake failed"),
+                    }
+                }
+                None => serve(tcp, shared, false, drop_all, shutdown).await,
+            }
+        });
+    }
+}
+
+async fn serve<IO>(
+    io: IO,
+    shared: Arc<Shared>,
+    client_cert: bool,
+    mut drop_all: watch::Receiver<u64>,
+    mut shutdown: watch::Receiver<bool>,
+) where
+    IO: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+{
+    let service = hyper::service::service_fn(move |req: Request<Incoming>| {
+        let shared = Arc::clone(&shared);
+        async move { Ok::<_, Infallible>(handle(shared, client_cert, req).await) }
+    });
+    let builder = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new());
+    let conn = builder.serve_connection(TokioIo::new(io), service);
+    tokio::select! {
+        r = conn => if let Err(e) = r {
+            tracing::debug!(error = %e, "connection ended with an error");
+        },
+        _ = drop_all.changed() => tracing::debug!("connection dropped by fault injection"),
+        _ = shutdown.wait_for(|s| *s) => {},
+    }
+}
+
+async fn handle(shared: Arc<Shared>, client_cert: bool, req: Request<Incoming>) -> Response<Body> {
+    let authorization = req
+        .headers()
+        .get(http::header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok());
+    let presented = Presented {
+        authorization,
+        client_cert,
+    };
+    if !shared.auth.read().accepts(&presented) {
+        tracing::debug!(path = %req.uri().path(), "unauthorized request");
+        return api::status_response(&kinformer_core::Status::failure(
+            401,
+            "Unauthorized",
+            "Unauthorized",
+        ));
+    }
+    let (parts, body) = req.into_parts();
+    api::route(&shared, parts, body.map_err(std::io::Error::other).boxed()).await
+}

@@ -1,0 +1,1190 @@
+//! Storage like etcd behind the API server: objects of every resource, one global resource
+//! version, a bounded history of changes (the compaction window), and snapshots at past versions.
+
+use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::sync::{Arc, OnceLock};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use bytes::Bytes;
+use kinformer_core::{ApiResource, Scope, Status, StatusDetails};
+use parking_lot::Mutex;
+use serde_json::{Map, Value};
+use tokio::sync::watch;
+
+/// How a resource is looked up in storage: (group, plural).
+pub(crate) type ResKey = (String, String);
+
+/// The storage key of an object inside its resource: (namespace, name); namespace is empty for
+/// cluster-scoped objects. Sorted the way the API server lists: by namespace, then name.
+pub(crate) type ObjKey = (String, String);
+
+/// One stored version of an object, with its JSON rendered once.
+#[derive(Debug)]
+pub(crate) struct Stored {
+    pub(crate) namespace: String,
+    pub(crate) name: String,
+    pub(crate) rv: u64,
+    /// The object's JSON, exactly as every list page and watch event sends it.
+    pub(crate) json: Bytes,
+    pub(crate) labels: BTreeMap<String, String>,
+    /// The values of the fields this resource supports in field selectors.
+    pub(crate) fields: Vec<(&'static str, String)>,
+    /// The `PartialObjectMetadata` form, rendered on first use.
+    meta_json: OnceLock<Bytes>,
+}
+
+impl Stored {
+    fn from_value(value: &Value, res: &ResourceInfo) -> Arc<Self> {
+        let meta = &value["metadata"];
+        let s = |v: &Value| v.as_str().unwrap_or_default().to_owned();
+        let labels = meta["labels"]
+            .as_object()
+            .map(|m| m.iter().map(|(k, v)| (k.clone(), s(v))).collect())
+            .unwrap_or_default();
+        let fields = res
+            .field_paths
+            .iter()
+            .map(|path| (*path, field_value(value, path)))
+            .collect();
+        Arc::new(Self {
+            namespace: s(&meta["namespace"]),
+            name: s(&meta["name"]),
+            rv: meta["resourceVersion"]
+                .as_str()
+                .and_then(|v| v.parse().ok())
+                .unwrap_or_default(),
+            json: Bytes::from(serde_json::to_vec(value).unwrap_or_default()),
+            labels,
+            fields,
+            meta_json: OnceLock::new(),
+        })
+    }
+
+    pub(crate) fn key(&self) -> ObjKey {
+        (self.namespace.clone(), self.name.clone())
+    }
+
+    /// The stored object as JSON.
+    pub(crate) fn value(&self) -> Value {
+        serde_json::from_slice(&self.json).unwrap_or(Value::Null)
+    }
+
+    /// The `PartialObjectMetadata` JSON of this object, rendered once.
+    pub(crate) fn meta_json(&self) -> &Bytes {
+        self.meta_json.get_or_init(|| {
+            let v = self.value();
+            Bytes::from(
+                serde_json::to_vec(&serde_json::json!({
+                    "kind": "PartialObjectMetadata",
+                    "apiVersion": "meta.k8s.io/v1",
+                    "metadata": v["metadata"],
+                }))
+                .unwrap_or_default(),
+            )
+        })
+    }
+
+    /// The value of a field selector field (`None` if the resource does not support the field).
+    pub(crate) fn field(&self, path: &str) -> Option<&str> {
+        match path {
+            "metadata.name" => Some(&self.name),
+            "metadata.namespace" => Some(&self.namespace),
+            _ => self
+                .fields
+                .iter()
+                .find(|(p, _)| *p == path)
+                .map(|(_, v)| v.as_str()),
+        }
+    }
+}
+
+/// Reads a dotted path (`spec.nodeName`) from JSON; missing fields read as "".
+fn field_value(value: &Value, path: &str) -> String {
+    let mut v = value;
+    for part in path.split('.') {
+        v = &v[part];
+    }
+    match v {
+        Value::String(s) => s.clone(),
+        Value::Null => String::new(),
+        other => other.to_string(),
+    }
+}
+
+/// What kind of change an event records.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum EventKind {
+    Added,
+    Modified,
+    Deleted,
+}
+
+/// One write, as the history keeps it and every watcher reads it.
+#[derive(Debug)]
+pub(crate) struct Event {
+    pub(crate) rv: u64,
+    pub(crate) resource: Arc<ResKey>,
+    pub(crate) kind: EventKind,
+    /// The object after the write; for a delete, its last state carrying the delete's version.
+    pub(crate) object: Arc<Stored>,
+    /// The object before the write (`None` for a create).
+    pub(crate) prev: Option<Arc<Stored>>,
+    /// Watch lines, rendered once per event on first use and shared by every watcher.
+    pub(crate) lines: [OnceLock<Bytes>; 8],
+}
+
+/// A resource the store serves, with what discovery and field selectors need.
+#[derive(Debug, Clone)]
+pub(crate) struct ResourceInfo {
+    pub(crate) api: ApiResource,
+    pub(crate) key: Arc<ResKey>,
+    pub(crate) singular: String,
+    pub(crate) short_names: Vec<&'static str>,
+    pub(crate) field_paths: Vec<&'static str>,
+}
+
+impl ResourceInfo {
+    fn new(api: ApiResource) -> Self {
+        let field_paths = match (api.group.as_str(), api.plural.as_str()) {
+            ("", "pods") => vec![
+                "spec.nodeName",
+                "spec.restartPolicy",
+                "spec.schedulerName",
+                "spec.serviceAccountName",
+                "spec.hostNetwork",
+                "status.phase",
+                "status.podIP",
+                "status.nominatedNodeName",
+            ],
+            ("", "secrets") => vec!["type"],
+            ("", "namespaces") => vec!["status.phase"],
+            ("", "nodes") => vec!["spec.unschedulable"],
+            ("", "events") => vec![
+                "involvedObject.kind",
+                "involvedObject.name",
+                "involvedObject.namespace",
+                "involvedObject.uid",
+                "reason",
+                "type",
+            ],
+            _ => Vec::new(),
+        };
+        let short_names = match (api.group.as_str(), api.plural.as_str()) {
+            ("", "pods") => vec!["po"],
+            ("", "services") => vec!["svc"],
+            ("", "configmaps") => vec!["cm"],
+            ("", "namespaces") => vec!["ns"],
+            ("", "nodes") => vec!["no"],
+            ("", "serviceaccounts") => vec!["sa"],
+            ("", "endpoints") => vec!["ep"],
+            ("", "events") => vec!["ev"],
+            ("apps", "deployments") => vec!["deploy"],
+            ("apps", "replicasets") => vec!["rs"],
+            ("apps", "statefulsets") => vec!["sts"],
+            ("apps", "daemonsets") => vec!["ds"],
+            _ => Vec::new(),
+        };
+        Self {
+            key: Arc::new((api.group.clone(), api.plural.clone())),
+            singular: api.kind.to_ascii_lowercase(),
+            short_names,
+            field_paths,
+            api,
+        }
+    }
+
+    /// Whether the resource supports this field in field selectors.
+    pub(crate) fn supports_field(&self, path: &str) -> bool {
+        path == "metadata.name" || path == "metadata.namespace" || self.field_paths.contains(&path)
+    }
+}
+
+/// The resources every simulated cluster serves from the start.
+fn builtin_resources() -> Vec<ApiResource> {
+    use Scope::{Cluster, Namespaced};
+    [
+        ("", "Pod", "pods", Namespaced),
+        ("", "Service", "services", Namespaced),
+        ("", "ConfigMap", "configmaps", Namespaced),
+        ("", "Secret", "secrets", Namespaced),
+        ("", "ServiceAccount", "serviceaccounts", Namespaced),
+        ("", "Endpoints", "endpoints", Namespaced),
+        ("", "Event", "events", Namespaced),
+        ("", "Namespace", "namespaces", Cluster),
+        ("", "Node", "nodes", Cluster),
+        ("apps", "Deployment", "deployments", Namespaced),
+        ("apps", "ReplicaSet", "replicasets", Namespaced),
+        ("apps", "StatefulSet", "statefulsets", Namespaced),
+        ("apps", "DaemonSet", "daemonsets", Namespaced),
+    ]
+    .into_iter()
+    .map(|(g, k, p, s)| ApiResource::new(g, "v1", k, p, s))
+    .collect()
+}
+
+/// How many snapshots at past versions are kept for continue tokens and exact reads.
+const SNAPSHOT_CACHE: usize = 16;
+
+/// A consistent view of one resource at one resource version, sorted by key.
+pub(crate) type Snapshot = Arc<Vec<Arc<Stored>>>;
+
+struct State {
+    rv: u64,
+    compacted: u64,
+    resources: HashMap<ResKey, ResourceInfo>,
+    tables: HashMap<ResKey, BTreeMap<ObjKey, Arc<Stored>>>,
+    history: VecDeque<Arc<Event>>,
+    history_window: usize,
+    snapshots: VecDeque<(ResKey, u64, Snapshot)>,
+    uid_counter: u64,
+}
+
+pub(crate) struct StoreInner {
+    state: Mutex<State>,
+    notify: watch::Sender<u64>,
+}
+
+/// The simulated cluster's storage, as tests and load generators write to it in-process.
+///
+/// Cheap to clone; all clones share the same storage. Every write returns the stored object (with
+/// `uid`, `resourceVersion`, `creationTimestamp` and `generation` set by the server) or a
+/// [`Status`] exactly as the HTTP API would answer. Watchers see in-process writes like HTTP ones.
+///
+/// ```
+/// # #[tokio::main(flavor = "current_thread")] async fn main() {
+/// use kinformer_core::{ApiResource, Scope};
+/// use kinformer_sim::{SimConfig, SimServer};
+///
+/// let sim = SimServer::start(SimConfig::default()).await.unwrap();
+/// let cms = ApiResource::new("", "v1", "ConfigMap", "configmaps", Scope::Namespaced);
+/// let store = sim.store();
+/// let created = store
+///     .create(&cms, serde_json::json!({"metadata": {"name": "a", "namespace": "dev"}, "data": {"k": "v"}}))
+///     .unwrap();
+/// assert_eq!(created["metadata"]["resourceVersion"], store.resource_version().to_string());
+/// let err = store.create(&cms, created.clone()).unwrap_err();
+/// assert_eq!((err.code, err.reason.as_str()), (409, "AlreadyExists"));
+/// # }
+/// ```
+#[derive(Clone)]
+pub struct Store {
+    pub(crate) inner: Arc<StoreInner>,
+}
+
+impl std::fmt::Debug for Store {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Store")
+            .field("resource_version", &self.resource_version())
+            .finish_non_exhaustive()
+    }
+}
+
+/// Builds a Kubernetes `Failure` status with details naming the object.
+pub(crate) fn status(code: u16, reason: &str, message: impl Into<String>) -> Status {
+    Status::failure(code, reason, message)
+}
+
+fn object_status(
+    code: u16,
+    reason: &str,
+    message: String,
+    res: &ApiResource,
+    name: &str,
+) -> Status {
+    let mut s = status(code, reason, message);
+    s.details = Some(StatusDetails {
+        name: name.to_owned(),
+        group: res.group.clone(),
+        kind: res.plural.clone(),
+        ..StatusDetails::default()
+    });
+    s
+}
+
+pub(crate) fn not_found(res: &ApiResource, name: &str) -> Status {
+    let what = qualified(res);
+    object_status(
+        404,
+        "NotFound",
+        format!("{what} \"{name}\" not found"),
+        res,
+        name,
+    )
+}
+
+fn qualified(res: &ApiResource) -> String {
+    if res.group.is_empty() {
+        res.plural.clone()
+    } else {
+        format!("{}.{}", res.plural, res.group)
+    }
+}
+
+fn conflict(res: &ApiResource, name: &str) -> Status {
+    let what = qualified(res);
+    object_status(
+        409,
+        "Conflict",
+        format!(
+            "Operation cannot be fulfilled on {what} \"{name}\": the object has been modified; please apply your changes to the latest version and try again"
+        ),
+        res,
+        name,
+    )
+}
+
+pub(crate) fn invalid(res: &ApiResource, name: &str, field: &str, message: &str) -> Status {
+    let mut s = object_status(
+        422,
+        "Invalid",
+        format!("{} \"{name}\" is invalid: {field}: {message}", res.kind),
+        res,
+        name,
+    );
+    if let Some(d) = s.details.as_mut() {
+        d.kind = res.kind.clone();
+        d.causes.push(kinformer_core::StatusCause {
+            reason: "FieldValueInvalid".to_owned(),
+            message: message.to_owned(),
+            field: field.to_owned(),
+        });
+    }
+    s
+}
+
+/// The "too old resource version" status, as the API server words it.
+pub(crate) fn too_old(requested: u64, current: u64) -> Status {
+    status(
+        410,
+        "Expired",
+        format!("too old resource version: {requested} ({current})"),
+    )
+}
+
+/// A 504 "Too large resource version" status with its `ResourceVersionTooLarge` cause.
+pub(crate) fn too_large(requested: u64, current: u64) -> Status {
+    let mut s = status(
+        504,
+        "Timeout",
+        format!("Too large resource version: {requested}, current: {current}"),
+    );
+    s.details = Some(StatusDetails {
+        causes: vec![kinformer_core::StatusCause {
+            reason: "ResourceVersionTooLarge".to_owned(),
+            message: "Too large resource version".to_owned(),
+            field: String::new(),
+        }],
+        retry_after_seconds: 1,
+        ..StatusDetails::default()
+    });
+    s
+}
+
+/// Formats seconds since the Unix epoch as RFC 3339 UTC (`2024-05-01T10:00:00Z`).
+pub(crate) fn rfc3339(secs: u64) -> String {
+    let days = (secs / 86_400) as i64;
+    let rem = secs % 86_400;
+    // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    format!(
+        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60
+    )
+}
+
+pub(crate) fn now_rfc3339() -> String {
+    rfc3339(
+        SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs()),
+    )
+}
+
+/// A deterministic, well-formed UUID (version 4 layout) from a counter.
+fn uid_from(n: u64) -> String {
+    let a = splitmix(n);
+    let b = splitmix(a ^ 0x5151_5151);
+    format!(
+        "{:08x}-{:04x}-4{:03x}-{:04x}-{:012x}",
+        a >> 32,
+        (a >> 16) & 0xffff,
+        a & 0xfff,
+        0x8000 | (b >> 48) & 0x3fff,
+        b & 0xffff_ffff_ffff
+    )
+}
+
+pub(crate) fn splitmix(x: u64) -> u64 {
+    let mut z = x.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
+
+/// RFC 7386 JSON merge patch.
+pub(crate) fn merge_patch(target: &mut Value, patch: &Value) {
+    let Value::Object(p) = patch else {
+        *target = patch.clone();
+        return;
+    };
+    if !target.is_object() {
+        *target = Value::Object(Map::new());
+    }
+    if let Value::Object(t) = target {
+        for (k, v) in p {
+            if v.is_null() {
+                t.remove(k);
+            } else {
+                merge_patch(t.entry(k.clone()).or_insert(Value::Null), v);
+            }
+        }
+    }
+}
+
+/// Everything but metadata and status: what bumps `metadata.generation` when it changes.
+fn generation_relevant(v: &Value) -> Vec<(&String, &Value)> {
+    v.as_object()
+        .map(|m| {
+            m.iter()
+                .filter(|(k, _)| {
+                    !matches!(k.as_str(), "metadata" | "status" | "kind" | "apiVersion")
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+impl Store {
+    pub(crate) fn new(history_window: usize) -> Self {
+        let resources = builtin_resources()
+            .into_iter()
+            .map(|r| {
+                let info = ResourceInfo::new(r);
+                ((*info.key).clone(), info)
+            })
+            .collect();
+        let (notify, _) = watch::channel(1);
+        Self {
+            inner: Arc::new(StoreInner {
+                state: Mutex::new(State {
+                    rv: 1,
+                    compacted: 1,
+                    resources,
+                    tables: HashMap::new(),
+                    history: VecDeque::new(),
+                    history_window: history_window.max(1),
+                    snapshots: VecDeque::new(),
+                    uid_counter: 0,
+                }),
+                notify,
+            }),
+        }
+    }
+
+    /// The current global resource version: the version of the latest write.
+    pub fn resource_version(&self) -> u64 {
+        self.inner.state.lock().rv
+    }
+
+    /// Makes a custom resource (or any resource not built in) servable over HTTP and writable here.
+    /// Registering a resource again changes nothing.
+    pub fn register_crd(&self, resource: ApiResource) {
+        let info = ResourceInfo::new(resource);
+        self.inner
+            .state
+            .lock()
+            .resources
+            .entry((*info.key).clone())
+            .or_insert(info);
+    }
+
+    /// Creates an object (POST semantics): 409 `AlreadyExists` if it exists, 422 `Invalid` without
+    /// a name, 404 `NotFound` for a resource the server does not serve. A namespaced object without
+    /// `metadata.namespace` goes to `default`; `metadata.generateName` makes a name.
+    pub fn create(&self, resource: &ApiResource, object: Value) -> Result<Value, Status> {
+        self.write_create(resource, object, None)
+    }
+
+    /// Replaces an object (PUT semantics): 404 if missing; 409 `Conflict` if `metadata.resourceVersion`
+    /// is set and is not the stored one. A replace that changes nothing writes nothing.
+    pub fn update(&self, resource: &ApiResource, object: Value) -> Result<Value, Status> {
+        self.write_update(resource, object, None)
+    }
+
+    /// Applies a JSON merge patch (RFC 7386) to an object. A `metadata.resourceVersion` in the patch
+    /// is a precondition (409 `Conflict` if stale).
+    pub fn patch(
+        &self,
+        resource: &ApiResource,
+        namespace: Option<&str>,
+        name: &str,
+        merge_patch: Value,
+    ) -> Result<Value, Status> {
+        let mut state = self.inner.state.lock();
+        let info = state.info(resource)?;
+        let key = obj_key(&info.api, namespace, name);
+        let current = state
+            .tables
+            .get(&*info.key)
+            .and_then(|t| t.get(&key))
+            .cloned()
+            .ok_or_else(|| not_found(&info.api, name))?;
+        let mut value = current.value();
+        // A resourceVersion in the patch is a precondition, not a value to store.
+        let mut patch = merge_patch;
+        if let Some(rv) = patch
+            .get_mut("metadata")
+            .and_then(Value::as_object_mut)
+            .and_then(|m| m.remove("resourceVersion"))
+            && rv.as_str() != Some(current.rv.to_string().as_str())
+        {
+            return Err(conflict(&info.api, name));
+        }
+        self::merge_patch(&mut value, &patch);
+        let out = state.replace(&info, value, &current)?;
+        drop(state);
+        self.notify();
+        Ok(out)
+    }
+
+    /// Deletes an object at once (no graceful deletion, no finalizers) and returns its last state,
+    /// which carries the delete's resource version. 404 if missing.
+    pub fn delete(
+        &self,
+        resource: &ApiResource,
+        namespace: Option<&str>,
+        name: &str,
+    ) -> Result<Value, Status> {
+        let out = self.inner.state.lock().delete(resource, namespace, name)?;
+        self.notify();
+        Ok(out)
+    }
+
+    /// The stored object, if any.
+    pub fn get(
+        &self,
+        resource: &ApiResource,
+        namespace: Option<&str>,
+        name: &str,
+    ) -> Option<Value> {
+        self.get_stored(resource, namespace, name)
+            .map(|s| s.value())
+    }
+
+    /// All stored objects of a resource (in one namespace, or all), sorted by namespace and name.
+    pub fn list(&self, resource: &ApiResource, namespace: Option<&str>) -> Vec<Value> {
+        let state = self.inner.state.lock();
+        let key = (resource.group.clone(), resource.plural.clone());
+        let Some(table) = state.tables.get(&key) else {
+            return Vec::new();
+        };
+        let items: Vec<Arc<Stored>> = match (resource.scope, namespace) {
+            (Scope::Namespaced, Some(ns)) => range_of(table, ns).cloned().collect(),
+            _ => table.values().cloned().collect(),
+        };
+        drop(state);
+        items.iter().map(|s| s.value()).collect()
+    }
+
+    pub(crate) fn get_stored(
+        &self,
+        resource: &ApiResource,
+        namespace: Option<&str>,
+        name: &str,
+    ) -> Option<Arc<Stored>> {
+        let state = self.inner.state.lock();
+        let key = (resource.group.clone(), resource.plural.clone());
+        state
+            .tables
+            .get(&key)?
+            .get(&obj_key(resource, namespace, name))
+            .cloned()
+    }
+
+    pub(crate) fn write_create(
+        &self,
+        resource: &ApiResource,
+        object: Value,
+        path_namespace: Option<&str>,
+    ) -> Result<Value, Status> {
+        let out = self
+            .inner
+            .state
+            .lock()
+            .create(resource, object, path_namespace)?;
+        self.notify();
+        Ok(out)
+    }
+
+    pub(crate) fn write_update(
+        &self,
+        resource: &ApiResource,
+        object: Value,
+        path: Option<(Option<&str>, &str)>,
+    ) -> Result<Value, Status> {
+        let mut state = self.inner.state.lock();
+        let info = state.info(resource)?;
+        let meta = &object["metadata"];
+        let name = meta["name"].as_str().unwrap_or_default().to_owned();
+        let ns = meta["namespace"].as_str().map(str::to_owned);
+        if let Some((path_ns, path_name)) = path {
+            if path_name != name {
+                return Err(status(
+                    400,
+                    "BadRequest",
+                    "the name of the object does not match the name on the URL",
+                ));
+            }
+            if info.api.scope == Scope::Namespaced
+                && ns.as_deref().is_some_and(|n| Some(n) != path_ns)
+            {
+                return Err(status(
+                    400,
+                    "BadRequest",
+                    "the namespace of the provided object does not match the namespace sent on the request",
+                ));
+            }
+        }
+        let ns = ns.or_else(|| path.and_then(|p| p.0.map(str::to_owned)));
+        let key = obj_key(&info.api, ns.as_deref().or(Some("default")), &name);
+        let current = state
+            .tables
+            .get(&*info.key)
+            .and_then(|t| t.get(&key))
+            .cloned()
+            .ok_or_else(|| not_found(&info.api, &name))?;
+        if let Some(rv) = meta["resourceVersion"].as_str()
+            && !rv.is_empty()
+            && rv != current.rv.to_string()
+        {
+            return Err(conflict(&info.api, &name));
+        }
+        let out = state.replace(&info, object, &current)?;
+        drop(state);
+        self.notify();
+        Ok(out)
+    }
+
+    /// Resource info for a URL's group and plural.
+    pub(crate) fn resource(&self, group: &str, plural: &str) -> Option<ResourceInfo> {
+        self.inner
+            .state
+            .lock()
+            .resources
+            .get(&(group.to_owned(), plural.to_owned()))
+            .cloned()
+    }
+
+    /// Every served resource, sorted by group, version and plural.
+    pub(crate) fn resources(&self) -> Vec<ResourceInfo> {
+        let mut all: Vec<ResourceInfo> = self
+            .inner
+            .state
+            .lock()
+            .resources
+            .values()
+            .cloned()
+            .collect();
+        all.sort_by(|a, b| {
+            (&a.api.group, &a.api.version, &a.api.plural).cmp(&(
+                &b.api.group,
+                &b.api.version,
+                &b.api.plural,
+            ))
+        });
+        all
+    }
+
+    /// `(current, compacted)`: versions below `compacted` can no longer be read or watched from.
+    pub(crate) fn versions(&self) -> (u64, u64) {
+        let s = self.inner.state.lock();
+        (s.rv, s.compacted)
+    }
+
+    /// A consistent view of a resource at `at` (must be between compacted and current).
+    pub(crate) fn snapshot(&self, res: &ResKey, at: u64) -> Result<Snapshot, Status> {
+        self.inner.state.lock().snapshot(res, at)
+    }
+
+    /// Events with a version above `after`, at most `max`, or `Err` when `after` is compacted.
+    pub(crate) fn events_after(&self, after: u64, max: usize) -> Result<Vec<Arc<Event>>, Status> {
+        let s = self.inner.state.lock();
+        if after < s.compacted {
+            return Err(too_old(after, s.rv));
+        }
+        let Some(first) = s.history.front().map(|e| e.rv) else {
+            return Ok(Vec::new());
+        };
+        let start = (after + 1).saturating_sub(first) as usize;
+        Ok(s.history.iter().skip(start).take(max).cloned().collect())
+    }
+
+    /// Drops all history: any older version now answers 410.
+    pub(crate) fn compact_now(&self) {
+        let mut s = self.inner.state.lock();
+        s.history.clear();
+        s.compacted = s.rv;
+        s.snapshots.clear();
+    }
+
+    pub(crate) fn subscribe(&self) -> watch::Receiver<u64> {
+        self.inner.notify.subscribe()
+    }
+
+    fn notify(&self) {
+        let rv = self.inner.state.lock().rv;
+        self.inner.notify.send_replace(rv);
+    }
+
+    /// Writes many objects at once under one lock (workload generators).
+    pub(crate) fn create_many(
+        &self,
+        resource: &ApiResource,
+        objects: Vec<Value>,
+    ) -> Result<(), Status> {
+        {
+            let mut state = self.inner.state.lock();
+            for o in objects {
+                state.create(resource, o, None)?;
+            }
+        }
+        self.notify();
+        Ok(())
+    }
+}
+
+fn obj_key(res: &ApiResource, namespace: Option<&str>, name: &str) -> ObjKey {
+    match res.scope {
+        Scope::Namespaced => (namespace.unwrap_or("default").to_owned(), name.to_owned()),
+        Scope::Cluster => (String::new(), name.to_owned()),
+    }
+}
+
+/// The objects of one namespace in a table.
+fn range_of<'a>(
+    table: &'a BTreeMap<ObjKey, Arc<Stored>>,
+    ns: &str,
+) -> impl Iterator<Item = &'a Arc<Stored>> + 'a {
+    let ns = ns.to_owned();
+    table
+        .range((ns.clone(), String::new())..)
+        .take_while(move |((n, _), _)| *n == ns)
+        .map(|(_, v)| v)
+}
+
+impl State {
+    fn info(&self, res: &ApiResource) -> Result<ResourceInfo, Status> {
+        self.resources
+            .get(&(res.group.clone(), res.plural.clone()))
+            .cloned()
+            .ok_or_else(|| {
+                status(
+                    404,
+                    "NotFound",
+                    format!(
+                        "the server could not find the requested resource ({})",
+                        qualified(res)
+                    ),
+                )
+            })
+    }
+
+    fn next_uid(&mut self) -> String {
+        self.uid_counter += 1;
+        uid_from(self.uid_counter ^ self.rv.rotate_left(32))
+    }
+
+    fn create(
+        &mut self,
+        res: &ApiResource,
+        mut object: Value,
+        path_namespace: Option<&str>,
+    ) -> Result<Value, Status> {
+        let info = self.info(res)?;
+        let api = &info.api;
+        let Some(obj) = object.as_object_mut() else {
+            return Err(invalid(
+                api,
+                "",
+                "metadata",
+                "the object must be a JSON object",
+            ));
+        };
+        obj.insert("apiVersion".into(), Value::String(api.api_version.clone()));
+        obj.insert("kind".into(), Value::String(api.kind.clone()));
+        let meta = obj
+            .entry("metadata")
+            .or_insert_with(|| Value::Object(Map::new()));
+        let Some(meta) = meta.as_object_mut() else {
+            return Err(invalid(api, "", "metadata", "must be an object"));
+        };
+        let mut name = meta
+            .get("name")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_owned();
+        if name.is_empty() {
+            let Some(prefix) = meta.get("generateName").and_then(Value::as_str) else {
+                return Err(invalid(
+                    api,
+                    "",
+                    "metadata.name",
+                    "Required value: name or generateName is required",
+                ));
+            };
+            self.uid_counter += 1;
+            let suffix: String = (0..5)
+                .map(|i| {
+                    let alphabet = b"bcdfghjklmnpqrstvwxz2456789";
+                    let r = splitmix(self.uid_counter * 31 + i);
+                    alphabet[(r % alphabet.len() as u64) as usize] as char
+                })
+                .collect();
+            name = format!("{prefix}{suffix}");
+            meta.insert("name".into(), Value::String(name.clone()));
+        }
+        let namespace = match api.scope {
+            Scope::Cluster => {
+                meta.remove("namespace");
+                String::new()
+            }
+            Scope::Namespaced => {
+                let given = meta
+                    .get("namespace")
+                    .and_then(Value::as_str)
+                    .map(str::to_owned);
+                if let (Some(g), Some(p)) = (&given, path_namespace)
+                    && g != p
+                {
+                    return Err(status(
+                        400,
+                        "BadRequest",
+                        "the namespace of the provided object does not match the namespace sent on the request",
+                    ));
+                }
+                let ns = given
+                    .or_else(|| path_namespace.map(str::to_owned))
+                    .unwrap_or_else(|| "default".to_owned());
+                meta.insert("namespace".into(), Value::String(ns.clone()));
+                ns
+            }
+        };
+        let table = self.tables.entry((*info.key).clone()).or_default();
+        if table.contains_key(&(namespace.clone(), name.clone())) {
+            let what = qualified(api);
+            return Err(object_status(
+                409,
+                "AlreadyExists",
+                format!("{what} \"{name}\" already exists"),
+                api,
+                &name,
+            ));
+        }
+        let rv = self.rv + 1;
+        let uid = self.next_uid();
+        let Some(meta) = object.get_mut("metadata").and_then(Value::as_object_mut) else {
+            unreachable_meta()
+        };
+        meta.insert("uid".into(), Value::String(uid));
+        meta.insert("resourceVersion".into(), Value::String(rv.to_string()));
+        meta.insert("generation".into(), Value::from(1));
+        if !meta.get("creationTimestamp").is_some_and(Value::is_string) {
+            meta.insert("creationTimestamp".into(), Value::String(now_rfc3339()));
+        }
+        meta.remove("deletionTimestamp");
+        let stored = Stored::from_value(&object, &info);
+        self.commit(&info, EventKind::Added, stored, None);
+        Ok(object)
+    }
+
+    /// Replaces `current` with `object`, keeping server-owned metadata.
+    fn replace(
+        &mut self,
+        info: &ResourceInfo,
+        mut object: Value,
+        current: &Arc<Stored>,
+    ) -> Result<Value, Status> {
+        let api = &info.api;
+        let old = current.value();
+        let Some(obj) = object.as_object_mut() else {
+            return Err(invalid(
+                api,
+                &current.name,
+                "metadata",
+                "the object must be a JSON object",
+            ));
+        };
+        obj.insert("apiVersion".into(), Value::String(api.api_version.clone()));
+        obj.insert("kind".into(), Value::String(api.kind.clone()));
+        let old_meta = &old["metadata"];
+        let meta = obj
+            .entry("metadata")
+            .or_insert_with(|| Value::Object(Map::new()));
+        let Some(meta) = meta.as_object_mut() else {
+            return Err(invalid(api, &current.name, "metadata", "must be an object"));
+        };
+        if meta
+            .get("name")
+            .and_then(Value::as_str)
+            .is_some_and(|n| n != current.name)
+        {
+            return Err(invalid(
+                api,
+                &current.name,
+                "metadata.name",
+                "field is immutable",
+            ));
+        }
+        meta.insert("name".into(), Value::String(current.name.clone()));
+        if api.scope == Scope::Namespaced {
+            meta.insert("namespace".into(), Value::String(current.namespace.clone()));
+        } else {
+            meta.remove("namespace");
+        }
+        for k in ["uid", "creationTimestamp", "generation"] {
+            if let Some(v) = old_meta.get(k) {
+                meta.insert(k.into(), v.clone());
+            }
+        }
+        meta.insert(
+            "resourceVersion".into(),
+            Value::String(current.rv.to_string()),
+        );
+        if object == old {
+            return Ok(old);
+        }
+        let generation = old_meta["generation"].as_i64().unwrap_or(1);
+        let bump = generation_relevant(&object) != generation_relevant(&old);
+        let rv = self.rv + 1;
+        if let Some(meta) = object.get_mut("metadata").and_then(Value::as_object_mut) {
+            meta.insert("resourceVersion".into(), Value::String(rv.to_string()));
+            meta.insert(
+                "generation".into(),
+                Value::from(generation + i64::from(bump)),
+            );
+        }
+        let stored = Stored::from_value(&object, info);
+        self.commit(info, EventKind::Modified, stored, Some(Arc::clone(current)));
+        Ok(object)
+    }
+
+    fn delete(
+        &mut self,
+        res: &ApiResource,
+        namespace: Option<&str>,
+        name: &str,
+    ) -> Result<Value, Status> {
+        let info = self.info(res)?;
+        let key = obj_key(&info.api, namespace, name);
+        let current = self
+            .tables
+            .get(&*info.key)
+            .and_then(|t| t.get(&key))
+            .cloned()
+            .ok_or_else(|| not_found(&info.api, name))?;
+        let mut last = current.value();
+        let rv = self.rv + 1;
+        if let Some(meta) = last.get_mut("metadata").and_then(Value::as_object_mut) {
+            meta.insert("resourceVersion".into(), Value::String(rv.to_string()));
+        }
+        let stored = Stored::from_value(&last, &info);
+        self.commit(&info, EventKind::Deleted, stored, Some(current));
+        Ok(last)
+    }
+
+    /// Applies a write: bumps the global version, updates the table, records the event.
+    fn commit(
+        &mut self,
+        info: &ResourceInfo,
+        kind: EventKind,
+        object: Arc<Stored>,
+        prev: Option<Arc<Stored>>,
+    ) {
+        self.rv += 1;
+        debug_assert_eq!(object.rv, self.rv);
+        let table = self.tables.entry((*info.key).clone()).or_default();
+        if kind == EventKind::Deleted {
+            table.remove(&object.key());
+        } else {
+            table.insert(object.key(), Arc::clone(&object));
+        }
+        self.history.push_back(Arc::new(Event {
+            rv: self.rv,
+            resource: Arc::clone(&info.key),
+            kind,
+            object,
+            prev,
+            lines: Default::default(),
+        }));
+        while self.history.len() > self.history_window {
+            if let Some(e) = self.history.pop_front() {
+                self.compacted = e.rv;
+            }
+        }
+        let compacted = self.compacted;
+        self.snapshots.retain(|(_, at, _)| *at >= compacted);
+    }
+
+    fn snapshot(&mut self, res: &ResKey, at: u64) -> Result<Snapshot, Status> {
+        if at < self.compacted {
+            return Err(too_old(at, self.rv));
+        }
+        if let Some((_, _, snap)) = self.snapshots.iter().find(|(r, a, _)| r == res && *a == at) {
+            return Ok(Arc::clone(snap));
+        }
+        let empty = BTreeMap::new();
+        let table = self.tables.get(res).unwrap_or(&empty);
+        let snap: Vec<Arc<Stored>> = if at >= self.rv {
+            table.values().cloned().collect()
+        } else {
+            // Roll the current state back to `at` by undoing every later write of this resource.
+            let mut past = table.clone();
+            for ev in self.history.iter().rev().take_while(|e| e.rv > at) {
+                if *ev.resource != *res {
+                    continue;
+                }
+                match (&ev.kind, &ev.prev) {
+                    (EventKind::Added, _) => {
+                        past.remove(&ev.object.key());
+                    }
+                    (_, Some(prev)) => {
+                        past.insert(prev.key(), Arc::clone(prev));
+                    }
+                    (_, None) => {}
+                }
+            }
+            past.into_values().collect()
+        };
+        let snap = Arc::new(snap);
+        self.snapshots
+            .push_back((res.clone(), at.min(self.rv), Arc::clone(&snap)));
+        while self.snapshots.len() > SNAPSHOT_CACHE {
+            self.snapshots.pop_front();
+        }
+        Ok(snap)
+    }
+}
+
+fn unreachable_meta() -> ! {
+    // `metadata` was inserted as an object just above.
+    panic!("metadata is an object")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn pods() -> ApiResource {
+        ApiResource::new("", "v1", "Pod", "pods", Scope::Namespaced)
+    }
+
+    #[test]
+    fn rfc3339_formats_known_dates() {
+        assert_eq!(rfc3339(0), "1970-01-01T00:00:00Z");
+        assert_eq!(rfc3339(1_714_557_600), "2024-05-01T10:00:00Z");
+        assert_eq!(rfc3339(951_782_400), "2000-02-29T00:00:00Z");
+    }
+
+    #[test]
+    fn merge_patch_follows_rfc7386() {
+        let mut t = json!({"a": "b", "c": {"d": "e", "f": "g"}});
+        merge_patch(&mut t, &json!({"a": "z", "c": {"f": null}}));
+        assert_eq!(t, json!({"a": "z", "c": {"d": "e"}}));
+        merge_patch(&mut t, &json!({"a": [1]}));
+        assert_eq!(t["a"], json!([1]));
+    }
+
+    #[test]
+    fn writes_bump_versions_and_generation() {
+        let s = Store::new(100);
+        let a = s
+            .create(
+                &pods(),
+                json!({"metadata": {"name": "a"}, "spec": {"x": 1}}),
+            )
+            .unwrap();
+        assert_eq!(a["metadata"]["namespace"], "default");
+        assert_eq!(a["metadata"]["generation"], 1);
+        assert_eq!(a["metadata"]["resourceVersion"], "2");
+        // A no-op replace writes nothing.
+        let same = s.update(&pods(), a.clone()).unwrap();
+        assert_eq!(same["metadata"]["resourceVersion"], "2");
+        assert_eq!(s.resource_version(), 2);
+        // A label change bumps the version but not the generation.
+        let b = s
+            .patch(
+                &pods(),
+                Some("default"),
+                "a",
+                json!({"metadata": {"labels": {"x": "y"}}}),
+            )
+            .unwrap();
+        assert_eq!(
+            (
+                b["metadata"]["resourceVersion"].as_str(),
+                b["metadata"]["generation"].as_i64()
+            ),
+            (Some("3"), Some(1))
+        );
+        let c = s
+            .patch(&pods(), Some("default"), "a", json!({"spec": {"x": 2}}))
+            .unwrap();
+        assert_eq!(c["metadata"]["generation"], 2);
+        // A stale resourceVersion conflicts.
+        let err = s.update(&pods(), a).unwrap_err();
+        assert_eq!((err.code, err.reason.as_str()), (409, "Conflict"));
+        let d = s.delete(&pods(), Some("default"), "a").unwrap();
+        assert_eq!(d["metadata"]["resourceVersion"], "5");
+        assert_eq!(
+            s.delete(&pods(), Some("default"), "a").unwrap_err().code,
+            404
+        );
+    }
+
+    #[test]
+    fn snapshots_roll_back_to_past_versions() {
+        let s = Store::new(100);
+        let p = pods();
+        for n in ["a", "b", "c"] {
+            s.create(&p, json!({"metadata": {"name": n}})).unwrap();
+        }
+        let at = s.resource_version();
+        s.delete(&p, None, "a").unwrap();
+        s.patch(&p, None, "b", json!({"metadata": {"labels": {"v": "2"}}}))
+            .unwrap();
+        s.create(&p, json!({"metadata": {"name": "d"}})).unwrap();
+        let key = (String::new(), "pods".to_owned());
+        let snap = s.snapshot(&key, at).unwrap();
+        let names: Vec<_> = snap
+            .iter()
+            .map(|o| (o.name.as_str(), o.labels.len()))
+            .collect();
+        assert_eq!(names, [("a", 0), ("b", 0), ("c", 0)]);
+        s.compact_now();
+        assert_eq!(s.snapshot(&key, at).unwrap_err().code, 410);
+    }
+
+    #[test]
+    fn history_window_compacts_oldest_events() {
+        let s = Store::new(2);
+        for n in ["a", "b", "c"] {
+            s.create(&pods(), json!({"metadata": {"name": n}})).unwrap();
+        }
+        let (rv, compacted) = s.versions();
+        assert_eq!((rv, compacted), (4, 2));
+        assert_eq!(s.events_after(1, 10).unwrap_err().code, 410);
+        let evs = s.events_after(2, 10).unwrap();
+        assert_eq!(evs.iter().map(|e| e.rv).collect::<Vec<_>>(), [3, 4]);
+    }
+}

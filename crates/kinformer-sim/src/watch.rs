@@ -1,0 +1,422 @@
+//! Watch streams: initial events, live events from the shared history, bookmarks, timeouts,
+//! selector transitions and the watch faults.
+
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use bytes::{BufMut, Bytes, BytesMut};
+use http::{HeaderValue, header};
+use http_body_util::{BodyExt as _, StreamBody};
+use hyper::Response;
+use hyper::body::Frame;
+use kinformer_core::FieldSelector;
+use kinformer_core::Status;
+use kinformer_core::selector::{FieldOperator, FieldRequirement};
+use tokio::sync::mpsc;
+use tokio::time::Instant;
+
+use crate::api::{Filter, Query, Target, parse_rv, wait_for_version};
+use crate::faults::FaultState;
+use crate::render::{bookmark_line, error_line, event_line};
+use crate::server::{Body, Shared};
+use crate::store::{Event, EventKind, Stored, invalid, too_large, too_old};
+
+/// The default watch timeout when the request gives none (the real server picks 30-60 minutes).
+const DEFAULT_TIMEOUT: Duration = Duration::from_secs(1800);
+
+/// Events read from the history per lock.
+const BATCH: usize = 1024;
+
+/// Where a watch starts.
+#[derive(Debug, Clone, Copy)]
+enum Start {
+    /// ADDED for every current object, then (for a streaming list) the initial-events-end bookmark.
+    Initial { end_bookmark: bool },
+    /// Events after this version.
+    From(u64),
+}
+
+struct Spec {
+    target: Target,
+    filter: Filter,
+    meta_only: bool,
+    bookmarks: bool,
+    start: Start,
+    timeout: Duration,
+}
+
+fn watch_invalid(t: &Target, field: &str, message: &str) -> Status {
+    let mut s = invalid(&t.info.api, "", field, message);
+    s.message = format!("ListOptions.meta.k8s.io \"\" is invalid: {field}: Forbidden: {message}");
+    s
+}
+
+pub(crate) async fn handle(
+    shared: &Arc<Shared>,
+    target: Target,
+    q: &Query,
+    meta_only: bool,
+) -> Result<Response<Body>, Status> {
+    let mut filter = Filter::from_query(&target.info, target.namespace.clone(), q)?;
+    if let Some(name) = &target.name {
+        let mut reqs = filter.field.requirements().to_vec();
+        reqs.push(FieldRequirement {
+            field: "metadata.name".to_owned(),
+            operator: FieldOperator::Equals,
+            value: name.clone(),
+        });
+        filter.field = FieldSelector::from_requirements(reqs);
+    }
+    let bookmarks = q.flag("allowWatchBookmarks");
+    let send_initial = q.get("sendInitialEvents");
+    let rv_match = q.get("resourceVersionMatch");
+    let rv = q.get("resourceVersion");
+    if send_initial.is_some() {
+        if rv_match != Some("NotOlderThan") {
+            return Err(watch_invalid(
+                &target,
+                "resourceVersionMatch",
+                "sendInitialEvents requires setting resourceVersionMatch to NotOlderThan",
+            ));
+        }
+        if !bookmarks {
+            return Err(watch_invalid(
+                &target,
+                "allowWatchBookmarks",
+                "sendInitialEvents requires setting allowWatchBookmarks to true",
+            ));
+        }
+    } else if rv_match.is_some() {
+        return Err(watch_invalid(
+            &target,
+            "resourceVersionMatch",
+            "resourceVersionMatch is forbidden for watch unless sendInitialEvents is provided",
+        ));
+    }
+    let requested = match rv {
+        None | Some("0") => None,
+        Some(r) => Some(parse_rv(r)?),
+    };
+    if let Some(r) = requested
+        && r > shared.store.resource_version()
+        && !wait_for_version(shared, r).await
+    {
+        return Err(too_large(r, shared.store.resource_version()));
+    }
+    let start = match (send_initial, requested) {
+        (Some("true"), _) => Start::Initial { end_bookmark: true },
+        (Some(_), None) => Start::From(shared.store.resource_version()),
+        (None, None) => Start::Initial {
+            end_bookmark: false,
+        },
+        (_, Some(r)) => Start::From(r),
+    };
+    let timeout = q
+        .get("timeoutSeconds")
+        .and_then(|t| t.parse::<u64>().ok())
+        .map_or(DEFAULT_TIMEOUT, Duration::from_secs);
+    let spec = Spec {
+        target,
+        filter,
+        meta_only,
+        bookmarks,
+        start,
+        timeout,
+    };
+    let (tx, mut rx) = mpsc::channel::<Result<Bytes, std::io::Error>>(64);
+    let writer = Writer {
+        tx,
+        faults: Arc::clone(&shared.faults),
+        close_gen: 0,
+        close_left: None,
+    };
+    tokio::spawn(run(Arc::clone(shared), spec, writer));
+    let body = futures_util::stream::poll_fn(move |cx| {
+        rx.poll_recv(cx).map(|o| o.map(|r| r.map(Frame::data)))
+    });
+    let mut r = Response::new(StreamBody::new(body).boxed());
+    r.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    r.headers_mut().insert(
+        header::CACHE_CONTROL,
+        HeaderValue::from_static("no-cache, private"),
+    );
+    Ok(r)
+}
+
+/// Whether to go on writing.
+#[derive(Debug, PartialEq, Eq)]
+enum Flow {
+    Go,
+    Stop,
+}
+
+/// Writes lines to one watch stream, applying the stream faults.
+struct Writer {
+    tx: mpsc::Sender<Result<Bytes, std::io::Error>>,
+    faults: Arc<FaultState>,
+    close_gen: u64,
+    close_left: Option<usize>,
+}
+
+impl Writer {
+    /// Waits out a stall and the slow-chunks delay.
+    async fn pace(&self) {
+        if let Some(until) = self.faults.stalled_until() {
+            tokio::time::sleep_until(until).await;
+        }
+        if let Some(d) = self.faults.slow_chunks() {
+            tokio::time::sleep(d).await;
+        }
+    }
+
+    async fn send(&mut self, line: Bytes) -> Flow {
+        self.pace().await;
+        match self.tx.send(Ok(line)).await {
+            Ok(()) => Flow::Go,
+            Err(_) => Flow::Stop,
+        }
+    }
+
+    /// Sends an ADDED/MODIFIED/DELETED line.
+    async fn send_event(&mut self, line: Bytes) -> Flow {
+        match *self.faults.close_after.lock() {
+            Some((generation, n)) if generation != self.close_gen => {
+                self.close_gen = generation;
+                self.close_left = Some(n);
+            }
+            Some(_) => {}
+            None => self.close_left = None,
+        }
+        if self.close_left == Some(0) {
+            return Flow::Stop;
+        }
+        self.pace().await;
+        let f = &self.faults;
+        if FaultState::take(&f.malformed_next_line)
+            && self
+                .tx
+                .send(Ok(Bytes::from_static(
+                    b"{\"type\":\"MODIFIED\",\"object\":{\"metadata\":{\"name\":\n",
+                )))
+                .await
+                .is_err()
+        {
+            return Flow::Stop;
+        }
+        let size = f.oversized_next_line.swap(0, Ordering::AcqRel);
+        let line = if size > 0 { pad(&line, size) } else { line };
+        if FaultState::take(&f.cut_next_line) {
+            let half = line.slice(..line.len() / 2);
+            let _ = self.tx.send(Ok(half)).await;
+            let _ = self
+                .tx
+                .send(Err(std::io::Error::new(
+                    std::io::ErrorKind::ConnectionAborted,
+                    "cut by fault injection",
+                )))
+                .await;
+            return Flow::Stop;
+        }
+        if self.tx.send(Ok(line)).await.is_err() {
+            return Flow::Stop;
+        }
+        if let Some(n) = &mut self.close_left {
+            *n -= 1;
+            if *n == 0 {
+                return Flow::Stop;
+            }
+        }
+        Flow::Go
+    }
+}
+
+/// Pads an event line with a `"padding"` field so that it is `size` bytes long without its newline.
+fn pad(line: &Bytes, size: usize) -> Bytes {
+    // `line` ends with `}\n`.
+    let core = &line[..line.len().saturating_sub(2)];
+    let overhead = core.len() + ",\"padding\":\"\"}".len();
+    let n = size.saturating_sub(overhead);
+    let mut b = BytesMut::with_capacity(overhead + n + 1);
+    b.put_slice(core);
+    b.put_slice(b",\"padding\":\"");
+    b.put_bytes(b'x', n);
+    b.put_slice(b"\"}\n");
+    b.freeze()
+}
+
+/// The object JSON of a watch event's line, in the requested form.
+fn object_bytes(o: &Stored, meta_only: bool) -> &Bytes {
+    if meta_only { o.meta_json() } else { &o.json }
+}
+
+/// Which line of an event a watcher sends.
+#[derive(Clone, Copy)]
+enum Variant {
+    Added = 0,
+    Modified = 1,
+    Deleted = 2,
+    /// The object left the selector: DELETED with its previous state at the event's version.
+    Left = 3,
+}
+
+/// The line of an event, rendered once and shared by every watcher that sends it.
+fn line(ev: &Event, variant: Variant, meta_only: bool) -> Bytes {
+    let idx = variant as usize * 2 + usize::from(meta_only);
+    ev.lines[idx]
+        .get_or_init(|| match variant {
+            Variant::Added => event_line("ADDED", object_bytes(&ev.object, meta_only)),
+            Variant::Modified => event_line("MODIFIED", object_bytes(&ev.object, meta_only)),
+            Variant::Deleted => event_line("DELETED", object_bytes(&ev.object, meta_only)),
+            Variant::Left => {
+                let prev = ev.prev.as_ref().unwrap_or(&ev.object);
+                let mut v = prev.value();
+                v["metadata"]["resourceVersion"] = ev.rv.to_string().into();
+                if meta_only {
+                    v = serde_json::json!({
+                        "kind": "PartialObjectMetadata",
+                        "apiVersion": "meta.k8s.io/v1",
+                        "metadata": v["metadata"],
+                    });
+                }
+                event_line("DELETED", &serde_json::to_vec(&v).unwrap_or_default())
+            }
+        })
+        .clone()
+}
+
+impl Spec {
+    /// The line this watch sends for an event, if any: objects entering the selector are ADDED,
+    /// objects leaving it are DELETED.
+    fn line_for(&self, ev: &Event) -> Option<Bytes> {
+        if *ev.resource != *self.target.info.key || !self.filter.in_namespace(&ev.object) {
+            return None;
+        }
+        let now = self.filter.selects(&ev.object);
+        let before = ev.prev.as_ref().is_some_and(|p| self.filter.selects(p));
+        let variant = match (ev.kind, before, now) {
+            (EventKind::Added, _, true) => Variant::Added,
+            (EventKind::Modified, true, true) => Variant::Modified,
+            (EventKind::Modified, false, true) => Variant::Added,
+            (EventKind::Modified, true, false) => Variant::Left,
+            (EventKind::Deleted, _, true) => Variant::Deleted,
+            _ => return None,
+        };
+        Some(line(ev, variant, self.meta_only))
+    }
+
+    fn bookmark(&self, rv: u64, end: bool) -> Bytes {
+        if self.meta_only {
+            bookmark_line("PartialObjectMetadata", "meta.k8s.io/v1", rv, end)
+        } else {
+            let api = &self.target.info.api;
+            bookmark_line(&api.kind, &api.api_version, rv, end)
+        }
+    }
+}
+
+async fn run(shared: Arc<Shared>, spec: Spec, mut w: Writer) {
+    let mut close_all = shared.faults.close_all.subscribe();
+    close_all.borrow_and_update();
+    let deadline = Instant::now() + spec.timeout;
+    let closed = w.tx.clone();
+    tokio::select! {
+        () = stream(&shared, &spec, &mut w) => {}
+        () = tokio::time::sleep_until(deadline) => tracing::debug!("watch timed out"),
+        _ = close_all.changed() => tracing::debug!("watch closed by fault injection"),
+        () = closed.closed() => {}
+    }
+}
+
+async fn stream(shared: &Shared, spec: &Spec, w: &mut Writer) {
+    let store = &shared.store;
+    let mut notify = store.subscribe();
+    notify.borrow_and_update();
+    if FaultState::take(&shared.faults.gone_next_watch) {
+        let (current, _) = store.versions();
+        let _ = w
+            .send(error_line(&too_old(current.saturating_sub(1), current)))
+            .await;
+        return;
+    }
+    let mut pos = match spec.start {
+        Start::Initial { end_bookmark } => {
+            let at = store.resource_version();
+            let snap = match store.snapshot(&spec.target.info.key, at) {
+                Ok(s) => s,
+                Err(s) => {
+                    let _ = w.send(error_line(&s)).await;
+                    return;
+                }
+            };
+            for o in snap.iter().filter(|o| spec.filter.matches(o)) {
+                let line = event_line("ADDED", object_bytes(o, spec.meta_only));
+                if w.send_event(line).await == Flow::Stop {
+                    return;
+                }
+            }
+            if end_bookmark && w.send(spec.bookmark(at, true)).await == Flow::Stop {
+                return;
+            }
+            at
+        }
+        Start::From(rv) => rv,
+    };
+    let interval = shared
+        .config
+        .bookmark_interval
+        .max(Duration::from_millis(1));
+    let mut ticker = tokio::time::interval_at(Instant::now() + interval, interval);
+    ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    // Bounded by the watch timeout, close faults and the client going away (see `run`).
+    loop {
+        loop {
+            let events = match store.events_after(pos, BATCH) {
+                Ok(e) => e,
+                Err(s) => {
+                    let _ = w.send(error_line(&s)).await;
+                    return;
+                }
+            };
+            if events.is_empty() {
+                break;
+            }
+            for ev in &events {
+                if let Some(line) = spec.line_for(ev)
+                    && w.send_event(line).await == Flow::Stop
+                {
+                    return;
+                }
+                pos = ev.rv;
+            }
+        }
+        tokio::select! {
+            r = notify.changed() => if r.is_err() { return },
+            _ = ticker.tick(), if spec.bookmarks => {
+                if w.send(spec.bookmark(pos, false)).await == Flow::Stop {
+                    return;
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn padding_reaches_the_requested_size() {
+        let line = event_line("ADDED", br#"{"metadata":{"name":"a"}}"#);
+        let padded = pad(&line, 1000);
+        assert_eq!(padded.len(), 1001);
+        let v: serde_json::Value = serde_json::from_slice(&padded).unwrap();
+        assert_eq!(v["object"]["metadata"]["name"], "a");
+        // A size below the line's own length leaves the line valid and unpadded.
+        let small = pad(&line, 3);
+        assert!(serde_json::from_slice::<serde_json::Value>(&small).is_ok());
+    }
+}
