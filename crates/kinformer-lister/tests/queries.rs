@@ -29,7 +29,14 @@ fn sorted_keys(objects: Vec<Arc<DynamicObject>>) -> Vec<String> {
     k
 }
 
-const OBJECTS: &[(&str, &str, &[(&str, &str)])] = &[
+/// (namespace, name, labels).
+type Spec = (
+    &'static str,
+    &'static str,
+    &'static [(&'static str, &'static str)],
+);
+
+const OBJECTS: &[Spec] = &[
     ("shop", "web-0", &[("app", "web"), ("tier", "front")]),
     (
         "shop",
