@@ -1,5 +1,79 @@
 //! Raw Kubernetes list/watch over HTTP: the bottom layer of kinformer that touches the network.
 //!
-//! This crate is being built; see the workspace README for the crate map.
+//! What it does:
+//! - [`ListWatch`]: the narrow, dyn-compatible trait the reflector consumes (list one page, open a
+//!   watch), with [`BoxListWatch`] to swap implementations at run time.
+//! - [`Api`]: the HTTP implementation for one resource, typed (any k8s-openapi type), dynamic
+//!   ([`DynamicObject`](kinformer_core::DynamicObject) with an
+//!   [`ApiResource`](kinformer_core::ApiResource)) or metadata-only
+//!   ([`PartialObjectMetadata`](kinformer_core::PartialObjectMetadata)), namespaced or
+//!   cluster-wide.
+//! - [`Pager`] and [`list_all`]: every page of a list, with client-go's fallback to one unpaged
+//!   list when a continue token expires.
+//! - Watches decoded as the bytes arrive ([`WatchDecoder`], [`decode_watch`]), with a maximum
+//!   line length, an idle timeout, and typed errors that say whether to resume or relist.
+//! - [`Config`] from a kubeconfig ([`Kubeconfig`], merged across `KUBECONFIG` files with kubectl's
+//!   rules) or from inside a pod: TLS with rustls, bearer tokens, rotating token files, basic
+//!   auth, client certificates, and exec credential plugins.
+//!
+//! What it does not do: retry, back off, relist or resume. Every [`Error`] says which of those
+//! fits ([`Error::is_retryable`], [`Error::is_gone`], [`Error::is_resumable`],
+//! [`Error::retry_after`]); the reflector acts on it. It only reads (GET): no create, update or
+//! delete. Legacy auth-provider plugins are refused. `tls-server-name` changes which name the
+//! server's certificate is verified against, not the SNI sent.
+//!
+//! # Example
+//! ```no_run
+//! use futures_util::StreamExt;
+//! use k8s_openapi::api::core::v1::Pod;
+//! use kinformer_client::{Api, Client, ListWatch, list_all, DEFAULT_PAGE_SIZE};
+//! use kinformer_core::{ListParams, WatchEvent, WatchParams};
+//!
+//! # async fn run() -> Result<(), kinformer_client::Error> {
+//! let client = Client::try_default()?;
+//! let pods: Api<Pod> = Api::all(client);
+//! let snapshot = list_all(&pods, &ListParams::default(), DEFAULT_PAGE_SIZE).await?;
+//! let mut events = pods
+//!     .watch(&WatchParams {
+//!         resource_version: Some(snapshot.resource_version.to_string()),
+//!         allow_watch_bookmarks: true,
+//!         timeout_seconds: Some(300),
+//!         ..WatchParams::default()
+//!     })
+//!     .await?;
+//! while let Some(event) = events.next().await {
+//!     match event {
+//!         Ok(WatchEvent::Added(pod)) => println!("added {:?}", pod.metadata.name),
+//!         Ok(_) => {}
+//!         Err(e) if e.is_resumable() => break, // watch again from the last resourceVersion
+//!         Err(e) => return Err(e),
+//!     }
+//! }
+//! # Ok(()) }
+//! ```
 
 #![forbid(unsafe_code)]
+
+mod api;
+mod auth;
+mod client;
+mod config;
+mod decode;
+mod error;
+mod kubeconfig;
+mod secret;
+mod tls;
+
+pub use api::{Api, BoxListWatch, DEFAULT_PAGE_SIZE, ListWatch, Page, Pager, list_all};
+pub use client::Client;
+pub use config::{
+    AuthConfig, ClientIdentity, Config, DEFAULT_MAX_WATCH_LINE, KubeconfigOptions,
+    SERVICE_ACCOUNT_DIR,
+};
+pub use decode::{WatchDecoder, WatchStream, decode_watch};
+pub use error::{BoxError, Error};
+pub use kubeconfig::{
+    AuthInfo, Cluster, Context, ExecConfig, ExecEnvVar, Kubeconfig, NamedAuthInfo, NamedCluster,
+    NamedContext,
+};
+pub use secret::SecretString;

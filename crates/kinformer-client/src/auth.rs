@@ -1,0 +1,296 @@
+//! Credentials at request time: fixed tokens, token files that rotate, basic auth, and exec
+//! credential plugins with their cache.
+
+use std::path::PathBuf;
+use std::process::Stdio;
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+use base64::Engine as _;
+use reqwest::header::HeaderValue;
+use serde::Deserialize;
+use tokio::sync::Mutex;
+
+use crate::kubeconfig::ExecConfig;
+use crate::tls::ClientCert;
+use crate::{AuthConfig, Error, SecretString};
+
+/// The exec credential API, version 1.
+pub(crate) const EXEC_V1: &str = "client.authentication.k8s.io/v1";
+/// The exec credential API, version 1beta1.
+pub(crate) const EXEC_V1BETA1: &str = "client.authentication.k8s.io/v1beta1";
+
+/// A credential is refreshed this long before its stated expiry.
+const EXPIRY_SKEW: Duration = Duration::from_secs(10);
+/// An exec plugin that runs longer than this is given up on.
+const EXEC_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// Where the `Authorization` header of each request comes from.
+#[derive(Debug)]
+pub(crate) enum Credentials {
+    None,
+    Static(HeaderValue),
+    TokenFile(TokenFile),
+    Exec(ExecPlugin),
+}
+
+impl Credentials {
+    pub(crate) fn new(auth: &AuthConfig, cert: Arc<ClientCert>) -> Result<Self, Error> {
+        Ok(match auth {
+            AuthConfig::None => Self::None,
+            AuthConfig::Token(t) => Self::Static(bearer(t.expose())?),
+            AuthConfig::Basic { username, password } => {
+                let raw = format!("{username}:{}", password.expose());
+                let encoded = base64::engine::general_purpose::STANDARD.encode(raw);
+                Self::Static(sensitive(&format!("Basic {encoded}"))?)
+            }
+            AuthConfig::TokenFile(path) => Self::TokenFile(TokenFile {
+                path: path.clone(),
+                cached: Mutex::new(None),
+            }),
+            AuthConfig::Exec { exec, cluster } => Self::Exec(ExecPlugin {
+                exec: exec.as_ref().clone(),
+                cluster: cluster.clone(),
+                cached: Mutex::new(None),
+                cert,
+            }),
+        })
+    }
+
+    /// The `Authorization` header for the next request, if any.
+    pub(crate) async fn header(&self) -> Result<Option<HeaderValue>, Error> {
+        match self {
+            Self::None => Ok(None),
+            Self::Static(h) => Ok(Some(h.clone())),
+            Self::TokenFile(f) => f.header().await.map(Some),
+            Self::Exec(e) => e.header().await,
+        }
+    }
+
+    /// Forgets cached credentials after a 401. Returns `true` when fetching them again may help.
+    pub(crate) async fn invalidate(&self) -> bool {
+        match self {
+            Self::None | Self::Static(_) => false,
+            Self::TokenFile(f) => {
+                *f.cached.lock().await = None;
+                true
+            }
+            Self::Exec(e) => {
+                *e.cached.lock().await = None;
+                true
+            }
+        }
+    }
+}
+
+fn sensitive(value: &str) -> Result<HeaderValue, Error> {
+    let mut h = HeaderValue::from_str(value).map_err(|_| Error::Auth {
+        message: "the credential holds characters not allowed in an HTTP header".into(),
+    })?;
+    h.set_sensitive(true);
+    Ok(h)
+}
+
+fn bearer(token: &str) -> Result<HeaderValue, Error> {
+    sensitive(&format!("Bearer {}", token.trim()))
+}
+
+/// A token file, read again whenever its modification time or length changes, or after a 401.
+#[derive(Debug)]
+pub(crate) struct TokenFile {
+    path: PathBuf,
+    cached: Mutex<Option<(Option<SystemTime>, u64, HeaderValue)>>,
+}
+
+impl TokenFile {
+    async fn header(&self) -> Result<HeaderValue, Error> {
+        let read_err = |e: std::io::Error| Error::Auth {
+            message: format!("cannot read token file {}: {e}", self.path.display()),
+        };
+        let meta = tokio::fs::metadata(&self.path).await.map_err(read_err)?;
+        let stamp = (meta.modified().ok(), meta.len());
+        let mut cached = self.cached.lock().await;
+        if let Some((mtime, len, h)) = cached.as_ref()
+            && (*mtime, *len) == stamp
+        {
+            return Ok(h.clone());
+        }
+        let token = tokio::fs::read_to_string(&self.path)
+            .await
+            .map_err(read_err)?;
+        if token.trim().is_empty() {
+            return Err(Error::Auth {
+                message: format!("token file {} is empty", self.path.display()),
+            });
+        }
+        tracing::debug!(path = %self.path.display(), "token file read");
+        let h = bearer(&token)?;
+        *cached = Some((stamp.0, stamp.1, h.clone()));
+        Ok(h)
+    }
+}
+
+/// An exec credential plugin, its cached credential, and the client certificate it may set.
+#[derive(Debug)]
+pub(crate) struct ExecPlugin {
+    exec: ExecConfig,
+    cluster: Option<serde_json::Value>,
+    cached: Mutex<Option<ExecCredential>>,
+    cert: Arc<ClientCert>,
+}
+
+#[derive(Debug, Clone)]
+struct ExecCredential {
+    header: Option<HeaderValue>,
+    expires: Option<SystemTime>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct ExecOutput {
+    #[serde(default)]
+    api_version: String,
+    #[serde(default)]
+    kind: String,
+    status: Option<ExecStatus>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct ExecStatus {
+    #[serde(default)]
+    token: Option<SecretString>,
+    #[serde(default)]
+    expiration_timestamp: Option<String>,
+    #[serde(default)]
+    client_certificate_data: Option<String>,
+    #[serde(default)]
+    client_key_data: Option<SecretString>,
+}
+
+impl ExecPlugin {
+    async fn header(&self) -> Result<Option<HeaderValue>, Error> {
+        let mut cached = self.cached.lock().await;
+        if let Some(c) = cached.as_ref()
+            && c.expires
+                .is_none_or(|t| SystemTime::now() + EXPIRY_SKEW < t)
+        {
+            return Ok(c.header.clone());
+        }
+        let cred = self.run().await?;
+        let header = cred.header.clone();
+        *cached = Some(cred);
+        Ok(header)
+    }
+
+    async fn run(&self) -> Result<ExecCredential, Error> {
+        let cmd = &self.exec.command;
+        let fail = |message: String| Error::Auth {
+            message: format!("exec plugin {cmd:?}: {message}"),
+        };
+        let mut spec = serde_json::json!({ "interactive": false });
+        if let Some(cluster) = &self.cluster {
+            spec["cluster"] = cluster.clone();
+        }
+        let info = serde_json::json!({
+            "apiVersion": self.exec.api_version,
+            "kind": "ExecCredential",
+            "spec": spec,
+        });
+        let mut command = tokio::process::Command::new(cmd);
+        command
+            .args(&self.exec.args)
+            .envs(self.exec.env.iter().map(|e| (&e.name, e.value.expose())))
+            .env("KUBERNETES_EXEC_INFO", info.to_string())
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .kill_on_drop(true);
+        tracing::debug!(command = %cmd, "running exec credential plugin");
+        let output = tokio::time::timeout(EXEC_TIMEOUT, command.output())
+            .await
+            .map_err(|_| fail(format!("did not finish within {EXEC_TIMEOUT:?}")))?
+            .map_err(|e| {
+                let hint = self.exec.install_hint.as_deref().unwrap_or_default();
+                fail(format!("cannot run: {e}. {hint}").trim_end().to_owned())
+            })?;
+        if !output.status.success() {
+            let stderr = String::from_utf8_lossy(&output.stderr);
+            let stderr: String = stderr.trim().chars().take(300).collect();
+            return Err(fail(format!("exited with {}: {stderr}", output.status)));
+        }
+        let out: ExecOutput = serde_json::from_slice(&output.stdout)
+            .map_err(|e| fail(format!("output is not an ExecCredential: {e}")))?;
+        if out.kind != "ExecCredential" || out.api_version != self.exec.api_version {
+            return Err(fail(format!(
+                "returned {} {}, expected ExecCredential {}",
+                out.api_version, out.kind, self.exec.api_version
+            )));
+        }
+        let status = out
+            .status
+            .ok_or_else(|| fail("output has no status".into()))?;
+        let expires = match &status.expiration_timestamp {
+            Some(ts) if !ts.is_empty() => Some(parse_time(ts).ok_or_else(|| {
+                fail(format!(
+                    "expirationTimestamp {ts:?} is not an RFC 3339 time"
+                ))
+            })?),
+            _ => None,
+        };
+        let header = match status.token.as_ref().filter(|t| !t.expose().is_empty()) {
+            Some(t) => Some(bearer(t.expose())?),
+            None => None,
+        };
+        match (&status.client_certificate_data, &status.client_key_data) {
+            (Some(cert), Some(key)) if !cert.is_empty() => {
+                self.cert
+                    .set_pem(cert.as_bytes(), key.expose().as_bytes())?;
+            }
+            (Some(_), None) | (None, Some(_)) => {
+                return Err(fail(
+                    "clientCertificateData and clientKeyData must come together".into(),
+                ));
+            }
+            _ if header.is_none() => {
+                return Err(fail(
+                    "returned neither a token nor a client certificate".into(),
+                ));
+            }
+            _ => {}
+        }
+        tracing::debug!(command = %cmd, ?expires, "exec credential obtained");
+        Ok(ExecCredential { header, expires })
+    }
+}
+
+/// Parses an RFC 3339 timestamp.
+fn parse_time(s: &str) -> Option<SystemTime> {
+    let ts = s.parse::<k8s_openapi::jiff::Timestamp>().ok()?;
+    let secs = u64::try_from(ts.as_second()).ok()?;
+    let nanos = u32::try_from(ts.subsec_nanosecond()).ok()?;
+    Some(SystemTime::UNIX_EPOCH + Duration::new(secs, nanos))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_rfc3339() {
+        let t = parse_time("2030-01-02T03:04:05Z").unwrap();
+        let secs = t.duration_since(SystemTime::UNIX_EPOCH).unwrap().as_secs();
+        assert_eq!(secs, 1_893_553_445);
+        assert!(parse_time("2030-01-02T03:04:05.5+01:00").is_some());
+        assert!(parse_time("tomorrow").is_none());
+    }
+
+    #[test]
+    fn header_values_are_sensitive_and_hidden() {
+        let h = bearer("abc\n").unwrap();
+        assert!(h.is_sensitive());
+        assert_eq!(h.to_str().unwrap(), "Bearer abc");
+        assert!(!format!("{h:?}").contains("abc"));
+        assert!(matches!(bearer("a\u{1}b"), Err(Error::Auth { .. })));
+    }
+}

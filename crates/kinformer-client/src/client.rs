@@ -1,0 +1,305 @@
+//! The HTTP client: one connection pool per API server, shared by every list and watch.
+
+use std::fmt;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use kinformer_core::{ApiResource, ListParams, ObjectList, Status, WatchParams};
+use reqwest::StatusCode;
+use reqwest::header::{ACCEPT, ACCEPT_ENCODING, AUTHORIZATION, RETRY_AFTER};
+use serde::de::DeserializeOwned;
+use tracing::Instrument as _;
+
+use crate::auth::Credentials;
+use crate::decode::{WatchStream, decode_watch, error_chain};
+use crate::{Config, Error};
+
+/// `Accept` for full objects.
+pub(crate) const ACCEPT_JSON: &str = "application/json";
+/// `Accept` for a metadata-only list.
+pub(crate) const ACCEPT_METADATA_LIST: &str =
+    "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json";
+/// `Accept` for a metadata-only watch.
+pub(crate) const ACCEPT_METADATA: &str =
+    "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1,application/json";
+
+/// A client for one API server: lists pages and opens watches over a shared connection pool
+/// (HTTP/2 when the server offers it, so many watches share one connection).
+///
+/// Cheap to clone. Most code uses it through [`Api`](crate::Api), which fixes the resource and
+/// namespace and implements [`ListWatch`](crate::ListWatch).
+#[derive(Clone)]
+pub struct Client {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    http: reqwest::Client,
+    base: String,
+    default_namespace: String,
+    credentials: Credentials,
+    request_timeout: Duration,
+    watch_idle_margin: Duration,
+    watch_idle_timeout: Duration,
+    max_watch_line: usize,
+}
+
+impl fmt::Debug for Client {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Client")
+            .field("url", &self.inner.base)
+            .field("default_namespace", &self.inner.default_namespace)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Client {
+    /// A client for these settings. Fails on unusable TLS material or a bad proxy URL; it does
+    /// not connect yet.
+    pub fn new(config: Config) -> Result<Self, Error> {
+        let (tls, cert) = crate::tls::client_config(&config)?;
+        let credentials = Credentials::new(&config.auth, cert)?;
+        let mut builder = reqwest::Client::builder()
+            .tls_backend_preconfigured(tls)
+            .connect_timeout(config.connect_timeout)
+            .tcp_nodelay(true)
+            .user_agent(concat!("kinformer/", env!("CARGO_PKG_VERSION")))
+            .http2_keep_alive_interval(Duration::from_secs(30))
+            .http2_keep_alive_while_idle(true)
+            .http2_adaptive_window(true);
+        builder = match &config.proxy_url {
+            Some(proxy) => builder.proxy(
+                reqwest::Proxy::all(proxy)
+                    .map_err(|e| Error::config(None, "proxy-url", format!("{proxy:?}: {e}")))?,
+            ),
+            None => builder.no_proxy(),
+        };
+        let http = builder.build().map_err(|e| Error::Tls {
+            message: error_chain(&e),
+        })?;
+        Ok(Self {
+            inner: Arc::new(Inner {
+                http,
+                base: config.cluster_url.trim_end_matches('/').to_owned(),
+                default_namespace: config.default_namespace,
+                credentials,
+                request_timeout: config.request_timeout,
+                watch_idle_margin: config.watch_idle_margin,
+                watch_idle_timeout: config.watch_idle_timeout,
+                max_watch_line: config.max_watch_line,
+            }),
+        })
+    }
+
+    /// A client from [`Config::infer`] with the kubeconfig's current context.
+    pub fn try_default() -> Result<Self, Error> {
+        Self::new(Config::infer(&Default::default())?)
+    }
+
+    /// The API server's base URL.
+    pub fn url(&self) -> &str {
+        &self.inner.base
+    }
+
+    /// The namespace of the configuration's context.
+    pub fn default_namespace(&self) -> &str {
+        &self.inner.default_namespace
+    }
+
+    /// Lists one page of `resource` (in `namespace`, or across all namespaces when `None`). The
+    /// response may be gzip-compressed.
+    pub async fn list<K: DeserializeOwned>(
+        &self,
+        resource: &ApiResource,
+        namespace: Option<&str>,
+        params: &ListParams,
+    ) -> Result<ObjectList<K>, Error> {
+        self.list_as(resource, namespace, params, ACCEPT_JSON).await
+    }
+
+    pub(crate) async fn list_as<K: DeserializeOwned>(
+        &self,
+        resource: &ApiResource,
+        namespace: Option<&str>,
+        params: &ListParams,
+        accept: &'static str,
+    ) -> Result<ObjectList<K>, Error> {
+        let path = with_query(resource.list_path(namespace), &params.to_query());
+        let response = self.send(&path, accept, false).await?;
+        let body = response.bytes().await.map_err(|e| transport_error(&e))?;
+        ObjectList::from_json(&body).map_err(|source| Error::Decode {
+            what: "list",
+            line: None,
+            offset: None,
+            source,
+        })
+    }
+
+    /// Opens a watch on `resource` and decodes its events as they arrive.
+    ///
+    /// The stream has no total deadline. If no bytes arrive for `timeoutSeconds` plus the
+    /// configured margin (or the configured idle limit when `timeoutSeconds` is not set), it ends
+    /// with [`Error::IdleTimeout`]. Compression is refused for watches.
+    pub async fn watch<K>(
+        &self,
+        resource: &ApiResource,
+        namespace: Option<&str>,
+        params: &WatchParams,
+    ) -> Result<WatchStream<K>, Error>
+    where
+        K: DeserializeOwned + Send + Sync + 'static,
+    {
+        self.watch_as(resource, namespace, params, ACCEPT_JSON)
+            .await
+    }
+
+    pub(crate) async fn watch_as<K>(
+        &self,
+        resource: &ApiResource,
+        namespace: Option<&str>,
+        params: &WatchParams,
+        accept: &'static str,
+    ) -> Result<WatchStream<K>, Error>
+    where
+        K: DeserializeOwned + Send + Sync + 'static,
+    {
+        let path = with_query(resource.list_path(namespace), &params.to_query());
+        let response = self.send(&path, accept, true).await?;
+        let idle = match params.timeout_seconds {
+            Some(t) => Duration::from_secs(u64::from(t)) + self.inner.watch_idle_margin,
+            None => self.inner.watch_idle_timeout,
+        };
+        Ok(decode_watch(
+            response.bytes_stream(),
+            self.inner.max_watch_line,
+            Some(idle),
+        ))
+    }
+
+    /// Sends a GET, with credentials, retrying once with fresh credentials on a 401. Returns the
+    /// response of a 2xx answer, the mapped error otherwise.
+    async fn send(
+        &self,
+        path: &str,
+        accept: &'static str,
+        watch: bool,
+    ) -> Result<reqwest::Response, Error> {
+        let span = tracing::debug_span!(
+            "request",
+            method = "GET",
+            path = %path.split('?').next().unwrap_or_default(),
+            watch,
+            status = tracing::field::Empty,
+            duration_ms = tracing::field::Empty,
+        );
+        async move {
+            let url = format!("{}{path}", self.inner.base);
+            let started = Instant::now();
+            let mut refreshed = false;
+            loop {
+                let mut request = self.inner.http.get(&url).header(ACCEPT, accept);
+                request = if watch {
+                    request.header(ACCEPT_ENCODING, "identity")
+                } else {
+                    request.timeout(self.inner.request_timeout)
+                };
+                if let Some(auth) = self.inner.credentials.header().await? {
+                    request = request.header(AUTHORIZATION, auth);
+                }
+                let result = request.send().await;
+                let span = tracing::Span::current();
+                span.record("duration_ms", started.elapsed().as_millis() as u64);
+                let response = result.map_err(|e| transport_error(&e))?;
+                let status = response.status();
+                span.record("status", status.as_u16());
+                if status.is_success() {
+                    tracing::debug!("response");
+                    return Ok(response);
+                }
+                if status == StatusCode::UNAUTHORIZED
+                    && !refreshed
+                    && self.inner.credentials.invalidate().await
+                {
+                    tracing::debug!("401: fetching credentials again and retrying once");
+                    refreshed = true;
+                    continue;
+                }
+                let error = error_from_response(response).await;
+                tracing::debug!(%error, "error response");
+                return Err(error);
+            }
+        }
+        .instrument(span)
+        .await
+    }
+}
+
+fn with_query(mut path: String, query: &str) -> String {
+    if !query.is_empty() {
+        path.push('?');
+        path.push_str(query);
+    }
+    path
+}
+
+/// Maps an error answer to [`Error`], from its `Status` body when it has one.
+async fn error_from_response(response: reqwest::Response) -> Error {
+    let code = response.status();
+    let retry_after = response
+        .headers()
+        .get(RETRY_AFTER)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.trim().parse::<u64>().ok())
+        .map(Duration::from_secs);
+    let body = response.bytes().await.unwrap_or_default();
+    let mut status = serde_json::from_slice::<Status>(&body)
+        .ok()
+        .filter(|s| s.code != 0 || !s.reason.is_empty() || !s.message.is_empty())
+        .unwrap_or_else(|| {
+            let text: String = String::from_utf8_lossy(&body).chars().take(512).collect();
+            Status::failure(
+                code.as_u16(),
+                code.canonical_reason().unwrap_or_default(),
+                text,
+            )
+        });
+    if status.code == 0 {
+        status.code = code.as_u16();
+    }
+    Error::from_status(status, retry_after)
+}
+
+/// Maps a transport failure: TLS, connect, or other.
+fn transport_error(e: &reqwest::Error) -> Error {
+    if let Some(tls) = find_tls_error(e) {
+        return Error::Tls { message: tls };
+    }
+    let source: crate::error::BoxError = error_chain(e).into();
+    if e.is_connect() {
+        Error::Connect { source }
+    } else {
+        Error::Request { source }
+    }
+}
+
+/// Finds a rustls error among the sources of `e` (including errors wrapped in `io::Error`).
+fn find_tls_error(e: &(dyn std::error::Error + 'static)) -> Option<String> {
+    let mut current: Option<&(dyn std::error::Error + 'static)> = Some(e);
+    let mut depth = 0;
+    while let Some(err) = current
+        && depth < 16
+    {
+        if let Some(tls) = err.downcast_ref::<rustls::Error>() {
+            return Some(tls.to_string());
+        }
+        if let Some(io) = err.downcast_ref::<std::io::Error>()
+            && let Some(inner) = io.get_ref()
+            && let Some(tls) = inner.downcast_ref::<rustls::Error>()
+        {
+            return Some(tls.to_string());
+        }
+        current = err.source();
+        depth += 1;
+    }
+    None
+}

@@ -1,0 +1,659 @@
+//! The resolved connection settings of a [`Client`](crate::Client): where the server is, how to
+//! trust it, and how to authenticate.
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use base64::Engine as _;
+use rustls_pki_types::pem::PemObject as _;
+use rustls_pki_types::{CertificateDer, PrivateKeyDer};
+
+use crate::kubeconfig::{ExecConfig, Kubeconfig, NamedAuthInfo, NamedCluster};
+use crate::{Error, SecretString};
+
+/// The folder where Kubernetes mounts a pod's service-account token, CA and namespace.
+pub const SERVICE_ACCOUNT_DIR: &str = "/var/run/secrets/kubernetes.io/serviceaccount";
+
+/// The default maximum length of one watch line: 16 MiB.
+pub const DEFAULT_MAX_WATCH_LINE: usize = 16 * 1024 * 1024;
+
+/// Everything a [`Client`](crate::Client) needs to reach and authenticate to one API server.
+///
+/// Make one from a kubeconfig ([`Config::from_kubeconfig`], [`Config::from_path`]), from the
+/// usual places in kubectl's order ([`Config::infer`]), from inside a pod
+/// ([`Config::incluster`]), or by hand with [`Config::new`]. `Debug` never shows credentials.
+///
+/// ```
+/// use kinformer_client::{AuthConfig, Config};
+///
+/// let mut config = Config::new("https://127.0.0.1:6443");
+/// config.auth = AuthConfig::Token("t0ken".into());
+/// config.default_namespace = "shop".into();
+/// assert!(!format!("{config:?}").contains("t0ken"));
+/// ```
+#[derive(Clone)]
+pub struct Config {
+    /// The API server's base URL, without a trailing slash.
+    pub cluster_url: String,
+    /// The namespace of the selected context (`default` when it names none).
+    pub default_namespace: String,
+    /// PEM of the CA(s) to trust. When set, only these are trusted, as client-go does; when
+    /// `None`, the system's roots are.
+    pub root_certs_pem: Option<Vec<u8>>,
+    /// Skip verification of the server's certificate. Honoured only when set, with a warning.
+    pub insecure_skip_tls_verify: bool,
+    /// Verify the server's certificate against this name instead of the URL's host.
+    pub tls_server_name: Option<String>,
+    /// An HTTP(S) proxy for every request.
+    pub proxy_url: Option<String>,
+    /// A client certificate and key to present.
+    pub client_identity: Option<ClientIdentity>,
+    /// How requests authenticate.
+    pub auth: AuthConfig,
+    /// The bound on establishing a connection.
+    pub connect_timeout: Duration,
+    /// The bound on a whole non-watch request (a list page). Watches have none.
+    pub request_timeout: Duration,
+    /// How long a watch may stay silent beyond its `timeoutSeconds` before it is ended with
+    /// [`Error::IdleTimeout`].
+    pub watch_idle_margin: Duration,
+    /// How long a watch without `timeoutSeconds` may stay silent before it is ended with
+    /// [`Error::IdleTimeout`].
+    pub watch_idle_timeout: Duration,
+    /// The longest watch line accepted; a longer one ends the stream with
+    /// [`Error::LineTooLong`].
+    pub max_watch_line: usize,
+}
+
+/// A client certificate chain and its private key, both PEM.
+#[derive(Clone)]
+pub struct ClientIdentity {
+    /// The certificate chain, PEM.
+    pub cert_pem: Vec<u8>,
+    /// The private key, PEM (PKCS#1 RSA, SEC1 EC or PKCS#8).
+    pub key_pem: SecretString,
+}
+
+impl fmt::Debug for ClientIdentity {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ClientIdentity")
+            .field("cert_pem", &format_args!("<{} bytes>", self.cert_pem.len()))
+            .field("key_pem", &self.key_pem)
+            .finish()
+    }
+}
+
+/// How requests authenticate. `Debug` never shows a credential.
+#[derive(Debug, Clone, Default)]
+#[non_exhaustive]
+pub enum AuthConfig {
+    /// No credentials (or a client certificate alone).
+    #[default]
+    None,
+    /// A fixed bearer token.
+    Token(SecretString),
+    /// A bearer token read from this file, and read again when the file changes or the server
+    /// answers 401 (bound service-account tokens rotate).
+    TokenFile(PathBuf),
+    /// HTTP basic authentication.
+    Basic {
+        /// The user name.
+        username: String,
+        /// The password.
+        password: SecretString,
+    },
+    /// An exec credential plugin; its credential is cached until it expires and fetched again on
+    /// a 401.
+    Exec {
+        /// The plugin's settings.
+        exec: Box<ExecConfig>,
+        /// The cluster's settings passed to the plugin when it asks (`provideClusterInfo`).
+        cluster: Option<serde_json::Value>,
+    },
+}
+
+impl fmt::Debug for Config {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Config")
+            .field("cluster_url", &self.cluster_url)
+            .field("default_namespace", &self.default_namespace)
+            .field(
+                "root_certs_pem",
+                &self
+                    .root_certs_pem
+                    .as_ref()
+                    .map(|p| format!("<{} bytes>", p.len())),
+            )
+            .field("insecure_skip_tls_verify", &self.insecure_skip_tls_verify)
+            .field("tls_server_name", &self.tls_server_name)
+            .field("proxy_url", &self.proxy_url)
+            .field("client_identity", &self.client_identity)
+            .field("auth", &self.auth)
+            .field("connect_timeout", &self.connect_timeout)
+            .field("request_timeout", &self.request_timeout)
+            .field("watch_idle_margin", &self.watch_idle_margin)
+            .field("watch_idle_timeout", &self.watch_idle_timeout)
+            .field("max_watch_line", &self.max_watch_line)
+            .finish()
+    }
+}
+
+/// Which context, cluster and user of a kubeconfig to use. Empty fields mean "as the kubeconfig
+/// says" (its `current-context`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct KubeconfigOptions {
+    /// The context to use instead of `current-context`.
+    pub context: Option<String>,
+    /// The cluster to use instead of the context's.
+    pub cluster: Option<String>,
+    /// The user to use instead of the context's.
+    pub user: Option<String>,
+}
+
+impl Config {
+    /// Settings for this URL with no TLS material, no credentials and the default limits.
+    pub fn new(cluster_url: impl Into<String>) -> Self {
+        Self {
+            cluster_url: cluster_url.into().trim_end_matches('/').to_owned(),
+            default_namespace: "default".to_owned(),
+            root_certs_pem: None,
+            insecure_skip_tls_verify: false,
+            tls_server_name: None,
+            proxy_url: None,
+            client_identity: None,
+            auth: AuthConfig::None,
+            connect_timeout: Duration::from_secs(30),
+            request_timeout: Duration::from_secs(295),
+            watch_idle_margin: Duration::from_secs(30),
+            watch_idle_timeout: Duration::from_secs(600),
+            max_watch_line: DEFAULT_MAX_WATCH_LINE,
+        }
+    }
+
+    /// Finds the settings where kubectl would, in this order: the `KUBECONFIG` files (merged,
+    /// first to set a value wins), `~/.kube/config`, then the in-cluster service account.
+    pub fn infer(options: &KubeconfigOptions) -> Result<Self, Error> {
+        infer_with(options, &|name| std::env::var_os(name).map(Into::into))
+    }
+
+    /// Reads one kubeconfig file and resolves the selected context.
+    pub fn from_path(path: impl AsRef<Path>, options: &KubeconfigOptions) -> Result<Self, Error> {
+        Self::from_kubeconfig(&Kubeconfig::read_from(path)?, options)
+    }
+
+    /// Resolves the selected context of a kubeconfig: its cluster, user and namespace. Reads the
+    /// files it names (CA, client certificate and key) and checks every base64 and PEM field, so
+    /// that a bad one is reported here, naming the file and the field.
+    pub fn from_kubeconfig(kc: &Kubeconfig, options: &KubeconfigOptions) -> Result<Self, Error> {
+        let origin = kc
+            .contexts
+            .first()
+            .and_then(|c| c.source.clone())
+            .or_else(|| kc.clusters.first().and_then(|c| c.source.clone()));
+        let (ctx_name, field) = match (&options.context, &kc.current_context) {
+            (Some(c), _) => (c.clone(), "context"),
+            (None, Some(c)) if !c.is_empty() => (c.clone(), "current-context"),
+            _ if options.cluster.is_some() => (String::new(), "context"),
+            _ => {
+                return Err(Error::config(
+                    origin.as_deref(),
+                    "current-context",
+                    "no context is selected: set current-context or choose a context",
+                ));
+            }
+        };
+        let context = kc.contexts.iter().find(|c| c.name == ctx_name);
+        if context.is_none() && !ctx_name.is_empty() {
+            return Err(Error::config(
+                origin.as_deref(),
+                field,
+                format!("context {ctx_name:?} not found"),
+            ));
+        }
+        let ctx_source = context.and_then(|c| c.source.clone()).or(origin);
+        let cluster_name = options
+            .cluster
+            .clone()
+            .or_else(|| context.map(|c| c.context.cluster.clone()))
+            .unwrap_or_default();
+        let cluster = kc
+            .clusters
+            .iter()
+            .find(|c| c.name == cluster_name)
+            .ok_or_else(|| {
+                Error::config(
+                    ctx_source.as_deref(),
+                    format!("contexts[{ctx_name}].context.cluster"),
+                    format!("cluster {cluster_name:?} not found"),
+                )
+            })?;
+        let user_name = options
+            .user
+            .clone()
+            .or_else(|| context.map(|c| c.context.user.clone()))
+            .unwrap_or_default();
+        let user = if user_name.is_empty() {
+            None
+        } else {
+            Some(
+                kc.users
+                    .iter()
+                    .find(|u| u.name == user_name)
+                    .ok_or_else(|| {
+                        Error::config(
+                            ctx_source.as_deref(),
+                            format!("contexts[{ctx_name}].context.user"),
+                            format!("user {user_name:?} not found"),
+                        )
+                    })?,
+            )
+        };
+
+        let mut config = cluster_settings(cluster)?;
+        if let Some(ns) = context.and_then(|c| c.context.namespace.as_deref()) {
+            if !ns.is_empty() {
+                config.default_namespace = ns.to_owned();
+            }
+        }
+        if let Some(user) = user {
+            apply_user(&mut config, user, cluster)?;
+        }
+        Ok(config)
+    }
+
+    /// The settings of a pod's service account: `KUBERNETES_SERVICE_HOST` and
+    /// `KUBERNETES_SERVICE_PORT`, and the token (re-read as it rotates), `ca.crt` and `namespace`
+    /// files of [`SERVICE_ACCOUNT_DIR`].
+    pub fn incluster() -> Result<Self, Error> {
+        incluster_with(Path::new(SERVICE_ACCOUNT_DIR), &|name| {
+            std::env::var(name).ok()
+        })
+    }
+}
+
+type Lookup<'a> = &'a dyn Fn(&str) -> Option<String>;
+
+fn infer_with(
+    options: &KubeconfigOptions,
+    env: &dyn Fn(&str) -> Option<std::ffi::OsString>,
+) -> Result<Config, Error> {
+    if let Some(list) = env("KUBECONFIG").filter(|v| !v.is_empty()) {
+        let paths: Vec<PathBuf> = std::env::split_paths(&list)
+            .filter(|p| !p.as_os_str().is_empty())
+            .collect();
+        if !paths.iter().any(|p| p.exists()) {
+            return Err(Error::config(
+                None,
+                "KUBECONFIG",
+                format!("none of the files exist: {}", list.to_string_lossy()),
+            ));
+        }
+        return Config::from_kubeconfig(&Kubeconfig::read_all(&paths)?, options);
+    }
+    if let Some(home) = env("HOME").or_else(|| env("USERPROFILE")) {
+        let path = PathBuf::from(home).join(".kube").join("config");
+        if path.exists() {
+            return Config::from_path(&path, options);
+        }
+    }
+    let lookup = |name: &str| env(name).and_then(|v| v.into_string().ok());
+    incluster_with(Path::new(SERVICE_ACCOUNT_DIR), &lookup).map_err(|e| match e {
+        Error::Config { field, message, .. } if field == "KUBERNETES_SERVICE_HOST" => {
+            Error::config(
+                None,
+                "kubeconfig",
+                format!("no KUBECONFIG, no ~/.kube/config, and not in a cluster ({message})"),
+            )
+        }
+        other => other,
+    })
+}
+
+fn incluster_with(dir: &Path, env: Lookup<'_>) -> Result<Config, Error> {
+    let host = env("KUBERNETES_SERVICE_HOST")
+        .filter(|h| !h.is_empty())
+        .ok_or_else(|| Error::config(None, "KUBERNETES_SERVICE_HOST", "not set"))?;
+    let port = env("KUBERNETES_SERVICE_PORT")
+        .filter(|p| !p.is_empty())
+        .ok_or_else(|| Error::config(None, "KUBERNETES_SERVICE_PORT", "not set"))?;
+    let host = if host.contains(':') && !host.starts_with('[') {
+        format!("[{host}]")
+    } else {
+        host
+    };
+    let mut config = Config::new(format!("https://{host}:{port}"));
+    let ca = dir.join("ca.crt");
+    let pem = std::fs::read(&ca)
+        .map_err(|e| Error::config(Some(&ca), "ca.crt", format!("cannot read: {e}")))?;
+    check_certs(&pem, Some(&ca), "ca.crt")?;
+    config.root_certs_pem = Some(pem);
+    let token = dir.join("token");
+    if !token.exists() {
+        return Err(Error::config(
+            Some(&token),
+            "token",
+            "service-account token file missing",
+        ));
+    }
+    config.auth = AuthConfig::TokenFile(token);
+    if let Ok(ns) = std::fs::read_to_string(dir.join("namespace")) {
+        if !ns.trim().is_empty() {
+            config.default_namespace = ns.trim().to_owned();
+        }
+    }
+    Ok(config)
+}
+
+fn cluster_settings(named: &NamedCluster) -> Result<Config, Error> {
+    let src = named.source.as_deref();
+    let field = |f: &str| format!("clusters[{}].cluster.{f}", named.name);
+    let c = &named.cluster;
+    let server = c
+        .server
+        .as_deref()
+        .filter(|s| !s.is_empty())
+        .ok_or_else(|| Error::config(src, field("server"), "missing"))?;
+    match reqwest::Url::parse(server) {
+        Ok(u) if matches!(u.scheme(), "http" | "https") && u.host_str().is_some() => {}
+        Ok(_) => {
+            return Err(Error::config(
+                src,
+                field("server"),
+                format!("{server:?} is not an http(s) URL"),
+            ));
+        }
+        Err(e) => {
+            return Err(Error::config(
+                src,
+                field("server"),
+                format!("{server:?}: {e}"),
+            ));
+        }
+    }
+    let mut config = Config::new(server);
+    config.root_certs_pem = match (&c.certificate_authority_data, &c.certificate_authority) {
+        (Some(data), _) if !data.is_empty() => {
+            let f = field("certificate-authority-data");
+            let pem = decode_base64(data, src, &f)?;
+            check_certs(&pem, src, &f)?;
+            Some(pem)
+        }
+        (_, Some(path)) if !path.as_os_str().is_empty() => {
+            let f = field("certificate-authority");
+            let pem = read_file(path, src, &f)?;
+            check_certs(&pem, src, &f)?;
+            Some(pem)
+        }
+        _ => None,
+    };
+    config.insecure_skip_tls_verify = c.insecure_skip_tls_verify;
+    config.tls_server_name = c.tls_server_name.clone().filter(|s| !s.is_empty());
+    if let Some(proxy) = c.proxy_url.as_deref().filter(|p| !p.is_empty()) {
+        if let Err(e) = reqwest::Url::parse(proxy) {
+            return Err(Error::config(
+                src,
+                field("proxy-url"),
+                format!("{proxy:?}: {e}"),
+            ));
+        }
+        config.proxy_url = Some(proxy.to_owned());
+    }
+    Ok(config)
+}
+
+fn apply_user(
+    config: &mut Config,
+    named: &NamedAuthInfo,
+    cluster: &NamedCluster,
+) -> Result<(), Error> {
+    let src = named.source.as_deref();
+    let field = |f: &str| format!("users[{}].user.{f}", named.name);
+    let u = &named.user;
+    if u.auth_provider.is_some() {
+        return Err(Error::config(
+            src,
+            field("auth-provider"),
+            "auth providers were removed from Kubernetes clients; use an exec credential plugin",
+        ));
+    }
+
+    let cert = match (&u.client_certificate_data, &u.client_certificate) {
+        (Some(d), _) if !d.is_empty() => {
+            let f = field("client-certificate-data");
+            Some((decode_base64(d, src, &f)?, f))
+        }
+        (_, Some(p)) if !p.as_os_str().is_empty() => {
+            let f = field("client-certificate");
+            Some((read_file(p, src, &f)?, f))
+        }
+        _ => None,
+    };
+    let key = match (&u.client_key_data, &u.client_key) {
+        (Some(d), _) if !d.expose().is_empty() => {
+            let f = field("client-key-data");
+            Some((decode_base64(d.expose(), src, &f)?, f))
+        }
+        (_, Some(p)) if !p.as_os_str().is_empty() => {
+            let f = field("client-key");
+            Some((read_file(p, src, &f)?, f))
+        }
+        _ => None,
+    };
+    match (cert, key) {
+        (Some((cert, cf)), Some((key, kf))) => {
+            check_certs(&cert, src, &cf)?;
+            check_key(&key, src, &kf)?;
+            let key_pem =
+                String::from_utf8(key).map_err(|_| Error::config(src, &kf, "not PEM text"))?;
+            config.client_identity = Some(ClientIdentity {
+                cert_pem: cert,
+                key_pem: key_pem.into(),
+            });
+        }
+        (Some(_), None) => {
+            return Err(Error::config(
+                src,
+                field("client-key"),
+                "a client certificate needs a key",
+            ));
+        }
+        (None, Some(_)) => {
+            return Err(Error::config(
+                src,
+                field("client-certificate"),
+                "a client key needs a certificate",
+            ));
+        }
+        (None, None) => {}
+    }
+
+    config.auth = if let Some(token) = u.token.as_ref().filter(|t| !t.expose().is_empty()) {
+        AuthConfig::Token(token.clone())
+    } else if let Some(path) = u.token_file.as_ref().filter(|p| !p.as_os_str().is_empty()) {
+        if !path.exists() {
+            return Err(Error::config(
+                src,
+                field("tokenFile"),
+                format!("{} does not exist", path.display()),
+            ));
+        }
+        AuthConfig::TokenFile(path.clone())
+    } else if let Some(username) = u.username.as_ref().filter(|n| !n.is_empty()) {
+        let password = u
+            .password
+            .clone()
+            .ok_or_else(|| Error::config(src, field("password"), "username without password"))?;
+        AuthConfig::Basic {
+            username: username.clone(),
+            password,
+        }
+    } else if let Some(exec) = &u.exec {
+        if exec.command.is_empty() {
+            return Err(Error::config(src, field("exec.command"), "missing"));
+        }
+        if !matches!(
+            exec.api_version.as_str(),
+            crate::auth::EXEC_V1 | crate::auth::EXEC_V1BETA1
+        ) {
+            return Err(Error::config(
+                src,
+                field("exec.apiVersion"),
+                format!(
+                    "{:?} is not supported; use {} or {}",
+                    exec.api_version,
+                    crate::auth::EXEC_V1,
+                    crate::auth::EXEC_V1BETA1
+                ),
+            ));
+        }
+        if exec.interactive_mode.as_deref() == Some("Always") {
+            return Err(Error::config(
+                src,
+                field("exec.interactiveMode"),
+                "Always needs a terminal; this client runs plugins non-interactively",
+            ));
+        }
+        let cluster_info = exec
+            .provide_cluster_info
+            .then(|| exec_cluster_info(config, cluster));
+        AuthConfig::Exec {
+            exec: Box::new(exec.clone()),
+            cluster: cluster_info,
+        }
+    } else {
+        AuthConfig::None
+    };
+    Ok(())
+}
+
+/// The `spec.cluster` of `KUBERNETES_EXEC_INFO`.
+fn exec_cluster_info(config: &Config, cluster: &NamedCluster) -> serde_json::Value {
+    let mut info = serde_json::json!({ "server": config.cluster_url });
+    if let Some(pem) = &config.root_certs_pem {
+        info["certificate-authority-data"] =
+            base64::engine::general_purpose::STANDARD.encode(pem).into();
+    }
+    if cluster.cluster.insecure_skip_tls_verify {
+        info["insecure-skip-tls-verify"] = true.into();
+    }
+    if let Some(name) = &config.tls_server_name {
+        info["tls-server-name"] = name.clone().into();
+    }
+    if let Some(proxy) = &config.proxy_url {
+        info["proxy-url"] = proxy.clone().into();
+    }
+    info
+}
+
+fn decode_base64(data: &str, src: Option<&Path>, field: &str) -> Result<Vec<u8>, Error> {
+    let compact: String = data.chars().filter(|c| !c.is_whitespace()).collect();
+    base64::engine::general_purpose::STANDARD
+        .decode(compact)
+        .map_err(|e| Error::config(src, field, format!("invalid base64: {e}")))
+}
+
+fn read_file(path: &Path, src: Option<&Path>, field: &str) -> Result<Vec<u8>, Error> {
+    std::fs::read(path)
+        .map_err(|e| Error::config(src, field, format!("cannot read {}: {e}", path.display())))
+}
+
+/// Checks that `pem` holds at least one certificate.
+pub(crate) fn check_certs(pem: &[u8], src: Option<&Path>, field: &str) -> Result<(), Error> {
+    let mut n = 0;
+    for cert in CertificateDer::pem_slice_iter(pem) {
+        cert.map_err(|e| Error::config(src, field, format!("invalid PEM: {e}")))?;
+        n += 1;
+    }
+    if n == 0 {
+        return Err(Error::config(src, field, "no PEM certificate found"));
+    }
+    Ok(())
+}
+
+/// Checks that `pem` holds a private key.
+fn check_key(pem: &[u8], src: Option<&Path>, field: &str) -> Result<(), Error> {
+    PrivateKeyDer::from_pem_slice(pem)
+        .map(drop)
+        .map_err(|e| Error::config(src, field, format!("no usable PEM private key: {e}")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashMap;
+
+    #[test]
+    fn incluster_reads_the_service_account_folder() {
+        let dir = tempfile::tempdir().unwrap();
+        let env: HashMap<&str, &str> = [
+            ("KUBERNETES_SERVICE_HOST", "fd00::1"),
+            ("KUBERNETES_SERVICE_PORT", "443"),
+        ]
+        .into_iter()
+        .collect();
+        let lookup = |k: &str| env.get(k).map(|v| (*v).to_owned());
+        // Without ca.crt: an error naming the file.
+        let err = incluster_with(dir.path(), &lookup).unwrap_err();
+        assert!(err.to_string().contains("ca.crt"), "{err}");
+
+        std::fs::write(
+            dir.path().join("ca.crt"),
+            crate::tls::tests::self_signed().0,
+        )
+        .unwrap();
+        std::fs::write(dir.path().join("token"), "tok").unwrap();
+        std::fs::write(dir.path().join("namespace"), "team-a\n").unwrap();
+        let config = incluster_with(dir.path(), &lookup).unwrap();
+        assert_eq!(config.cluster_url, "https://[fd00::1]:443");
+        assert_eq!(config.default_namespace, "team-a");
+        assert!(matches!(&config.auth, AuthConfig::TokenFile(p) if p == &dir.path().join("token")));
+        assert!(config.root_certs_pem.is_some());
+
+        let none = |_: &str| None;
+        let err = incluster_with(dir.path(), &none).unwrap_err();
+        assert!(err.to_string().contains("KUBERNETES_SERVICE_HOST"), "{err}");
+    }
+
+    #[test]
+    fn infer_prefers_kubeconfig_then_home_then_incluster() {
+        let dir = tempfile::tempdir().unwrap();
+        let a = dir.path().join("a");
+        let b = dir.path().join("b");
+        std::fs::write(
+            &a,
+            "current-context: ctx\ncontexts: [{name: ctx, context: {cluster: c}}]",
+        )
+        .unwrap();
+        std::fs::write(
+            &b,
+            "clusters: [{name: c, cluster: {server: 'http://from-b:1'}}]",
+        )
+        .unwrap();
+        let home = dir.path().join("home");
+        std::fs::create_dir_all(home.join(".kube")).unwrap();
+        std::fs::write(
+            home.join(".kube/config"),
+            "current-context: h\ncontexts: [{name: h, context: {cluster: c}}]\nclusters: [{name: c, cluster: {server: 'http://from-home:1'}}]",
+        )
+        .unwrap();
+        let list = std::env::join_paths([&a, &dir.path().join("missing"), &b]).unwrap();
+        let with_kubeconfig = |k: &str| match k {
+            "KUBECONFIG" => Some(list.clone()),
+            "HOME" => Some(home.clone().into_os_string()),
+            _ => None,
+        };
+        let c = infer_with(&KubeconfigOptions::default(), &with_kubeconfig).unwrap();
+        assert_eq!(c.cluster_url, "http://from-b:1");
+        let home_only = |k: &str| (k == "HOME").then(|| home.clone().into_os_string());
+        let c = infer_with(&KubeconfigOptions::default(), &home_only).unwrap();
+        assert_eq!(c.cluster_url, "http://from-home:1");
+        let nothing = |_: &str| None;
+        let err = infer_with(&KubeconfigOptions::default(), &nothing).unwrap_err();
+        assert!(err.to_string().contains("not in a cluster"), "{err}");
+        let missing = dir.path().join("nope").into_os_string();
+        let bad_list = |k: &str| (k == "KUBECONFIG").then(|| missing.clone());
+        let err = infer_with(&KubeconfigOptions::default(), &bad_list).unwrap_err();
+        assert!(err.to_string().contains("KUBECONFIG"), "{err}");
+    }
+}

@@ -1,0 +1,407 @@
+//! The error type of `kinformer-client`.
+
+use std::fmt;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use kinformer_core::Status;
+
+/// A boxed error from a lower layer (the HTTP stack, the OS).
+pub type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
+
+/// Everything that can go wrong talking to the API server. Each variant says what the caller
+/// should do; [`Error::is_retryable`], [`Error::is_gone`] and [`Error::retry_after`] sum it up.
+///
+/// No variant ever carries a token, a password or key material: `Display` and `Debug` are safe to
+/// log.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// 410 Gone / `Expired`: the requested resourceVersion (or continue token) is too old. Not
+    /// retryable as is: relist (a watch resumes only after a fresh list).
+    #[error("410 gone: {message}")]
+    Gone {
+        /// The server's message.
+        message: String,
+    },
+
+    /// 504 with cause `ResourceVersionTooLarge`: the server (a lagging cache) has not yet seen the
+    /// requested resourceVersion. Retryable after a short wait, at the same version.
+    #[error("resource version too large: {message}")]
+    TooLargeResourceVersion {
+        /// The server's message.
+        message: String,
+    },
+
+    /// 429 Too Many Requests: retryable, after `retry_after` when the server says.
+    #[error("throttled (429){}: {message}", fmt_retry(*retry_after))]
+    Throttled {
+        /// The server's `Retry-After` (header or `details.retryAfterSeconds`).
+        retry_after: Option<Duration>,
+        /// The server's message.
+        message: String,
+    },
+
+    /// A 5xx answer: the server failed. Retryable with backoff (after `retry_after` when given).
+    #[error("server error {code}{}: {message}", fmt_retry(*retry_after))]
+    ServerError {
+        /// The HTTP status code.
+        code: u16,
+        /// The server's `Retry-After`, if any.
+        retry_after: Option<Duration>,
+        /// The server's message.
+        message: String,
+    },
+
+    /// 401 Unauthorized: the credentials were refused even after refreshing them once (a re-read
+    /// token file, a re-run exec plugin). Not retryable until the credentials are fixed.
+    #[error("unauthorized (401): {message}")]
+    Unauthorized {
+        /// The server's message.
+        message: String,
+    },
+
+    /// 403 Forbidden: the identity is known but may not do this. Not retryable.
+    #[error("forbidden (403): {message}")]
+    Forbidden {
+        /// The server's message.
+        message: String,
+    },
+
+    /// 404 Not Found: the resource (or namespace, or API group) does not exist. Not retryable;
+    /// a missing CRD may appear later.
+    #[error("not found (404): {message}")]
+    NotFound {
+        /// The server's message.
+        message: String,
+    },
+
+    /// Any other error answer (400, 409, 422, ...). Not retryable: the request is wrong.
+    #[error("API error {}: {} {}", status.code, status.reason, status.message)]
+    Api {
+        /// The `Status` the server returned (or one made from the status line).
+        status: Status,
+    },
+
+    /// TLS failed: the server's certificate is not trusted (wrong CA, wrong name) or our own TLS
+    /// material is unusable. Not retryable until the configuration changes.
+    #[error("TLS: {message}")]
+    Tls {
+        /// What failed.
+        message: String,
+    },
+
+    /// The server could not be reached (refused, DNS, connect timeout). Retryable with backoff.
+    #[error("cannot connect to the API server: {source}")]
+    Connect {
+        /// The underlying error.
+        #[source]
+        source: BoxError,
+    },
+
+    /// The request failed in transit or timed out before an answer. Retryable with backoff.
+    #[error("request failed: {source}")]
+    Request {
+        /// The underlying error.
+        #[source]
+        source: BoxError,
+    },
+
+    /// The watch stream was cut (the connection dropped, possibly mid-line). Not a decode error:
+    /// resume watching from the last resourceVersion seen.
+    #[error("watch stream interrupted after {events} events: {reason}")]
+    Interrupted {
+        /// Events decoded on this stream before the cut.
+        events: u64,
+        /// What happened.
+        reason: String,
+    },
+
+    /// No bytes arrived on a watch for this long (`timeoutSeconds` plus a margin, or the
+    /// configured idle limit). The stream is ended; resume watching from the last
+    /// resourceVersion seen.
+    #[error("watch idle for {idle:?}: no bytes received")]
+    IdleTimeout {
+        /// The idle limit that was hit.
+        idle: Duration,
+    },
+
+    /// A watch line grew past the configured maximum without a newline. The stream is ended;
+    /// retrying may hit the same object again, so raise the limit or give up.
+    #[error("watch line {line} exceeds the maximum of {limit} bytes")]
+    LineTooLong {
+        /// The 1-based number of the offending line in the stream.
+        line: u64,
+        /// The configured maximum line length in bytes.
+        limit: usize,
+    },
+
+    /// A response could not be decoded. Not retryable for this payload; for a watch, the stream is
+    /// ended and a relist is the safe way on.
+    #[error("cannot decode {what}{}: {source}", fmt_location(*line, *offset))]
+    Decode {
+        /// What was being decoded: `"watch event"` or `"list"`.
+        what: &'static str,
+        /// For a watch: the 1-based line number in the stream.
+        line: Option<u64>,
+        /// For a watch: the byte offset of that line's start in the stream.
+        offset: Option<u64>,
+        /// The decoding error, with the column inside the line.
+        #[source]
+        source: kinformer_core::Error,
+    },
+
+    /// The configuration is unusable: a malformed or missing kubeconfig, a missing referenced
+    /// file, bad base64 or PEM. Names the file (when there is one) and the field. Not retryable.
+    #[error("{}{field}: {message}", fmt_path(path.as_ref()))]
+    Config {
+        /// The kubeconfig (or referenced file) concerned, when there is one.
+        path: Option<PathBuf>,
+        /// The field, for example `users[alice].client-key-data`.
+        field: String,
+        /// What is wrong.
+        message: String,
+    },
+
+    /// Credentials could not be obtained at request time (an exec plugin failed, a token file
+    /// vanished). May succeed later (the plugin's backend may recover); retry with backoff.
+    #[error("cannot get credentials: {message}")]
+    Auth {
+        /// What failed, never the credential itself.
+        message: String,
+    },
+}
+
+fn fmt_retry(d: Option<Duration>) -> String {
+    d.map(|d| format!(", retry after {}s", d.as_secs()))
+        .unwrap_or_default()
+}
+
+fn fmt_location(line: Option<u64>, offset: Option<u64>) -> String {
+    match (line, offset) {
+        (Some(l), Some(o)) => format!(" at line {l} (byte {o} of the stream)"),
+        (Some(l), None) => format!(" at line {l}"),
+        _ => String::new(),
+    }
+}
+
+fn fmt_path(p: Option<&PathBuf>) -> String {
+    p.map(|p| format!("{}: ", p.display())).unwrap_or_default()
+}
+
+impl Error {
+    /// `true` when the same request may succeed if repeated later (with backoff): throttling,
+    /// server errors, transport failures, a too-large resourceVersion, cut or idle watches,
+    /// credential acquisition failures.
+    pub fn is_retryable(&self) -> bool {
+        matches!(
+            self,
+            Self::Throttled { .. }
+                | Self::ServerError { .. }
+                | Self::TooLargeResourceVersion { .. }
+                | Self::Connect { .. }
+                | Self::Request { .. }
+                | Self::Interrupted { .. }
+                | Self::IdleTimeout { .. }
+                | Self::Auth { .. }
+        )
+    }
+
+    /// `true` for 410 Gone / Expired: the caller must relist.
+    pub fn is_gone(&self) -> bool {
+        matches!(self, Self::Gone { .. })
+    }
+
+    /// `true` when a watch ended in a way that a new watch from the last seen resourceVersion
+    /// fixes (a cut connection or an idle stream).
+    pub fn is_resumable(&self) -> bool {
+        matches!(self, Self::Interrupted { .. } | Self::IdleTimeout { .. })
+    }
+
+    /// How long the server asked the caller to wait, if it did.
+    pub fn retry_after(&self) -> Option<Duration> {
+        match self {
+            Self::Throttled { retry_after, .. } | Self::ServerError { retry_after, .. } => {
+                *retry_after
+            }
+            _ => None,
+        }
+    }
+
+    /// Maps an error answer to the variant that tells the caller what to do.
+    pub(crate) fn from_status(status: Status, retry_after: Option<Duration>) -> Self {
+        let message = status.message.clone();
+        let retry_after = retry_after.or_else(|| {
+            status
+                .details
+                .as_ref()
+                .map(|d| d.retry_after_seconds)
+                .filter(|s| *s > 0)
+                .map(|s| Duration::from_secs(u64::from(s)))
+        });
+        match status.code {
+            410 => Self::Gone { message },
+            504 if status.is_too_large_resource_version() => {
+                Self::TooLargeResourceVersion { message }
+            }
+            429 => Self::Throttled {
+                retry_after,
+                message,
+            },
+            500..=599 => Self::ServerError {
+                code: status.code,
+                retry_after,
+                message,
+            },
+            401 => Self::Unauthorized { message },
+            403 => Self::Forbidden { message },
+            404 => Self::NotFound { message },
+            _ if status.is_gone() => Self::Gone { message },
+            _ => Self::Api { status },
+        }
+    }
+
+    pub(crate) fn config(
+        path: Option<&std::path::Path>,
+        field: impl fmt::Display,
+        message: impl fmt::Display,
+    ) -> Self {
+        Self::Config {
+            path: path.map(std::path::Path::to_path_buf),
+            field: field.to_string(),
+            message: message.to_string(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use kinformer_core::{StatusCause, StatusDetails};
+
+    #[test]
+    fn maps_statuses_to_what_the_caller_must_do() {
+        let too_large = Status {
+            details: Some(StatusDetails {
+                causes: vec![StatusCause {
+                    reason: "ResourceVersionTooLarge".into(),
+                    ..StatusCause::default()
+                }],
+                ..StatusDetails::default()
+            }),
+            ..Status::failure(504, "Timeout", "Too large resource version")
+        };
+        let cases: Vec<(Status, Option<u64>, &str, bool, bool)> = vec![
+            (
+                Status::failure(410, "Expired", "too old"),
+                None,
+                "Gone",
+                false,
+                true,
+            ),
+            (
+                Status::failure(0, "Expired", "too old"),
+                None,
+                "Gone",
+                false,
+                true,
+            ),
+            (too_large, None, "TooLarge", true, false),
+            (
+                Status::failure(504, "Timeout", "x"),
+                None,
+                "Server",
+                true,
+                false,
+            ),
+            (
+                Status::failure(429, "TooManyRequests", "x"),
+                Some(3),
+                "Throttled",
+                true,
+                false,
+            ),
+            (
+                Status::failure(503, "ServiceUnavailable", "x"),
+                None,
+                "Server",
+                true,
+                false,
+            ),
+            (
+                Status::failure(401, "Unauthorized", "x"),
+                None,
+                "Unauthorized",
+                false,
+                false,
+            ),
+            (
+                Status::failure(403, "Forbidden", "x"),
+                None,
+                "Forbidden",
+                false,
+                false,
+            ),
+            (
+                Status::failure(404, "NotFound", "x"),
+                None,
+                "NotFound",
+                false,
+                false,
+            ),
+            (
+                Status::failure(422, "Invalid", "x"),
+                None,
+                "Api",
+                false,
+                false,
+            ),
+        ];
+        for (status, retry, want, retryable, gone) in cases {
+            let e = Error::from_status(status.clone(), retry.map(Duration::from_secs));
+            let got = match &e {
+                Error::Gone { .. } => "Gone",
+                Error::TooLargeResourceVersion { .. } => "TooLarge",
+                Error::Throttled { .. } => "Throttled",
+                Error::ServerError { .. } => "Server",
+                Error::Unauthorized { .. } => "Unauthorized",
+                Error::Forbidden { .. } => "Forbidden",
+                Error::NotFound { .. } => "NotFound",
+                Error::Api { .. } => "Api",
+                other => panic!("{other}"),
+            };
+            assert_eq!(got, want, "{status:?}");
+            assert_eq!(e.is_retryable(), retryable, "{status:?}");
+            assert_eq!(e.is_gone(), gone, "{status:?}");
+            assert_eq!(e.retry_after(), retry.map(Duration::from_secs));
+        }
+    }
+
+    #[test]
+    fn retry_after_falls_back_to_status_details() {
+        let status = Status {
+            details: Some(StatusDetails {
+                retry_after_seconds: 7,
+                ..StatusDetails::default()
+            }),
+            ..Status::failure(429, "TooManyRequests", "slow down")
+        };
+        let e = Error::from_status(status, None);
+        assert_eq!(e.retry_after(), Some(Duration::from_secs(7)));
+        assert_eq!(e.to_string(), "throttled (429), retry after 7s: slow down");
+    }
+
+    #[test]
+    fn decode_errors_say_where() {
+        let source = kinformer_core::WatchEvent::<serde_json::Value>::from_json(b"{").unwrap_err();
+        let e = Error::Decode {
+            what: "watch event",
+            line: Some(3),
+            offset: Some(120),
+            source,
+        };
+        let text = e.to_string();
+        assert!(text.contains("line 3 (byte 120"), "{text}");
+        assert!(!e.is_retryable());
+    }
+}
