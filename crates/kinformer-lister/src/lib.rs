@@ -1,11 +1,11 @@
 //! Listers: typed queries on a cache, answered from memory without API calls.
 //!
 //! A [`Lister`] reads any cache that implements
-//! [`IndexerRead`](kinformer_indexer::IndexerRead) (the indexer's reader, or your own):
+//! [`IndexerRead`] (the indexer's reader, or your own):
 //!
 //! - [`list`](Lister::list) every object matching a label selector;
 //! - [`namespaced`](Lister::namespaced) gives a [`NamespaceLister`] whose `list` uses the
-//!   namespace index ([`index::NAMESPACE`](kinformer_indexer::index::NAMESPACE)) when the cache has
+//!   namespace index ([`index::NAMESPACE`]) when the cache has
 //!   one, so its cost is proportional to that namespace's objects, and scans the cache otherwise;
 //! - [`get`](NamespaceLister::get) by name, with an [`Error::NotFound`] that names the resource,
 //!   worded as the API server words it (`pods "web-0" not found`);
