@@ -212,6 +212,8 @@ impl Writer {
         if FaultState::take(&f.cut_next_line) {
             let half = line.slice(..line.len() / 2);
             let _ = self.tx.send(Ok(half)).await;
+            // Let the connection write the half line out before it is torn down.
+            tokio::time::sleep(Duration::from_millis(20)).await;
             let _ = self
                 .tx
                 .send(Err(std::io::Error::new(

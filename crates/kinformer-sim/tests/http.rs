@@ -1,0 +1,1386 @@
+//! Integration tests of the simulated API server, each speaking HTTP(S) over 127.0.0.1.
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use kinformer_core::{ApiResource, Scope};
+use kinformer_sim::{Auth, RequestKind, SimConfig, SimServer};
+use rustls_pki_types::pem::PemObject as _;
+use rustls_pki_types::{CertificateDer, PrivateKeyDer};
+use serde_json::{Value, json};
+
+/// How long any single wait in these tests may take before the test fails.
+const WAIT: Duration = Duration::from_secs(10);
+
+fn pods() -> ApiResource {
+    ApiResource::new("", "v1", "Pod", "pods", Scope::Namespaced)
+}
+
+fn tls_config(ca: Option<&str>, identity: Option<(&str, &str)>) -> rustls::ClientConfig {
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let mut roots = rustls::RootCertStore::empty();
+    if let Some(ca) = ca {
+        for c in CertificateDer::pem_slice_iter(ca.as_bytes()) {
+            roots.add(c.unwrap()).unwrap();
+        }
+    }
+    let builder = rustls::ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_root_certificates(roots);
+    match identity {
+        Some((cert, key)) => {
+            let certs = CertificateDer::pem_slice_iter(cert.as_bytes())
+                .collect::<Result<Vec<_>, _>>()
+                .unwrap();
+            let key = PrivateKeyDer::from_pem_slice(key.as_bytes()).unwrap();
+            builder.with_client_auth_cert(certs, key).unwrap()
+        }
+        None => builder.with_no_client_auth(),
+    }
+}
+
+fn client_with(ca: Option<&str>, identity: Option<(&str, &str)>) -> reqwest::Client {
+    reqwest::Client::builder()
+        .tls_backend_preconfigured(tls_config(ca, identity))
+        .build()
+        .unwrap()
+}
+
+trait JsonBody {
+    fn json_body(self, v: &Value) -> Self;
+}
+
+impl JsonBody for reqwest::RequestBuilder {
+    fn json_body(self, v: &Value) -> Self {
+        self.header("content-type", "application/json")
+            .body(v.to_string())
+    }
+}
+
+async fn body_json(r: reqwest::Response) -> Value {
+    serde_json::from_slice(&r.bytes().await.unwrap()).unwrap()
+}
+
+fn client() -> reqwest::Client {
+    client_with(None, None)
+}
+
+async fn start(config: SimConfig) -> SimServer {
+    SimServer::start(config).await.unwrap()
+}
+
+async fn get_json(c: &reqwest::Client, url: &str) -> (u16, Value) {
+    let r = c.get(url).send().await.unwrap();
+    let code = r.status().as_u16();
+    let body = r.bytes().await.unwrap();
+    (code, serde_json::from_slice(&body).unwrap_or(Value::Null))
+}
+
+fn names(list: &Value) -> Vec<String> {
+    list["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|o| o["metadata"]["name"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+fn pod(name: &str, ns: &str, labels: Value) -> Value {
+    json!({"metadata": {"name": name, "namespace": ns, "labels": labels}, "spec": {"nodeName": "node-1"}, "status": {"phase": "Running"}})
+}
+
+/// Reads a watch stream line by line, each read bounded by [`WAIT`].
+struct Lines {
+    resp: reqwest::Response,
+    buf: Vec<u8>,
+}
+
+#[derive(Debug)]
+enum Read {
+    Line(Bytes),
+    /// The server ended the stream cleanly.
+    End,
+    /// The stream failed (connection dropped or cut).
+    Broken,
+}
+
+impl Lines {
+    async fn open(c: &reqwest::Client, url: &str) -> Self {
+        let resp = c.get(url).send().await.unwrap();
+        assert_eq!(resp.status(), 200, "{url}");
+        Self {
+            resp,
+            buf: Vec::new(),
+        }
+    }
+
+    async fn read(&mut self) -> Read {
+        self.read_within(WAIT)
+            .await
+            .expect("no watch line within the bound")
+    }
+
+    /// `None` if nothing arrived within `d`.
+    async fn read_within(&mut self, d: Duration) -> Option<Read> {
+        let deadline = tokio::time::Instant::now() + d;
+        loop {
+            if let Some(i) = self.buf.iter().position(|b| *b == b'\n') {
+                let line: Vec<u8> = self.buf.drain(..=i).collect();
+                return Some(Read::Line(Bytes::from(line)));
+            }
+            match tokio::time::timeout_at(deadline, self.resp.chunk()).await {
+                Err(_) => return None,
+                Ok(Ok(Some(c))) => self.buf.extend_from_slice(&c),
+                Ok(Ok(None)) => return Some(Read::End),
+                Ok(Err(_)) => return Some(Read::Broken),
+            }
+        }
+    }
+
+    /// The next line as a JSON event.
+    async fn event(&mut self) -> Value {
+        match self.read().await {
+            Read::Line(l) => serde_json::from_slice(&l)
+                .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&l))),
+            other => panic!("expected an event, got {other:?}"),
+        }
+    }
+
+    /// The next event that is not a bookmark.
+    async fn object_event(&mut self) -> Value {
+        for _ in 0..1000 {
+            let e = self.event().await;
+            if e["type"] != "BOOKMARK" {
+                return e;
+            }
+        }
+        panic!("only bookmarks");
+    }
+}
+
+fn ev(e: &Value) -> (String, String) {
+    (
+        e["type"].as_str().unwrap_or_default().to_owned(),
+        e["object"]["metadata"]["name"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned(),
+    )
+}
+
+fn pair(t: &str, n: &str) -> (String, String) {
+    (t.to_owned(), n.to_owned())
+}
+
+#[tokio::test]
+async fn pagination_is_one_snapshot_under_concurrent_writes() {
+    let sim = start(SimConfig::default()).await;
+    let store = sim.store();
+    for i in 0..50 {
+        store
+            .create(&pods(), pod(&format!("p{i:02}"), "ns", json!({})))
+            .unwrap();
+    }
+    let before: Vec<String> = store
+        .list(&pods(), None)
+        .iter()
+        .map(|o| o["metadata"]["name"].as_str().unwrap().to_owned())
+        .collect();
+    let c = client();
+    let base = format!("{}/api/v1/namespaces/ns/pods", sim.url());
+    let (code, first) = get_json(&c, &format!("{base}?limit=10")).await;
+    assert_eq!(code, 200);
+    let rv = first["metadata"]["resourceVersion"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert_eq!(first["metadata"]["remainingItemCount"], 40);
+    let mut seen = names(&first);
+    let mut token = first["metadata"]["continue"].as_str().unwrap().to_owned();
+    let mut round = 0;
+    // Bounded: 50 objects in pages of 10.
+    for _ in 0..10 {
+        // Writes between pages: deletes, updates and creates that the snapshot must not show.
+        store
+            .delete(&pods(), Some("ns"), &format!("p{:02}", 45 - round))
+            .unwrap();
+        store
+            .patch(
+                &pods(),
+                Some("ns"),
+                &format!("p{:02}", 49 - round),
+                json!({"metadata": {"labels": {"x": "y"}}}),
+            )
+            .unwrap();
+        store
+            .create(&pods(), pod(&format!("p{round:02}a"), "ns", json!({})))
+            .unwrap();
+        round += 1;
+        let (code, page) = get_json(&c, &format!("{base}?limit=10&continue={token}")).await;
+        assert_eq!(code, 200, "{page}");
+        assert_eq!(page["metadata"]["resourceVersion"], rv.as_str());
+        for item in page["items"].as_array().unwrap() {
+            assert_eq!(
+                item["metadata"].get("labels"),
+                Some(&json!({})),
+                "a page showed a later write"
+            );
+        }
+        seen.extend(names(&page));
+        match page["metadata"]["continue"].as_str() {
+            Some(t) => token = t.to_owned(),
+            None => break,
+        }
+    }
+    assert_eq!(seen, before);
+}
+
+#[tokio::test]
+async fn expired_continue_token_answers_410() {
+    let sim = start(SimConfig::default()).await;
+    sim.store().seed_pods(30, 1);
+    let c = client();
+    let (_, first) = get_json(&c, &format!("{}/api/v1/pods?limit=5", sim.url())).await;
+    let token = first["metadata"]["continue"].as_str().unwrap().to_owned();
+    sim.store()
+        .create(&pods(), pod("new", "default", json!({})))
+        .unwrap();
+    sim.faults().compact_now();
+    let (code, status) = get_json(
+        &c,
+        &format!("{}/api/v1/pods?limit=5&continue={token}", sim.url()),
+    )
+    .await;
+    assert_eq!(code, 410);
+    assert_eq!(
+        (
+            status["kind"].as_str(),
+            status["reason"].as_str(),
+            status["code"].as_u64()
+        ),
+        (Some("Status"), Some("Expired"), Some(410))
+    );
+    // A malformed token is a bad request.
+    let (code, _) = get_json(
+        &c,
+        &format!("{}/api/v1/pods?limit=5&continue=garbage", sim.url()),
+    )
+    .await;
+    assert_eq!(code, 400);
+}
+
+#[tokio::test]
+async fn compacted_versions_answer_410_on_watch_and_exact_list() {
+    let sim = start(SimConfig {
+        history_window: 5,
+        ..SimConfig::default()
+    })
+    .await;
+    let store = sim.store();
+    let first = store.create(&pods(), pod("a", "ns", json!({}))).unwrap();
+    let old_rv = first["metadata"]["resourceVersion"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    for i in 0..10 {
+        store
+            .create(&pods(), pod(&format!("b{i}"), "ns", json!({})))
+            .unwrap();
+    }
+    let c = client();
+    let mut w = Lines::open(
+        &c,
+        &format!(
+            "{}/api/v1/pods?watch=true&resourceVersion={old_rv}",
+            sim.url()
+        ),
+    )
+    .await;
+    let e = w.event().await;
+    assert_eq!(e["type"], "ERROR");
+    assert_eq!(
+        (
+            e["object"]["kind"].as_str(),
+            e["object"]["code"].as_u64(),
+            e["object"]["reason"].as_str()
+        ),
+        (Some("Status"), Some(410), Some("Expired"))
+    );
+    assert!(
+        e["object"]["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("too old resource version")
+    );
+    assert!(matches!(w.read().await, Read::End));
+    let (code, s) = get_json(
+        &c,
+        &format!(
+            "{}/api/v1/pods?resourceVersion={old_rv}&resourceVersionMatch=Exact",
+            sim.url()
+        ),
+    )
+    .await;
+    assert_eq!((code, s["reason"].as_str()), (410, Some("Expired")));
+    // A version inside the window still works, exactly.
+    let recent = store.resource_version() - 2;
+    let (code, l) = get_json(
+        &c,
+        &format!(
+            "{}/api/v1/pods?resourceVersion={recent}&resourceVersionMatch=Exact",
+            sim.url()
+        ),
+    )
+    .await;
+    assert_eq!(code, 200);
+    assert_eq!(l["metadata"]["resourceVersion"], recent.to_string());
+    assert_eq!(l["items"].as_array().unwrap().len(), 9);
+}
+
+#[tokio::test]
+async fn too_large_resource_version_answers_504() {
+    let sim = start(SimConfig {
+        too_large_wait: Duration::from_millis(50),
+        ..SimConfig::default()
+    })
+    .await;
+    let c = client();
+    let future = sim.store().resource_version() + 100;
+    for q in [
+        format!("resourceVersion={future}&resourceVersionMatch=NotOlderThan"),
+        format!("resourceVersion={future}&resourceVersionMatch=Exact"),
+        format!("resourceVersion={future}"),
+        format!("watch=true&resourceVersion={future}"),
+    ] {
+        let (code, s) = get_json(&c, &format!("{}/api/v1/pods?{q}", sim.url())).await;
+        assert_eq!(code, 504, "{q}");
+        assert_eq!(
+            s["details"]["causes"][0]["reason"], "ResourceVersionTooLarge",
+            "{q}"
+        );
+        assert!(
+            s["message"]
+                .as_str()
+                .unwrap()
+                .contains("Too large resource version")
+        );
+    }
+}
+
+#[tokio::test]
+async fn list_resource_version_semantics() {
+    let sim = start(SimConfig::default()).await;
+    let store = sim.store();
+    let a = store
+        .create(&pods(), pod("a", "ns", json!({"v": "1"})))
+        .unwrap();
+    let at = a["metadata"]["resourceVersion"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    store
+        .patch(
+            &pods(),
+            Some("ns"),
+            "a",
+            json!({"metadata": {"labels": {"v": "2"}}}),
+        )
+        .unwrap();
+    let c = client();
+    let base = format!("{}/api/v1/pods", sim.url());
+    let (_, exact) = get_json(
+        &c,
+        &format!("{base}?resourceVersion={at}&resourceVersionMatch=Exact"),
+    )
+    .await;
+    assert_eq!(exact["items"][0]["metadata"]["labels"]["v"], "1");
+    assert_eq!(exact["metadata"]["resourceVersion"], at.as_str());
+    for q in [
+        "",
+        "?resourceVersion=0",
+        &format!("?resourceVersion={at}&resourceVersionMatch=NotOlderThan"),
+    ] {
+        let (_, l) = get_json(&c, &format!("{base}{q}")).await;
+        assert_eq!(l["items"][0]["metadata"]["labels"]["v"], "2", "{q}");
+        assert_eq!(
+            l["metadata"]["resourceVersion"],
+            store.resource_version().to_string()
+        );
+        assert_eq!(l["kind"], "PodList");
+    }
+    for q in [
+        "?resourceVersionMatch=Exact",
+        "?resourceVersion=0&resourceVersionMatch=Exact",
+    ] {
+        let (code, s) = get_json(&c, &format!("{base}{q}")).await;
+        assert_eq!((code, s["reason"].as_str()), (422, Some("Invalid")), "{q}");
+    }
+}
+
+#[tokio::test]
+async fn bookmarks_carry_only_the_resource_version() {
+    let sim = start(SimConfig {
+        bookmark_interval: Duration::from_millis(30),
+        ..SimConfig::default()
+    })
+    .await;
+    sim.store()
+        .create(&pods(), pod("a", "ns", json!({})))
+        .unwrap();
+    let rv = sim.store().resource_version();
+    let c = client();
+    let mut w = Lines::open(
+        &c,
+        &format!(
+            "{}/api/v1/pods?watch=1&resourceVersion={rv}&allowWatchBookmarks=true",
+            sim.url()
+        ),
+    )
+    .await;
+    let e = w.event().await;
+    assert_eq!(
+        e,
+        json!({"type": "BOOKMARK", "object": {"kind": "Pod", "apiVersion": "v1", "metadata": {"resourceVersion": rv.to_string()}}})
+    );
+    sim.store()
+        .create(&pods(), pod("b", "ns", json!({})))
+        .unwrap();
+    assert_eq!(ev(&w.object_event().await), pair("ADDED", "b"));
+    let e = w.event().await;
+    assert_eq!(
+        e["object"]["metadata"]["resourceVersion"],
+        (rv + 1).to_string()
+    );
+    // Without allowWatchBookmarks, none are sent.
+    let mut w = Lines::open(
+        &c,
+        &format!(
+            "{}/api/v1/pods?watch=1&resourceVersion={}",
+            sim.url(),
+            rv + 1
+        ),
+    )
+    .await;
+    assert!(w.read_within(Duration::from_millis(200)).await.is_none());
+}
+
+#[tokio::test]
+async fn watch_timeout_ends_the_stream_cleanly() {
+    let sim = start(SimConfig::default()).await;
+    let c = client();
+    let rv = sim.store().resource_version();
+    let started = std::time::Instant::now();
+    let mut w = Lines::open(
+        &c,
+        &format!(
+            "{}/api/v1/pods?watch=true&resourceVersion={rv}&timeoutSeconds=1",
+            sim.url()
+        ),
+    )
+    .await;
+    assert!(matches!(w.read().await, Read::End));
+    assert!(started.elapsed() >= Duration::from_millis(900));
+}
+
+#[tokio::test]
+async fn selectors_filter_lists() {
+    let sim = start(SimConfig::default()).await;
+    let store = sim.store();
+    store
+        .create(
+            &pods(),
+            pod("a", "ns1", json!({"app": "web", "tier": "fe"})),
+        )
+        .unwrap();
+    store
+        .create(&pods(), pod("b", "ns1", json!({"app": "api"})))
+        .unwrap();
+    store
+        .create(&pods(), pod("c", "ns2", json!({"app": "web"})))
+        .unwrap();
+    store
+        .patch(
+            &pods(),
+            Some("ns2"),
+            "c",
+            json!({"spec": {"nodeName": "node-2"}, "status": {"phase": "Pending"}}),
+        )
+        .unwrap();
+    let c = client();
+    let cases: &[(&str, &[&str])] = &[
+        ("labelSelector=app%3Dweb", &["a", "c"]),
+        ("labelSelector=app+in+(web,api),!tier", &["b", "c"]),
+        ("labelSelector=tier", &["a"]),
+        ("fieldSelector=metadata.namespace%3Dns2", &["c"]),
+        ("fieldSelector=metadata.name%3Db", &["b"]),
+        ("fieldSelector=spec.nodeName%3Dnode-1", &["a", "b"]),
+        ("fieldSelector=status.phase!%3DRunning", &["c"]),
+        (
+            "fieldSelector=status.phase%3DRunning&labelSelector=app%3Dweb",
+            &["a"],
+        ),
+        ("labelSelector=app%3Dweb&limit=1", &["a"]),
+    ];
+    for (q, want) in cases {
+        let (code, l) = get_json(&c, &format!("{}/api/v1/pods?{q}", sim.url())).await;
+        assert_eq!(code, 200, "{q}: {l}");
+        assert_eq!(names(&l), *want, "{q}");
+    }
+    let (code, l) = get_json(
+        &c,
+        &format!(
+            "{}/api/v1/namespaces/ns1/pods?labelSelector=app%3Dweb",
+            sim.url()
+        ),
+    )
+    .await;
+    assert_eq!((code, names(&l)), (200, vec!["a".to_owned()]));
+    let (code, s) = get_json(
+        &c,
+        &format!("{}/api/v1/pods?fieldSelector=spec.unknown%3Dx", sim.url()),
+    )
+    .await;
+    assert_eq!((code, s["reason"].as_str()), (400, Some("BadRequest")));
+    assert!(
+        s["message"]
+            .as_str()
+            .unwrap()
+            .contains("field label not supported")
+    );
+    let (code, _) = get_json(
+        &c,
+        &format!("{}/api/v1/pods?labelSelector=app+in+(web", sim.url()),
+    )
+    .await;
+    assert_eq!(code, 400);
+}
+
+#[tokio::test]
+async fn selectors_on_watch_turn_transitions_into_added_and_deleted() {
+    let sim = start(SimConfig::default()).await;
+    let store = sim.store();
+    let rv = store.resource_version();
+    let c = client();
+    let mut w = Lines::open(
+        &c,
+        &format!(
+            "{}/api/v1/namespaces/ns/pods?watch=true&resourceVersion={rv}&labelSelector=app%3Dweb",
+            sim.url()
+        ),
+    )
+    .await;
+    let mut f = Lines::open(
+        &c,
+        &format!(
+            "{}/api/v1/pods?watch=true&resourceVersion={rv}&fieldSelector=status.phase%3DRunning",
+            sim.url()
+        ),
+    )
+    .await;
+    store
+        .create(&pods(), pod("other-ns", "elsewhere", json!({"app": "web"})))
+        .unwrap();
+    store
+        .create(&pods(), pod("api", "ns", json!({"app": "api"})))
+        .unwrap();
+    store
+        .create(&pods(), pod("a", "ns", json!({"app": "web"})))
+        .unwrap();
+    store
+        .patch(
+            &pods(),
+            Some("ns"),
+            "a",
+            json!({"metadata": {"annotations": {"x": "1"}}}),
+        )
+        .unwrap();
+    let left = store
+        .patch(
+            &pods(),
+            Some("ns"),
+            "a",
+            json!({"metadata": {"labels": {"app": "db"}}}),
+        )
+        .unwrap();
+    store
+        .patch(
+            &pods(),
+            Some("ns"),
+            "api",
+            json!({"metadata": {"labels": {"app": "web"}}}),
+        )
+        .unwrap();
+    store.delete(&pods(), Some("ns"), "api").unwrap();
+    store.delete(&pods(), Some("ns"), "a").unwrap();
+    let mut got = Vec::new();
+    for _ in 0..5 {
+        let e = w.object_event().await;
+        if ev(&e) == pair("DELETED", "a") {
+            // Leaving the selector: the previous state, at the version of the change.
+            assert_eq!(e["object"]["metadata"]["labels"]["app"], "web");
+            assert_eq!(
+                e["object"]["metadata"]["resourceVersion"],
+                left["metadata"]["resourceVersion"]
+            );
+        }
+        got.push(ev(&e));
+    }
+    assert_eq!(
+        got,
+        [
+            pair("ADDED", "a"),
+            pair("MODIFIED", "a"),
+            pair("DELETED", "a"),
+            pair("ADDED", "api"),
+            pair("DELETED", "api")
+        ]
+    );
+    // Nothing more: the delete of "a" happened outside the selector.
+    assert!(w.read_within(Duration::from_millis(100)).await.is_none());
+
+    store
+        .patch(
+            &pods(),
+            Some("elsewhere"),
+            "other-ns",
+            json!({"status": {"phase": "Failed"}}),
+        )
+        .unwrap();
+    store
+        .patch(
+            &pods(),
+            Some("elsewhere"),
+            "other-ns",
+            json!({"status": {"phase": "Running"}}),
+        )
+        .unwrap();
+    let mut got = Vec::new();
+    for _ in 0..8 {
+        got.push(ev(&f.object_event().await));
+    }
+    assert_eq!(
+        got,
+        [
+            pair("ADDED", "other-ns"),
+            pair("ADDED", "api"),
+            pair("ADDED", "a"),
+            pair("MODIFIED", "a"),
+            pair("MODIFIED", "a"),
+            pair("MODIFIED", "api"),
+            pair("DELETED", "api"),
+            pair("DELETED", "a"),
+        ]
+    );
+    assert_eq!(ev(&f.object_event().await), pair("DELETED", "other-ns"));
+    assert_eq!(ev(&f.object_event().await), pair("ADDED", "other-ns"));
+}
+
+#[tokio::test]
+async fn watch_from_zero_sends_current_objects_first() {
+    let sim = start(SimConfig::default()).await;
+    sim.store().seed_pods(7, 3);
+    let c = client();
+    let mut w = Lines::open(
+        &c,
+        &format!("{}/api/v1/pods?watch=true&resourceVersion=0", sim.url()),
+    )
+    .await;
+    let mut added = BTreeSet::new();
+    for _ in 0..7 {
+        let e = w.event().await;
+        assert_eq!(e["type"], "ADDED");
+        added.insert(e["object"]["metadata"]["name"].as_str().unwrap().to_owned());
+    }
+    assert_eq!(added.len(), 7);
+    // Old-style watch paths work too.
+    let mut w = Lines::open(
+        &c,
+        &format!("{}/api/v1/watch/namespaces/shop/pods", sim.url()),
+    )
+    .await;
+    assert_eq!(w.event().await["object"]["metadata"]["namespace"], "shop");
+}
+
+#[tokio::test]
+async fn streaming_list_ends_initial_events_with_a_bookmark() {
+    let sim = start(SimConfig {
+        bookmark_interval: Duration::from_secs(60),
+        ..SimConfig::default()
+    })
+    .await;
+    sim.store().seed_pods(12, 1);
+    let rv = sim.store().resource_version();
+    let c = client();
+    let q = "watch=true&sendInitialEvents=true&resourceVersionMatch=NotOlderThan&allowWatchBookmarks=true&resourceVersion=";
+    let mut w = Lines::open(&c, &format!("{}/api/v1/pods?{q}", sim.url())).await;
+    for _ in 0..12 {
+        assert_eq!(w.event().await["type"], "ADDED");
+    }
+    let b = w.event().await;
+    assert_eq!(b["type"], "BOOKMARK");
+    assert_eq!(
+        b["object"]["metadata"]["annotations"]["k8s.io/initial-events-end"],
+        "true"
+    );
+    assert_eq!(b["object"]["metadata"]["resourceVersion"], rv.to_string());
+    sim.store()
+        .create(&pods(), pod("live", "default", json!({})))
+        .unwrap();
+    assert_eq!(ev(&w.event().await), pair("ADDED", "live"));
+    // Invalid combinations are rejected as the real server does.
+    for bad in [
+        "watch=true&sendInitialEvents=true&allowWatchBookmarks=true",
+        "watch=true&sendInitialEvents=true&resourceVersionMatch=NotOlderThan",
+        "watch=true&resourceVersionMatch=NotOlderThan&resourceVersion=1",
+    ] {
+        let (code, s) = get_json(&c, &format!("{}/api/v1/pods?{bad}", sim.url())).await;
+        assert_eq!(
+            (code, s["reason"].as_str()),
+            (422, Some("Invalid")),
+            "{bad}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn metadata_only_lists_gets_and_watches() {
+    let sim = start(SimConfig::default()).await;
+    sim.store().seed_pods(3, 1);
+    let c = client();
+    let accept = "application/vnd.kubernetes.protobuf;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json";
+    let r = c
+        .get(format!("{}/api/v1/pods", sim.url()))
+        .header("accept", accept)
+        .send()
+        .await
+        .unwrap();
+    let l: Value = body_json(r).await;
+    assert_eq!(
+        (l["kind"].as_str(), l["apiVersion"].as_str()),
+        (Some("PartialObjectMetadataList"), Some("meta.k8s.io/v1"))
+    );
+    let items = l["items"].as_array().unwrap();
+    assert_eq!(items.len(), 3);
+    for i in items {
+        assert_eq!(i["kind"], "PartialObjectMetadata");
+        assert!(i.get("spec").is_none() && i.get("status").is_none());
+        assert!(i["metadata"]["uid"].is_string() && i["metadata"]["labels"].is_object());
+    }
+    let name = items[0]["metadata"]["name"].as_str().unwrap();
+    let ns = items[0]["metadata"]["namespace"].as_str().unwrap();
+    let r = c
+        .get(format!("{}/api/v1/namespaces/{ns}/pods/{name}", sim.url()))
+        .header(
+            "accept",
+            "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1",
+        )
+        .send()
+        .await
+        .unwrap();
+    let o: Value = body_json(r).await;
+    assert_eq!(o["kind"], "PartialObjectMetadata");
+    let rv = sim.store().resource_version();
+    let resp = c
+        .get(format!(
+            "{}/api/v1/pods?watch=true&resourceVersion={rv}",
+            sim.url()
+        ))
+        .header(
+            "accept",
+            "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1",
+        )
+        .send()
+        .await
+        .unwrap();
+    let mut w = Lines {
+        resp,
+        buf: Vec::new(),
+    };
+    sim.store()
+        .patch(
+            &pods(),
+            Some(ns),
+            name,
+            json!({"status": {"phase": "Failed"}}),
+        )
+        .unwrap();
+    let e = w.event().await;
+    assert_eq!(
+        (e["type"].as_str(), e["object"]["kind"].as_str()),
+        (Some("MODIFIED"), Some("PartialObjectMetadata"))
+    );
+    assert!(e["object"].get("status").is_none());
+    // Without the header, full objects.
+    let (_, full) = get_json(&c, &format!("{}/api/v1/pods", sim.url())).await;
+    assert!(full["items"][0]["spec"]["containers"].is_array());
+}
+
+#[tokio::test]
+async fn writes_over_http_and_their_errors() {
+    let sim = start(SimConfig::default()).await;
+    let c = client();
+    let base = format!("{}/api/v1/namespaces/dev/configmaps", sim.url());
+    let r = c
+        .post(&base)
+        .json_body(&json!({"metadata": {"name": "cm"}, "data": {"a": "1"}}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 201);
+    let created: Value = body_json(r).await;
+    assert_eq!(created["metadata"]["namespace"], "dev");
+    assert!(
+        created["metadata"]["uid"].is_string()
+            && created["metadata"]["creationTimestamp"].is_string()
+    );
+    let r = c
+        .post(&base)
+        .json_body(&json!({"metadata": {"name": "cm"}}))
+        .send()
+        .await
+        .unwrap();
+    let s: Value = body_json(r).await;
+    assert_eq!(
+        (s["code"].as_u64(), s["reason"].as_str()),
+        (Some(409), Some("AlreadyExists"))
+    );
+    let r = c
+        .post(&base)
+        .json_body(&json!({"metadata": {}}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 422);
+    let mut replaced = created.clone();
+    replaced["data"]["a"] = json!("2");
+    let r = c
+        .put(format!("{base}/cm"))
+        .json_body(&replaced)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    let updated: Value = body_json(r).await;
+    assert_ne!(
+        updated["metadata"]["resourceVersion"],
+        created["metadata"]["resourceVersion"]
+    );
+    // A replace from a stale version conflicts.
+    let r = c
+        .put(format!("{base}/cm"))
+        .json_body(&replaced)
+        .send()
+        .await
+        .unwrap();
+    let s: Value = body_json(r).await;
+    assert_eq!(
+        (s["code"].as_u64(), s["reason"].as_str()),
+        (Some(409), Some("Conflict"))
+    );
+    let r = c
+        .patch(format!("{base}/cm"))
+        .header("content-type", "application/merge-patch+json")
+        .body(r#"{"data":{"b":"3","a":null}}"#)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    let patched: Value = body_json(r).await;
+    assert_eq!(patched["data"], json!({"b": "3"}));
+    let r = c
+        .patch(format!("{base}/cm"))
+        .header("content-type", "application/json-patch+json")
+        .body("[]")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 415);
+    let (code, got) = get_json(&c, &format!("{base}/cm")).await;
+    assert_eq!((code, &got["data"]), (200, &json!({"b": "3"})));
+    let r = c.delete(format!("{base}/cm")).send().await.unwrap();
+    assert_eq!(r.status(), 200);
+    let (code, s) = get_json(&c, &format!("{base}/cm")).await;
+    assert_eq!(
+        (code, s["reason"].as_str(), s["details"]["name"].as_str()),
+        (404, Some("NotFound"), Some("cm"))
+    );
+    let (code, _) = get_json(&c, &format!("{}/api/v1/nosuchthings", sim.url())).await;
+    assert_eq!(code, 404);
+}
+
+#[tokio::test]
+async fn custom_resources_become_servable() {
+    let sim = start(SimConfig::default()).await;
+    let widgets = ApiResource::new("example.com", "v1", "Widget", "widgets", Scope::Namespaced);
+    let c = client();
+    let url = format!("{}/apis/example.com/v1/namespaces/a/widgets", sim.url());
+    assert_eq!(get_json(&c, &url).await.0, 404);
+    sim.store().register_crd(widgets.clone());
+    sim.store()
+        .create(
+            &widgets,
+            json!({"metadata": {"name": "w", "namespace": "a"}, "spec": {"size": 3}}),
+        )
+        .unwrap();
+    let (code, l) = get_json(&c, &url).await;
+    assert_eq!(
+        (code, l["kind"].as_str(), names(&l)),
+        (200, Some("WidgetList"), vec!["w".to_owned()])
+    );
+    let (_, groups) = get_json(&c, &format!("{}/apis", sim.url())).await;
+    assert!(
+        groups["groups"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|g| g["name"] == "example.com")
+    );
+    let (_, rl) = get_json(&c, &format!("{}/apis/example.com/v1", sim.url())).await;
+    assert_eq!(rl["resources"][0]["kind"], "Widget");
+}
+
+#[tokio::test]
+async fn fault_close_watches_after_events() {
+    let sim = start(SimConfig::default()).await;
+    let c = client();
+    let rv = sim.store().resource_version();
+    let url = format!("{}/api/v1/pods?watch=true&resourceVersion={rv}", sim.url());
+    let mut open = Lines::open(&c, &url).await;
+    sim.faults().close_watches_after_events(2);
+    for i in 0..3 {
+        sim.store()
+            .create(&pods(), pod(&format!("p{i}"), "ns", json!({})))
+            .unwrap();
+    }
+    assert_eq!(ev(&open.event().await), pair("ADDED", "p0"));
+    assert_eq!(ev(&open.event().await), pair("ADDED", "p1"));
+    assert!(matches!(open.read().await, Read::End));
+    // A new watch gets the same treatment; after clear, it stays open.
+    let mut next = Lines::open(&c, &url).await;
+    assert_eq!(ev(&next.event().await), pair("ADDED", "p0"));
+    assert_eq!(ev(&next.event().await), pair("ADDED", "p1"));
+    assert!(matches!(next.read().await, Read::End));
+    sim.faults().clear();
+    let mut after = Lines::open(&c, &url).await;
+    for want in ["p0", "p1", "p2"] {
+        assert_eq!(ev(&after.event().await), pair("ADDED", want));
+    }
+    assert!(
+        after
+            .read_within(Duration::from_millis(100))
+            .await
+            .is_none()
+    );
+}
+
+#[tokio::test]
+async fn fault_close_all_watches_now() {
+    let sim = start(SimConfig::default()).await;
+    let c = client();
+    let url = format!("{}/api/v1/pods?watch=true&resourceVersion=1", sim.url());
+    let mut a = Lines::open(&c, &url).await;
+    let mut b = Lines::open(&c, &url).await;
+    sim.faults().close_all_watches_now();
+    assert!(matches!(a.read().await, Read::End));
+    assert!(matches!(b.read().await, Read::End));
+    // New watches are not affected.
+    let mut d = Lines::open(&c, &url).await;
+    sim.store()
+        .create(&pods(), pod("x", "ns", json!({})))
+        .unwrap();
+    assert_eq!(ev(&d.event().await), pair("ADDED", "x"));
+}
+
+#[tokio::test]
+async fn fault_stall_watches() {
+    let sim = start(SimConfig {
+        bookmark_interval: Duration::from_millis(20),
+        ..SimConfig::default()
+    })
+    .await;
+    let c = client();
+    let rv = sim.store().resource_version();
+    let mut w = Lines::open(
+        &c,
+        &format!(
+            "{}/api/v1/pods?watch=true&resourceVersion={rv}&allowWatchBookmarks=true",
+            sim.url()
+        ),
+    )
+    .await;
+    assert_eq!(w.event().await["type"], "BOOKMARK");
+    sim.faults().stall_watches(Duration::from_millis(400));
+    // Drain what may have been in flight before the stall.
+    while w.read_within(Duration::from_millis(50)).await.is_some() {}
+    sim.store()
+        .create(&pods(), pod("late", "ns", json!({})))
+        .unwrap();
+    let started = std::time::Instant::now();
+    assert!(
+        w.read_within(Duration::from_millis(250)).await.is_none(),
+        "sent during a stall"
+    );
+    assert_eq!(ev(&w.object_event().await), pair("ADDED", "late"));
+    assert!(started.elapsed() >= Duration::from_millis(250));
+}
+
+#[tokio::test]
+async fn fault_fail_next_requests() {
+    let sim = start(SimConfig::default()).await;
+    let c = client();
+    let list = format!("{}/api/v1/pods", sim.url());
+    sim.faults().fail_next(RequestKind::List, 429, 2, Some(3));
+    for _ in 0..2 {
+        let r = c.get(&list).send().await.unwrap();
+        assert_eq!(r.status(), 429);
+        assert_eq!(r.headers()["retry-after"], "3");
+        let s: Value = body_json(r).await;
+        assert_eq!(
+            (
+                s["reason"].as_str(),
+                s["details"]["retryAfterSeconds"].as_u64()
+            ),
+            (Some("TooManyRequests"), Some(3))
+        );
+    }
+    assert_eq!(c.get(&list).send().await.unwrap().status(), 200);
+    sim.faults().fail_next(RequestKind::Watch, 503, 1, None);
+    assert_eq!(
+        c.get(&list).send().await.unwrap().status(),
+        200,
+        "a watch failure must not hit lists"
+    );
+    let r = c.get(format!("{list}?watch=true")).send().await.unwrap();
+    assert_eq!(r.status(), 503);
+    sim.faults().fail_next(RequestKind::Any, 500, 1, None);
+    let (code, s) = get_json(&c, &format!("{list}?watch=true")).await;
+    assert_eq!((code, s["reason"].as_str()), (500, Some("InternalError")));
+    assert_eq!(c.get(&list).send().await.unwrap().status(), 200);
+}
+
+#[tokio::test]
+async fn fault_gone_next_watch() {
+    let sim = start(SimConfig::default()).await;
+    let c = client();
+    sim.faults().gone_next_watch();
+    let url = format!(
+        "{}/api/v1/pods?watch=true&resourceVersion={}",
+        sim.url(),
+        sim.store().resource_version()
+    );
+    let mut w = Lines::open(&c, &url).await;
+    let e = w.event().await;
+    assert_eq!(
+        (
+            e["type"].as_str(),
+            e["object"]["code"].as_u64(),
+            e["object"]["reason"].as_str()
+        ),
+        (Some("ERROR"), Some(410), Some("Expired"))
+    );
+    assert!(matches!(w.read().await, Read::End));
+    // Only the next one.
+    let mut w = Lines::open(&c, &url).await;
+    sim.store()
+        .create(&pods(), pod("x", "ns", json!({})))
+        .unwrap();
+    assert_eq!(ev(&w.event().await), pair("ADDED", "x"));
+}
+
+#[tokio::test]
+async fn fault_malformed_and_oversized_lines() {
+    let sim = start(SimConfig::default()).await;
+    let c = client();
+    let url = format!(
+        "{}/api/v1/pods?watch=true&resourceVersion={}",
+        sim.url(),
+        sim.store().resource_version()
+    );
+    let mut w = Lines::open(&c, &url).await;
+    sim.faults().malformed_next_watch_line();
+    sim.store()
+        .create(&pods(), pod("a", "ns", json!({})))
+        .unwrap();
+    let Read::Line(bad) = w.read().await else {
+        panic!("no line")
+    };
+    assert!(
+        serde_json::from_slice::<Value>(&bad).is_err(),
+        "{}",
+        String::from_utf8_lossy(&bad)
+    );
+    assert_eq!(ev(&w.event().await), pair("ADDED", "a"));
+    sim.faults().oversized_next_watch_line(3 * 1024 * 1024);
+    sim.store()
+        .create(&pods(), pod("b", "ns", json!({})))
+        .unwrap();
+    let Read::Line(big) = w.read().await else {
+        panic!("no line")
+    };
+    assert_eq!(big.len(), 3 * 1024 * 1024 + 1);
+    let e: Value = serde_json::from_slice(&big).unwrap();
+    assert_eq!(ev(&e), pair("ADDED", "b"));
+    sim.store()
+        .create(&pods(), pod("c", "ns", json!({})))
+        .unwrap();
+    let Read::Line(normal) = w.read().await else {
+        panic!("no line")
+    };
+    assert!(normal.len() < 1000);
+}
+
+#[tokio::test]
+async fn fault_cut_next_watch_mid_line() {
+    let sim = start(SimConfig::default()).await;
+    let c = client();
+    let url = format!(
+        "{}/api/v1/pods?watch=true&resourceVersion={}",
+        sim.url(),
+        sim.store().resource_version()
+    );
+    let mut w = Lines::open(&c, &url).await;
+    sim.faults().cut_next_watch_mid_line();
+    sim.store()
+        .create(&pods(), pod("a", "ns", json!({})))
+        .unwrap();
+    assert!(matches!(w.read().await, Read::Broken));
+    assert!(
+        !w.buf.is_empty() && !w.buf.contains(&b'\n'),
+        "half a line arrives first"
+    );
+    // Storage is intact and a new watch sees the event.
+    let mut w = Lines::open(&c, &url).await;
+    assert_eq!(ev(&w.event().await), pair("ADDED", "a"));
+}
+
+#[tokio::test]
+async fn fault_slow_chunks() {
+    let sim = start(SimConfig::default()).await;
+    sim.store().seed_pods(200, 1);
+    let c = client();
+    let list = format!("{}/api/v1/pods", sim.url());
+    sim.faults().slow_chunks(Some(Duration::from_millis(100)));
+    let started = std::time::Instant::now();
+    let (code, l) = get_json(&c, &list).await;
+    assert_eq!((code, l["items"].as_array().unwrap().len()), (200, 200));
+    // About 1 MB in 256 KiB chunks: at least three delays.
+    assert!(
+        started.elapsed() >= Duration::from_millis(300),
+        "{:?}",
+        started.elapsed()
+    );
+    sim.faults().slow_chunks(None);
+    let started = std::time::Instant::now();
+    get_json(&c, &list).await;
+    assert!(started.elapsed() < Duration::from_millis(300));
+}
+
+#[tokio::test]
+async fn fault_drop_all_connections_keeps_storage() {
+    let sim = start(SimConfig::default()).await;
+    sim.store()
+        .create(&pods(), pod("kept", "ns", json!({})))
+        .unwrap();
+    let c = client();
+    let url = format!(
+        "{}/api/v1/pods?watch=true&resourceVersion={}",
+        sim.url(),
+        sim.store().resource_version()
+    );
+    let mut w = Lines::open(&c, &url).await;
+    sim.faults().drop_all_connections();
+    assert!(matches!(w.read().await, Read::Broken | Read::End));
+    let (code, l) = get_json(&client(), &format!("{}/api/v1/pods", sim.url())).await;
+    assert_eq!((code, names(&l)), (200, vec!["kept".to_owned()]));
+}
+
+#[tokio::test]
+async fn fault_compact_now_breaks_lagging_watch_resumes_only() {
+    let sim = start(SimConfig::default()).await;
+    let c = client();
+    let start_rv = sim.store().resource_version();
+    sim.store()
+        .create(&pods(), pod("a", "ns", json!({})))
+        .unwrap();
+    let current = sim.store().resource_version();
+    let mut caught_up = Lines::open(
+        &c,
+        &format!(
+            "{}/api/v1/pods?watch=true&resourceVersion={current}",
+            sim.url()
+        ),
+    )
+    .await;
+    sim.faults().compact_now();
+    let mut old = Lines::open(
+        &c,
+        &format!(
+            "{}/api/v1/pods?watch=true&resourceVersion={start_rv}",
+            sim.url()
+        ),
+    )
+    .await;
+    assert_eq!(old.event().await["object"]["code"], 410);
+    sim.store()
+        .create(&pods(), pod("b", "ns", json!({})))
+        .unwrap();
+    assert_eq!(ev(&caught_up.event().await), pair("ADDED", "b"));
+}
+
+#[tokio::test]
+async fn tls_with_ca_token_rotation_and_basic_auth() {
+    let sim = start(SimConfig {
+        tls: true,
+        auth: Auth::BearerToken("t1".into()),
+        ..SimConfig::default()
+    })
+    .await;
+    let ca = sim.ca_pem().unwrap();
+    let url = format!("{}/api/v1/pods", sim.url());
+    assert!(
+        client().get(&url).send().await.is_err(),
+        "an untrusted server certificate must fail"
+    );
+    let c = client_with(Some(&ca), None);
+    let r = c.get(&url).send().await.unwrap();
+    assert_eq!(r.status(), 401);
+    let s: Value = body_json(r).await;
+    assert_eq!(
+        (s["kind"].as_str(), s["reason"].as_str(), s["code"].as_u64()),
+        (Some("Status"), Some("Unauthorized"), Some(401))
+    );
+    assert_eq!(
+        c.get(&url)
+            .bearer_auth("wrong")
+            .send()
+            .await
+            .unwrap()
+            .status(),
+        401
+    );
+    assert_eq!(
+        c.get(&url).bearer_auth("t1").send().await.unwrap().status(),
+        200
+    );
+    // localhost is in the certificate too.
+    let local = url.replace("127.0.0.1", "localhost");
+    assert_eq!(
+        c.get(&local)
+            .bearer_auth("t1")
+            .send()
+            .await
+            .unwrap()
+            .status(),
+        200
+    );
+    sim.set_auth(Auth::Any(vec![
+        Auth::BearerToken("t2".into()),
+        Auth::Basic {
+            username: "u".into(),
+            password: "p".into(),
+        },
+    ]));
+    assert_eq!(
+        c.get(&url).bearer_auth("t1").send().await.unwrap().status(),
+        401
+    );
+    assert_eq!(
+        c.get(&url).bearer_auth("t2").send().await.unwrap().status(),
+        200
+    );
+    assert_eq!(
+        c.get(&url)
+            .basic_auth("u", Some("p"))
+            .send()
+            .await
+            .unwrap()
+            .status(),
+        200
+    );
+    assert_eq!(
+        c.get(&url)
+            .basic_auth("u", Some("x"))
+            .send()
+            .await
+            .unwrap()
+            .status(),
+        401
+    );
+    let kc = sim.kubeconfig_yaml();
+    assert!(
+        kc.contains("token: \"t2\"") && kc.contains(&sim.url()),
+        "{kc}"
+    );
+}
+
+#[tokio::test]
+async fn tls_client_certificates() {
+    let sim = start(SimConfig {
+        tls: true,
+        auth: Auth::ClientCert,
+        ..SimConfig::default()
+    })
+    .await;
+    let ca = sim.ca_pem().unwrap();
+    let url = format!("{}/api/v1/pods", sim.url());
+    let (cert, key) = sim.issue_client_cert("alice");
+    let with_cert = client_with(Some(&ca), Some((&cert, &key)));
+    assert_eq!(with_cert.get(&url).send().await.unwrap().status(), 200);
+    let without = client_with(Some(&ca), None);
+    let r = without.get(&url).send().await.unwrap();
+    assert_eq!(r.status(), 401);
+    assert_eq!(
+        without
+            .get(&url)
+            .bearer_auth("anything")
+            .send()
+            .await
+            .unwrap()
+            .status(),
+        401
+    );
+    // A certificate from another server's client CA is refused during the handshake.
+    let other = start(SimConfig {
+        tls: true,
+        ..SimConfig::default()
+    })
+    .await;
+    let (cert2, key2) = other.issue_client_cert("mallory");
+    let stranger = client_with(Some(&ca), Some((&cert2, &key2)));
+    assert!(stranger.get(&url).send().await.is_err());
+    assert!(sim.kubeconfig_yaml().contains("client-certificate-data"));
+}
+
+#[tokio::test]
+async fn discovery_answers_for_clients() {
+    let sim = start(SimConfig::default()).await;
+    let c = client();
+    let (_, v) = get_json(&c, &format!("{}/version", sim.url())).await;
+    assert_eq!(v["major"], "1");
+    let (_, api) = get_json(&c, &format!("{}/api", sim.url())).await;
+    assert_eq!(api["versions"], json!(["v1"]));
+    let (_, core) = get_json(&c, &format!("{}/api/v1", sim.url())).await;
+    let pods = core["resources"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["name"] == "pods")
+        .unwrap()
+        .clone();
+    assert_eq!(
+        (pods["kind"].as_str(), pods["namespaced"].as_bool()),
+        (Some("Pod"), Some(true))
+    );
+    assert!(pods["verbs"].as_array().unwrap().contains(&json!("watch")));
+    let (_, apps) = get_json(&c, &format!("{}/apis/apps/v1", sim.url())).await;
+    assert!(
+        apps["resources"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|r| r["name"] == "deployments")
+    );
+}
