@@ -200,9 +200,8 @@ async fn pagination_is_one_snapshot_under_concurrent_writes() {
     assert_eq!(first["metadata"]["remainingItemCount"], 40);
     let mut seen = names(&first);
     let mut token = first["metadata"]["continue"].as_str().unwrap().to_owned();
-    let mut round = 0;
     // Bounded: 50 objects in pages of 10.
-    for _ in 0..10 {
+    for round in 0..10 {
         // Writes between pages: deletes, updates and creates that the snapshot must not show.
         store
             .delete(&pods(), Some("ns"), &format!("p{:02}", 45 - round))
@@ -218,7 +217,6 @@ async fn pagination_is_one_snapshot_under_concurrent_writes() {
         store
             .create(&pods(), pod(&format!("p{round:02}a"), "ns", json!({})))
             .unwrap();
-        round += 1;
         let (code, page) = get_json(&c, &format!("{base}?limit=10&continue={token}")).await;
         assert_eq!(code, 200, "{page}");
         assert_eq!(page["metadata"]["resourceVersion"], rv.as_str());

@@ -1,0 +1,324 @@
+//! The real `kubectl` against the simulated server. These tests need `kubectl` on `PATH` and fail
+//! (they do not skip) without it: CI installs it.
+
+use std::path::PathBuf;
+use std::process::Stdio;
+use std::time::Duration;
+
+use kinformer_core::{ApiResource, Scope};
+use kinformer_sim::{Auth, SimConfig, SimServer};
+use serde_json::{Value, json};
+use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+use tokio::process::{Child, Command};
+
+/// The bound of every wait on kubectl.
+const WAIT: Duration = Duration::from_secs(30);
+
+fn pods() -> ApiResource {
+    ApiResource::new("", "v1", "Pod", "pods", Scope::Namespaced)
+}
+
+/// A kubeconfig file and a cache directory for one server, removed on drop.
+struct Kubectl {
+    dir: PathBuf,
+}
+
+impl Kubectl {
+    fn new(sim: &SimServer) -> Self {
+        let dir = std::env::temp_dir().join(format!(
+            "kinformer-sim-kubectl-{}-{}",
+            std::process::id(),
+            sim.addr().port()
+        ));
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("kubeconfig"), sim.kubeconfig_yaml()).unwrap();
+        Self { dir }
+    }
+
+    fn command(&self, args: &[&str]) -> Command {
+        let mut c = Command::new("kubectl");
+        c.arg("--kubeconfig")
+            .arg(self.dir.join("kubeconfig"))
+            .arg("--cache-dir")
+            .arg(self.dir.join("cache"))
+            .args(args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .kill_on_drop(true);
+        c
+    }
+
+    fn spawn(&self, args: &[&str], stdin: bool) -> Child {
+        let mut c = self.command(args);
+        if stdin {
+            c.stdin(Stdio::piped());
+        }
+        c.spawn().expect(
+            "kubectl must be installed and on PATH for these tests (CI installs kubernetes-client)",
+        )
+    }
+
+    /// Runs kubectl to completion; panics unless it succeeds. Returns stdout.
+    async fn run(&self, args: &[&str]) -> String {
+        self.run_with_stdin(args, None).await
+    }
+
+    async fn run_with_stdin(&self, args: &[&str], input: Option<&str>) -> String {
+        let mut child = self.spawn(args, input.is_some());
+        if let Some(input) = input {
+            let mut stdin = child.stdin.take().unwrap();
+            stdin.write_all(input.as_bytes()).await.unwrap();
+            drop(stdin);
+        }
+        let out = tokio::time::timeout(WAIT, child.wait_with_output())
+            .await
+            .unwrap_or_else(|_| panic!("kubectl {args:?} did not finish"))
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            out.status.success(),
+            "kubectl {args:?} failed: {stderr}\n{stdout}"
+        );
+        stdout
+    }
+}
+
+impl Drop for Kubectl {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// Reads a running kubectl's stdout until `done` holds for the text so far, bounded by [`WAIT`].
+async fn read_until(child: &mut Child, out: &mut String, done: impl Fn(&str) -> bool) {
+    let stdout = child.stdout.as_mut().unwrap();
+    let deadline = tokio::time::Instant::now() + WAIT;
+    let mut buf = [0u8; 8192];
+    while !done(out) {
+        let n = tokio::time::timeout_at(deadline, stdout.read(&mut buf))
+            .await
+            .unwrap_or_else(|_| panic!("kubectl output so far:\n{out}"))
+            .unwrap();
+        assert!(n > 0, "kubectl exited early; output:\n{out}");
+        out.push_str(&String::from_utf8_lossy(&buf[..n]));
+    }
+}
+
+/// The watch events in kubectl's `-o json --output-watch-events` output: `(type, name)`.
+fn json_events(out: &str) -> Vec<(String, String)> {
+    serde_json::Deserializer::from_str(out)
+        .into_iter::<Value>()
+        .map_while(Result::ok)
+        .map(|e| {
+            (
+                e["type"].as_str().unwrap_or_default().to_owned(),
+                e["object"]["metadata"]["name"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_owned(),
+            )
+        })
+        .collect()
+}
+
+fn has(events: &[(String, String)], t: &str, name: &str) -> bool {
+    events.iter().any(|(a, b)| a == t && b == name)
+}
+
+fn pod(name: &str) -> Value {
+    json!({"metadata": {"name": name, "namespace": "default", "labels": {"app": "kubectl-test"}}, "spec": {"containers": [{"name": "c", "image": "nginx"}]}})
+}
+
+#[tokio::test]
+async fn get_pods_all_namespaces_json_matches_the_store() {
+    let sim = SimServer::start(SimConfig::default()).await.unwrap();
+    sim.store().seed_pods(25, 7);
+    let k = Kubectl::new(&sim);
+    // kubectl hides managedFields unless asked; the comparison is of whole objects.
+    let out = k
+        .run(&["get", "pods", "-A", "-o", "json", "--show-managed-fields"])
+        .await;
+    let list: Value = serde_json::from_str(&out).unwrap();
+    let items = list["items"].as_array().unwrap();
+    let stored = sim.store().list(&pods(), None);
+    assert_eq!(items.len(), 25);
+    assert_eq!(stored.len(), 25);
+    for (got, want) in items.iter().zip(&stored) {
+        assert!(
+            got == want,
+            "kubectl showed {} differently",
+            want["metadata"]["name"]
+        );
+    }
+}
+
+#[tokio::test]
+async fn get_with_selectors_single_objects_and_other_groups() {
+    let sim = SimServer::start(SimConfig::default()).await.unwrap();
+    let store = sim.store();
+    store.create(&pods(), pod("a")).unwrap();
+    store
+        .create(
+            &pods(),
+            json!({"metadata": {"name": "b", "namespace": "default", "labels": {"app": "other"}}}),
+        )
+        .unwrap();
+    let deployments =
+        ApiResource::new("apps", "v1", "Deployment", "deployments", Scope::Namespaced);
+    store
+        .create(
+            &deployments,
+            json!({"metadata": {"name": "d", "namespace": "default"}, "spec": {"replicas": 1}}),
+        )
+        .unwrap();
+    let widgets = ApiResource::new("example.com", "v1", "Widget", "widgets", Scope::Cluster);
+    store.register_crd(widgets.clone());
+    store
+        .create(&widgets, json!({"metadata": {"name": "w"}}))
+        .unwrap();
+    let k = Kubectl::new(&sim);
+    assert_eq!(
+        k.run(&["get", "pods", "-l", "app=kubectl-test", "-o", "name"])
+            .await,
+        "pod/a\n"
+    );
+    assert_eq!(
+        k.run(&[
+            "get",
+            "pods",
+            "--field-selector",
+            "metadata.name=b",
+            "-o",
+            "name"
+        ])
+        .await,
+        "pod/b\n"
+    );
+    let one: Value =
+        serde_json::from_str(&k.run(&["get", "pod", "a", "-o", "json"]).await).unwrap();
+    assert_eq!(one, store.get(&pods(), Some("default"), "a").unwrap());
+    assert_eq!(
+        k.run(&["get", "deployments", "-o", "name"]).await,
+        "deployment.apps/d\n"
+    );
+    assert_eq!(
+        k.run(&["get", "widgets", "-o", "name"]).await,
+        "widget.example.com/w\n"
+    );
+    // The default (human-readable) output works too.
+    let table = k.run(&["get", "pods"]).await;
+    assert!(
+        table.starts_with("NAME") && table.contains("\na ") && table.contains("\nb "),
+        "{table}"
+    );
+}
+
+#[tokio::test]
+async fn watch_output_watch_events_sees_added_modified_deleted() {
+    let sim = SimServer::start(SimConfig::default()).await.unwrap();
+    let store = sim.store();
+    store.create(&pods(), pod("before")).unwrap();
+    let k = Kubectl::new(&sim);
+
+    // Default output, exactly as a person types it.
+    let mut table = k.spawn(&["get", "pods", "-w", "--output-watch-events"], false);
+    let mut text = String::new();
+    read_until(&mut table, &mut text, |o| o.contains("before")).await;
+    // And JSON output, for exact checks.
+    let mut json_watch = k.spawn(
+        &["get", "pods", "-w", "--output-watch-events", "-o", "json"],
+        false,
+    );
+    let mut json_text = String::new();
+    read_until(&mut json_watch, &mut json_text, |o| {
+        has(&json_events(o), "ADDED", "before")
+    })
+    .await;
+
+    store.create(&pods(), pod("live")).unwrap();
+    store
+        .patch(
+            &pods(),
+            Some("default"),
+            "live",
+            json!({"metadata": {"labels": {"step": "2"}}}),
+        )
+        .unwrap();
+    store.delete(&pods(), Some("default"), "live").unwrap();
+
+    read_until(&mut json_watch, &mut json_text, |o| {
+        has(&json_events(o), "DELETED", "live")
+    })
+    .await;
+    let events: Vec<_> = json_events(&json_text)
+        .into_iter()
+        .filter(|(_, n)| n == "live")
+        .collect();
+    let types: Vec<&str> = events.iter().map(|(t, _)| t.as_str()).collect();
+    assert_eq!(types, ["ADDED", "MODIFIED", "DELETED"]);
+
+    let lines = |o: &str| -> Vec<String> {
+        o.lines()
+            .filter(|l| l.split_whitespace().nth(1) == Some("live"))
+            .map(|l| l.split_whitespace().next().unwrap_or_default().to_owned())
+            .collect()
+    };
+    read_until(&mut table, &mut text, |o| lines(o).len() >= 3).await;
+    assert_eq!(lines(&text), ["ADDED", "MODIFIED", "DELETED"], "{text}");
+    assert!(text.starts_with("EVENT"), "{text}");
+}
+
+#[tokio::test]
+async fn create_from_a_file_and_delete() {
+    let sim = SimServer::start(SimConfig::default()).await.unwrap();
+    let k = Kubectl::new(&sim);
+    let manifest = "apiVersion: v1\nkind: Pod\nmetadata:\n  name: from-file\n  labels:\n    app: demo\nspec:\n  containers:\n  - name: c\n    image: nginx:1.27\n";
+    let file = k.dir.join("pod.yaml");
+    std::fs::write(&file, manifest).unwrap();
+    let out = k.run(&["create", "-f", file.to_str().unwrap()]).await;
+    assert_eq!(out.trim(), "pod/from-file created");
+    let stored = sim
+        .store()
+        .get(&pods(), Some("default"), "from-file")
+        .unwrap();
+    assert_eq!(stored["spec"]["containers"][0]["image"], "nginx:1.27");
+    assert!(stored["metadata"]["uid"].is_string());
+
+    let cm = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: from-stdin\n  namespace: team\ndata:\n  k: v\n";
+    let out = k.run_with_stdin(&["create", "-f", "-"], Some(cm)).await;
+    assert_eq!(out.trim(), "configmap/from-stdin created");
+
+    let out = k.run(&["delete", "pod", "from-file"]).await;
+    assert_eq!(out.trim(), "pod \"from-file\" deleted");
+    assert!(
+        sim.store()
+            .get(&pods(), Some("default"), "from-file")
+            .is_none()
+    );
+    let out = k
+        .run(&["delete", "-n", "team", "configmap", "from-stdin"])
+        .await;
+    assert_eq!(out.trim(), "configmap \"from-stdin\" deleted");
+}
+
+#[tokio::test]
+async fn kubectl_over_tls_with_a_token_and_with_a_client_certificate() {
+    for auth in [Auth::BearerToken("s3cret".into()), Auth::ClientCert] {
+        let sim = SimServer::start(SimConfig {
+            tls: true,
+            auth: auth.clone(),
+            ..SimConfig::default()
+        })
+        .await
+        .unwrap();
+        sim.store().create(&pods(), pod("secure")).unwrap();
+        let k = Kubectl::new(&sim);
+        assert_eq!(
+            k.run(&["get", "pods", "-o", "name"]).await,
+            "pod/secure\n",
+            "{auth:?}"
+        );
+    }
+}
