@@ -292,13 +292,14 @@ fn find_tls_error(e: &(dyn std::error::Error + 'static)) -> Option<String> {
         if let Some(tls) = err.downcast_ref::<rustls::Error>() {
             return Some(tls.to_string());
         }
-        if let Some(io) = err.downcast_ref::<std::io::Error>()
-            && let Some(inner) = io.get_ref()
-            && let Some(tls) = inner.downcast_ref::<rustls::Error>()
+        // `io::Error::source` skips the error it wraps: step into it instead.
+        current = match err
+            .downcast_ref::<std::io::Error>()
+            .and_then(|io| io.get_ref())
         {
-            return Some(tls.to_string());
-        }
-        current = err.source();
+            Some(inner) => Some(inner as &(dyn std::error::Error + 'static)),
+            None => err.source(),
+        };
         depth += 1;
     }
     None
