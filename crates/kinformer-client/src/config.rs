@@ -187,10 +187,9 @@ impl Config {
     /// that a bad one is reported here, naming the file and the field.
     pub fn from_kubeconfig(kc: &Kubeconfig, options: &KubeconfigOptions) -> Result<Self, Error> {
         let origin = kc
-            .contexts
-            .first()
-            .and_then(|c| c.source.clone())
-            .or_else(|| kc.clusters.first().and_then(|c| c.source.clone()));
+            .current_context_source
+            .clone()
+            .or_else(|| kc.files.first().cloned());
         let (ctx_name, field) = match (&options.context, &kc.current_context) {
             (Some(c), _) => (c.clone(), "context"),
             (None, Some(c)) if !c.is_empty() => (c.clone(), "current-context"),

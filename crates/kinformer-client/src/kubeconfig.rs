@@ -50,6 +50,12 @@ pub struct Kubeconfig {
     /// `contexts`.
     #[serde(default, deserialize_with = "null_as_empty")]
     pub contexts: Vec<NamedContext>,
+    /// The files this kubeconfig was read from, in order (empty for parsed text).
+    #[serde(skip)]
+    pub files: Vec<PathBuf>,
+    /// The file that set `current-context`.
+    #[serde(skip)]
+    pub current_context_source: Option<PathBuf>,
 }
 
 /// One entry of `clusters`.
@@ -269,7 +275,9 @@ impl Kubeconfig {
     pub fn merge(mut self, later: Self) -> Self {
         if self.current_context.as_deref().is_none_or(str::is_empty) {
             self.current_context = later.current_context;
+            self.current_context_source = later.current_context_source;
         }
+        self.files.extend(later.files);
         merge_named(&mut self.clusters, later.clusters, |c| &c.name);
         merge_named(&mut self.users, later.users, |u| &u.name);
         merge_named(&mut self.contexts, later.contexts, |c| &c.name);
@@ -280,6 +288,14 @@ impl Kubeconfig {
     /// source.
     fn resolve_paths(&mut self, origin: &Path) {
         let dir = origin.parent().unwrap_or(Path::new("."));
+        self.files = vec![origin.to_path_buf()];
+        if self
+            .current_context
+            .as_deref()
+            .is_some_and(|c| !c.is_empty())
+        {
+            self.current_context_source = Some(origin.to_path_buf());
+        }
         let resolve = |p: &mut Option<PathBuf>| {
             if let Some(path) = p
                 && path.is_relative()
@@ -322,10 +338,12 @@ fn merge_named<T>(into: &mut Vec<T>, later: Vec<T>, name: impl Fn(&T) -> &String
 /// in front of its message).
 fn yaml_error(origin: Option<&Path>, e: &serde_yaml_ng::Error) -> Error {
     let text = e.to_string();
-    let location = e
-        .location()
-        .map(|l| format!(" (line {}, column {})", l.line(), l.column()))
-        .unwrap_or_default();
+    let location = match e.location() {
+        Some(l) if !text.contains(" at line ") => {
+            format!(" (line {}, column {})", l.line(), l.column())
+        }
+        _ => String::new(),
+    };
     match text.split_once(": ") {
         Some((field, message)) if !field.contains(' ') => {
             Error::config(origin, field, format!("{message}{location}"))
