@@ -15,7 +15,7 @@ use kinformer_core::{FieldSelector, LabelSelector, Scope, Status, StatusDetails}
 use serde_json::Value;
 
 use crate::faults::RequestKind;
-use crate::render::{ListMeta, list_body, status_json};
+use crate::render::{ListChunks, ListMeta, status_json};
 use crate::server::{Body, Shared};
 use crate::store::{ResourceInfo, Stored, invalid, not_found, status, too_large};
 use crate::{discovery, watch};
@@ -105,7 +105,10 @@ pub(crate) fn status_response(s: &Status) -> Response<Body> {
 }
 
 /// A streamed response from pre-rendered chunks, paced by the slow-chunks fault.
-fn chunked_response(shared: &Arc<Shared>, chunks: Vec<Bytes>) -> Response<Body> {
+fn chunked_response(
+    shared: &Arc<Shared>,
+    chunks: impl Iterator<Item = Bytes> + Send + Sync + 'static,
+) -> Response<Body> {
     let faults = Arc::clone(&shared.faults);
     let body = stream::unfold(
         (chunks.into_iter(), faults, true),
@@ -660,21 +663,18 @@ async fn list(
         continue_token: continue_out.as_deref(),
         remaining,
     };
+    let items: Vec<Arc<Stored>> = items.into_iter().cloned().collect();
     let chunks = if meta_only {
-        list_body(
+        ListChunks::new(
             "PartialObjectMetadataList",
             "meta.k8s.io/v1",
             &meta,
-            items.iter().map(|o| &o.meta_json()[..]),
+            items,
+            true,
         )
     } else {
         let kind = format!("{}List", t.info.api.kind);
-        list_body(
-            &kind,
-            &t.info.api.api_version,
-            &meta,
-            items.iter().map(|o| &o.json[..]),
-        )
+        ListChunks::new(&kind, &t.info.api.api_version, &meta, items, false)
     };
     Ok(chunked_response(shared, chunks))
 }

@@ -1,8 +1,12 @@
 //! Response bodies built by concatenating pre-rendered object JSON.
 
+use std::sync::Arc;
+
 use bytes::{BufMut, Bytes, BytesMut};
 use kinformer_core::{INITIAL_EVENTS_END_ANNOTATION, Status};
 use serde_json::Value;
+
+use crate::store::Stored;
 
 /// List bodies are cut into chunks of about this size.
 pub(crate) const CHUNK: usize = 256 * 1024;
@@ -63,45 +67,81 @@ pub(crate) struct ListMeta<'a> {
     pub(crate) remaining: Option<u64>,
 }
 
-/// Renders a list body from pre-rendered items, in chunks of about [`CHUNK`] bytes.
-pub(crate) fn list_body<'a>(
-    kind: &str,
-    api_version: &str,
-    meta: &ListMeta<'_>,
-    items: impl IntoIterator<Item = &'a [u8]>,
-) -> Vec<Bytes> {
-    let mut chunks = Vec::new();
-    let mut b = BytesMut::with_capacity(CHUNK + 8 * 1024);
-    b.put_slice(b"{\"kind\":\"");
-    b.put_slice(kind.as_bytes());
-    b.put_slice(b"\",\"apiVersion\":\"");
-    b.put_slice(api_version.as_bytes());
-    b.put_slice(b"\",\"metadata\":{\"resourceVersion\":\"");
-    b.put_slice(meta.resource_version.to_string().as_bytes());
-    b.put_slice(b"\"");
-    if let Some(c) = meta.continue_token {
-        b.put_slice(b",\"continue\":\"");
-        b.put_slice(c.as_bytes());
+/// A list body, rendered lazily chunk by chunk (about [`CHUNK`] bytes each) from pre-rendered
+/// objects, so that a list of any size is never held in memory whole.
+pub(crate) struct ListChunks {
+    head: Option<Bytes>,
+    items: std::vec::IntoIter<Arc<Stored>>,
+    meta_only: bool,
+    first: bool,
+    done: bool,
+}
+
+impl ListChunks {
+    pub(crate) fn new(
+        kind: &str,
+        api_version: &str,
+        meta: &ListMeta<'_>,
+        items: Vec<Arc<Stored>>,
+        meta_only: bool,
+    ) -> Self {
+        let mut b = BytesMut::with_capacity(256);
+        b.put_slice(b"{\"kind\":\"");
+        b.put_slice(kind.as_bytes());
+        b.put_slice(b"\",\"apiVersion\":\"");
+        b.put_slice(api_version.as_bytes());
+        b.put_slice(b"\",\"metadata\":{\"resourceVersion\":\"");
+        b.put_slice(meta.resource_version.to_string().as_bytes());
         b.put_slice(b"\"");
-    }
-    if let Some(r) = meta.remaining {
-        b.put_slice(b",\"remainingItemCount\":");
-        b.put_slice(r.to_string().as_bytes());
-    }
-    b.put_slice(b"},\"items\":[");
-    for (i, item) in items.into_iter().enumerate() {
-        if i > 0 {
-            b.put_u8(b',');
+        if let Some(c) = meta.continue_token {
+            b.put_slice(b",\"continue\":\"");
+            b.put_slice(c.as_bytes());
+            b.put_slice(b"\"");
         }
-        b.put_slice(item);
-        if b.len() >= CHUNK {
-            chunks.push(b.split().freeze());
-            b.reserve(CHUNK + 8 * 1024);
+        if let Some(r) = meta.remaining {
+            b.put_slice(b",\"remainingItemCount\":");
+            b.put_slice(r.to_string().as_bytes());
+        }
+        b.put_slice(b"},\"items\":[");
+        Self {
+            head: Some(b.freeze()),
+            items: items.into_iter(),
+            meta_only,
+            first: true,
+            done: false,
         }
     }
-    b.put_slice(b"]}");
-    chunks.push(b.freeze());
-    chunks
+}
+
+impl Iterator for ListChunks {
+    type Item = Bytes;
+
+    fn next(&mut self) -> Option<Bytes> {
+        if self.done {
+            return None;
+        }
+        let mut b = BytesMut::with_capacity(CHUNK + 16 * 1024);
+        if let Some(h) = self.head.take() {
+            b.put_slice(&h);
+        }
+        while b.len() < CHUNK {
+            let Some(o) = self.items.next() else {
+                b.put_slice(b"]}");
+                self.done = true;
+                break;
+            };
+            if !self.first {
+                b.put_u8(b',');
+            }
+            self.first = false;
+            b.put_slice(if self.meta_only {
+                o.meta_json()
+            } else {
+                &o.json
+            });
+        }
+        Some(b.freeze())
+    }
 }
 
 #[cfg(test)]
@@ -109,24 +149,49 @@ mod tests {
     use super::*;
 
     #[test]
-    fn list_body_is_valid_json_across_chunks() {
-        let item = format!("{{\"x\":\"{}\"}}", "a".repeat(5000));
-        let items: Vec<&[u8]> = (0..200).map(|_| item.as_bytes()).collect();
+    fn list_chunks_are_valid_json_across_chunks() {
+        let store = crate::store::Store::new(1000);
+        let cms = kinformer_core::ApiResource::new(
+            "",
+            "v1",
+            "ConfigMap",
+            "configmaps",
+            kinformer_core::Scope::Namespaced,
+        );
+        let big = "a".repeat(5000);
+        for i in 0..200 {
+            store.create(&cms, serde_json::json!({"metadata": {"name": format!("c{i:03}")}, "data": {"x": big}})).unwrap();
+        }
+        let items: Vec<_> = (0..200)
+            .map(|i| store.get_stored(&cms, None, &format!("c{i:03}")).unwrap())
+            .collect();
         let meta = ListMeta {
             resource_version: 42,
             continue_token: Some("tok"),
             remaining: Some(3),
         };
-        let chunks = list_body("PodList", "v1", &meta, items);
+        let chunks: Vec<Bytes> =
+            ListChunks::new("ConfigMapList", "v1", &meta, items.clone(), false).collect();
         assert!(chunks.len() > 1);
-        let all: Vec<u8> = chunks.concat();
-        let v: Value = serde_json::from_slice(&all).unwrap();
+        let v: Value = serde_json::from_slice(&chunks.concat()).unwrap();
         assert_eq!(v["metadata"]["resourceVersion"], "42");
         assert_eq!(v["metadata"]["continue"], "tok");
         assert_eq!(v["metadata"]["remainingItemCount"], 3);
         assert_eq!(v["items"].as_array().unwrap().len(), 200);
-        let empty = list_body("PodList", "v1", &ListMeta::default(), Vec::<&[u8]>::new()).concat();
-        let v: Value = serde_json::from_slice(&empty).unwrap();
+        assert_eq!(v["items"][199]["metadata"]["name"], "c199");
+        let meta_only: Vec<Bytes> = ListChunks::new(
+            "PartialObjectMetadataList",
+            "meta.k8s.io/v1",
+            &meta,
+            items,
+            true,
+        )
+        .collect();
+        let v: Value = serde_json::from_slice(&meta_only.concat()).unwrap();
+        assert_eq!(v["items"][0]["kind"], "PartialObjectMetadata");
+        let empty: Vec<Bytes> =
+            ListChunks::new("PodList", "v1", &ListMeta::default(), Vec::new(), false).collect();
+        let v: Value = serde_json::from_slice(&empty.concat()).unwrap();
         assert_eq!(v["items"], serde_json::json!([]));
     }
 
