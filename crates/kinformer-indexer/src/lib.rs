@@ -18,15 +18,16 @@
 //!   `spec.nodeName`.
 //!
 //! Reads never block each other (a `parking_lot` reader-writer lock); a writer computes index
-//! values before it takes the lock and holds it only for the one update. The indexer implements
+//! values before it takes the lock and holds it only for the one update. Each entry keeps the
+//! values its object produced (sharing the value strings with the index), so an update compares
+//! them with the new ones and touches the index only where they differ. The indexer implements
 //! [`ReflectorStore`](kinformer_core::ReflectorStore), so a reflector can fill it directly, and
 //! [`KnownObjects`](kinformer_core::KnownObjects), which the delta FIFO consults. Listers read it
 //! through the small [`IndexerRead`] trait.
 //!
 //! # What it does not do
 //! No IO, no events: it does not tell anyone that something changed (the informer does). It
-//! does not copy objects: what you get is the `Arc` that was stored. Index functions must be
-//! deterministic (the same object always gives the same values).
+//! does not copy objects: what you get is the `Arc` that was stored.
 //!
 //! # Example
 //! An indexer with no informer:
@@ -73,7 +74,8 @@ mod store;
 pub use store::{Indexer, IndexerReader};
 
 /// An index function: the values under which an object is indexed (none, one or several), or a
-/// message saying why it cannot be indexed. It must be deterministic.
+/// message saying why it cannot be indexed. It runs once per stored version of an object: the
+/// values are kept with the entry, so updates and deletes never run it on the old object.
 pub type IndexFunc<K> = Arc<dyn Fn(&K) -> Result<Vec<String>, String> + Send + Sync>;
 
 /// What the indexer can report. None of these is retryable as such: each names a mistake in how

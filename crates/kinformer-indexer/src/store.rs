@@ -11,15 +11,26 @@ use parking_lot::{Mutex, RwLock};
 
 use crate::{Error, IndexFunc, IndexerRead};
 
-/// One named index: the function and, for each value it produced, the keys that produced it.
+/// For each value an index function produced, the keys that produced it. The value strings are
+/// shared with the cached entries that carry them.
+type Values = HashMap<Arc<str>, HashSet<ObjectKey>>;
+
+/// One named index.
 struct Index<K> {
     name: String,
     func: IndexFunc<K>,
-    values: HashMap<String, HashSet<ObjectKey>>,
+    values: Values,
+}
+
+/// A cached object with the values each index function gave it (in index order), so that an
+/// update or delete never has to run the functions on the old object again.
+struct Entry<K> {
+    object: Arc<K>,
+    values: Box<[Box<[Arc<str>]>]>,
 }
 
 struct Inner<K> {
-    items: HashMap<ObjectKey, Arc<K>>,
+    items: HashMap<ObjectKey, Entry<K>>,
     indexes: Vec<Index<K>>,
 }
 
@@ -86,57 +97,70 @@ impl<K> Default for Indexer<K> {
     }
 }
 
-/// The values of every index function for one object, in index order.
-type Values = Vec<Vec<String>>;
+/// Runs one index function; its error becomes [`Error::IndexFunc`].
+fn run<K>(
+    name: &str,
+    func: &IndexFunc<K>,
+    key: &ObjectKey,
+    object: &K,
+) -> Result<Vec<String>, Error> {
+    let mut values = func(object).map_err(|message| Error::IndexFunc {
+        index: name.to_owned(),
+        key: key.to_string(),
+        message,
+    })?;
+    if values.len() > 1 {
+        values.sort_unstable();
+        values.dedup();
+    }
+    Ok(values)
+}
 
-fn compute<K: Object>(
+/// The values of every index function for one object, in index order.
+fn compute<K>(
     funcs: &[(String, IndexFunc<K>)],
     key: &ObjectKey,
     object: &K,
-) -> Result<Values, Error> {
+) -> Result<Vec<Vec<String>>, Error> {
     funcs
         .iter()
-        .map(|(name, func)| {
-            func(object).map_err(|message| Error::IndexFunc {
-                index: name.clone(),
-                key: key.to_string(),
-                message,
-            })
+        .map(|(name, func)| run(name, func, key, object))
+        .collect()
+}
+
+/// Moves `key` in one index from its `old` values to its `new` ones; returns the values to
+/// store with the entry (shared with the index's own).
+fn reindex(
+    values: &mut Values,
+    key: &ObjectKey,
+    old: &[Arc<str>],
+    new: Vec<String>,
+) -> Box<[Arc<str>]> {
+    if old.len() == new.len() && old.iter().zip(&new).all(|(o, n)| **o == **n) {
+        return old.into();
+    }
+    for value in old.iter().filter(|v| !new.iter().any(|n| **n == ***v)) {
+        remove_from(values, value, key);
+    }
+    new.into_iter()
+        .map(|value| match values.get_key_value(value.as_str()) {
+            Some((shared, _)) => {
+                let shared = Arc::clone(shared);
+                if let Some(keys) = values.get_mut(&shared) {
+                    keys.insert(key.clone());
+                }
+                shared
+            }
+            None => {
+                let shared: Arc<str> = value.into();
+                values.insert(Arc::clone(&shared), HashSet::from([key.clone()]));
+                shared
+            }
         })
         .collect()
 }
 
-/// Moves `key` in one index from its old values to its new ones. `old` is `None` for a new key,
-/// `Some(None)` when the old values cannot be computed (then every value is searched).
-fn reindex(
-    values: &mut HashMap<String, HashSet<ObjectKey>>,
-    key: &ObjectKey,
-    old: Option<Option<&[String]>>,
-    new: &[String],
-) {
-    match old {
-        Some(Some(old)) if old == new => return,
-        Some(Some(old)) => {
-            for value in old.iter().filter(|v| !new.contains(v)) {
-                remove_from(values, value, key);
-            }
-        }
-        Some(None) => values.retain(|_, keys| {
-            keys.remove(key);
-            !keys.is_empty()
-        }),
-        None => {}
-    }
-    for value in new {
-        if let Some(keys) = values.get_mut(value.as_str()) {
-            keys.insert(key.clone());
-        } else {
-            values.insert(value.clone(), HashSet::from([key.clone()]));
-        }
-    }
-}
-
-fn remove_from(values: &mut HashMap<String, HashSet<ObjectKey>>, value: &str, key: &ObjectKey) {
+fn remove_from(values: &mut Values, value: &str, key: &ObjectKey) {
     if let Some(keys) = values.get_mut(value) {
         keys.remove(key);
         if keys.is_empty() {
@@ -181,33 +205,42 @@ impl<K: Object> Indexer<K> {
                 return Err(Error::DuplicateIndex { name: name.clone() });
             }
         }
-        // Index what is cached without holding the lock: no other writer runs meanwhile.
+        if new.is_empty() {
+            return Ok(());
+        }
+        // Compute every value without holding the lock: no other writer runs meanwhile.
         let items: Vec<(ObjectKey, Arc<K>)> = self
             .shared
             .inner
             .read()
             .items
             .iter()
-            .map(|(k, o)| (k.clone(), Arc::clone(o)))
+            .map(|(k, e)| (k.clone(), Arc::clone(&e.object)))
             .collect();
-        let mut built = Vec::with_capacity(new.len());
-        for (name, func) in &new {
-            let mut values: HashMap<String, HashSet<ObjectKey>> = HashMap::new();
-            for (key, object) in &items {
-                let vals = func(object).map_err(|message| Error::IndexFunc {
-                    index: name.clone(),
-                    key: key.to_string(),
-                    message,
-                })?;
-                reindex(&mut values, key, None, &vals);
-            }
-            built.push(Index {
-                name: name.clone(),
-                func: Arc::clone(func),
-                values,
-            });
+        let mut computed: Vec<(ObjectKey, Vec<Vec<String>>)> = Vec::with_capacity(items.len());
+        for (key, object) in items {
+            let values = compute(&new, &key, &object)?;
+            computed.push((key, values));
         }
-        self.shared.inner.write().indexes.extend(built);
+        let mut inner = self.shared.inner.write();
+        let first = inner.indexes.len();
+        inner.indexes.extend(new.iter().map(|(name, func)| Index {
+            name: name.clone(),
+            func: Arc::clone(func),
+            values: HashMap::new(),
+        }));
+        let Inner { items, indexes } = &mut *inner;
+        for (key, values) in computed {
+            let Some(entry) = items.get_mut(&key) else {
+                continue;
+            };
+            let mut all: Vec<Box<[Arc<str>]>> = std::mem::take(&mut entry.values).into_vec();
+            for (index, vals) in indexes[first..].iter_mut().zip(values) {
+                all.push(reindex(&mut index.values, &key, &[], vals));
+            }
+            entry.values = all.into_boxed_slice();
+        }
+        drop(inner);
         funcs.extend(new);
         Ok(())
     }
@@ -218,18 +251,32 @@ impl<K: Object> Indexer<K> {
         let key = object.key();
         let funcs = self.shared.writer.lock();
         let new = compute(&funcs, &key, &object)?;
-        let old = self.shared.inner.read().items.get(&key).cloned();
-        let old_values: Option<Vec<Option<Vec<String>>>> = old
-            .as_ref()
-            .map(|o| funcs.iter().map(|(_, f)| f(o).ok()).collect());
         let replaced = {
             let mut inner = self.shared.inner.write();
-            let replaced = inner.items.insert(key.clone(), object);
-            for (i, index) in inner.indexes.iter_mut().enumerate() {
-                let old = old_values.as_ref().map(|v| v[i].as_deref());
-                reindex(&mut index.values, &key, old, &new[i]);
+            let Inner { items, indexes } = &mut *inner;
+            match items.get_mut(&key) {
+                Some(entry) => {
+                    let values = indexes
+                        .iter_mut()
+                        .zip(new)
+                        .enumerate()
+                        .map(|(i, (index, new))| {
+                            reindex(&mut index.values, &key, &entry.values[i], new)
+                        })
+                        .collect();
+                    entry.values = values;
+                    Some(std::mem::replace(&mut entry.object, object))
+                }
+                None => {
+                    let values = indexes
+                        .iter_mut()
+                        .zip(new)
+                        .map(|(index, new)| reindex(&mut index.values, &key, &[], new))
+                        .collect();
+                    items.insert(key, Entry { object, values });
+                    None
+                }
             }
-            replaced
         };
         drop(funcs);
         // The replaced object is freed outside the lock.
@@ -251,33 +298,28 @@ impl<K: Object> Indexer<K> {
     /// Removes the object stored under `key`; returns it, or `None` if nothing was cached there.
     pub fn delete_key(&self, key: &str) -> Option<Arc<K>> {
         let funcs = self.shared.writer.lock();
-        let old = self.shared.inner.read().items.get(key).cloned()?;
-        let key = old.key();
-        let old_values: Vec<Option<Vec<String>>> =
-            funcs.iter().map(|(_, f)| f(&old).ok()).collect();
         let removed = {
             let mut inner = self.shared.inner.write();
-            let removed = inner.items.remove(key.as_str());
-            for (index, old) in inner.indexes.iter_mut().zip(&old_values) {
-                match old {
-                    Some(vals) => vals
-                        .iter()
-                        .for_each(|v| remove_from(&mut index.values, v, &key)),
-                    None => reindex(&mut index.values, &key, Some(None), &[]),
+            let Inner { items, indexes } = &mut *inner;
+            let (key, entry) = items.remove_entry(key)?;
+            for (index, values) in indexes.iter_mut().zip(&entry.values) {
+                for value in values {
+                    remove_from(&mut index.values, value, &key);
                 }
             }
-            removed
+            entry
         };
         drop(funcs);
-        removed
+        Some(removed.object)
     }
 
     /// Makes the cache hold exactly `objects`, rebuilding every index. The new contents are built
     /// without holding the lock and swapped in at once. An object an index function fails on is
-    /// left out, and the first such failure is returned after the swap.
+    /// left out, and the first such failure is returned after the swap. A key listed twice keeps
+    /// the later object.
     pub fn replace(&self, objects: Vec<Arc<K>>) -> Result<(), Error> {
         let funcs = self.shared.writer.lock();
-        let mut items: HashMap<ObjectKey, Arc<K>> = HashMap::with_capacity(objects.len());
+        let mut items: HashMap<ObjectKey, Entry<K>> = HashMap::with_capacity(objects.len());
         let mut indexes: Vec<Index<K>> = funcs
             .iter()
             .map(|(name, func)| Index {
@@ -297,13 +339,17 @@ impl<K: Object> Indexer<K> {
                     continue;
                 }
             };
-            let old = items.insert(key.clone(), object);
-            for (i, index) in indexes.iter_mut().enumerate() {
-                // A key listed twice: the later object wins, as it does in `items`.
-                let old_values = old.as_ref().map(|o| (funcs[i].1)(o).ok());
-                let old_values = old_values.as_ref().map(|v| v.as_deref());
-                reindex(&mut index.values, &key, old_values, &new[i]);
-            }
+            let old = items.remove(&key);
+            let values = indexes
+                .iter_mut()
+                .zip(new)
+                .enumerate()
+                .map(|(i, (index, new))| {
+                    let old = old.as_ref().map_or(&[][..], |e| &e.values[i][..]);
+                    reindex(&mut index.values, &key, old, new)
+                })
+                .collect();
+            items.insert(key, Entry { object, values });
         }
         let previous = {
             let mut inner = self.shared.inner.write();
@@ -363,14 +409,24 @@ impl<K: Object> KnownObjects<K> for Indexer<K> {
     }
 
     fn get_by_key(&self, key: &str) -> Option<Arc<K>> {
-        self.shared.inner.read().items.get(key).cloned()
+        self.shared
+            .inner
+            .read()
+            .items
+            .get(key)
+            .map(|e| Arc::clone(&e.object))
     }
 }
 
 impl<K: Object> IndexerReader<K> {
     /// The object cached under `key` (`namespace/name` or `name`).
     pub fn get_by_key(&self, key: &str) -> Option<Arc<K>> {
-        self.shared.inner.read().items.get(key).cloned()
+        self.shared
+            .inner
+            .read()
+            .items
+            .get(key)
+            .map(|e| Arc::clone(&e.object))
     }
 
     /// The cached state of `object` (looked up by its key).
@@ -380,7 +436,13 @@ impl<K: Object> IndexerReader<K> {
 
     /// Every cached object, in no particular order.
     pub fn list(&self) -> Vec<Arc<K>> {
-        self.shared.inner.read().items.values().cloned().collect()
+        self.shared
+            .inner
+            .read()
+            .items
+            .values()
+            .map(|e| Arc::clone(&e.object))
+            .collect()
     }
 
     /// Every cached key, sorted.
@@ -435,7 +497,7 @@ impl<K: Object> IndexerReader<K> {
         }
         Ok(keys
             .into_iter()
-            .filter_map(|k| inner.items.get(k))
+            .filter_map(|k| inner.items.get(k).map(|e| &e.object))
             .cloned()
             .collect())
     }
@@ -449,7 +511,7 @@ impl<K: Object> IndexerReader<K> {
             .get(value)
             .map(|keys| {
                 keys.iter()
-                    .filter_map(|k| inner.items.get(k))
+                    .filter_map(|k| inner.items.get(k).map(|e| &e.object))
                     .cloned()
                     .collect()
             })
@@ -473,7 +535,11 @@ impl<K: Object> IndexerReader<K> {
     /// Every value index `name` currently holds (values with no object are removed), sorted.
     pub fn list_index_func_values(&self, name: &str) -> Result<Vec<String>, Error> {
         let inner = self.shared.inner.read();
-        let mut values: Vec<String> = find(&inner, name)?.values.keys().cloned().collect();
+        let mut values: Vec<String> = find(&inner, name)?
+            .values
+            .keys()
+            .map(|v| v.to_string())
+            .collect();
         drop(inner);
         values.sort_unstable();
         Ok(values)
@@ -506,7 +572,12 @@ impl<K: Object> IndexerRead<K> for IndexerReader<K> {
     }
 
     fn for_each(&self, f: &mut dyn FnMut(&Arc<K>)) {
-        self.shared.inner.read().items.values().for_each(f);
+        self.shared
+            .inner
+            .read()
+            .items
+            .values()
+            .for_each(|e| f(&e.object));
     }
 
     fn for_each_indexed(
@@ -517,7 +588,9 @@ impl<K: Object> IndexerRead<K> for IndexerReader<K> {
     ) -> Result<(), Error> {
         let inner = self.shared.inner.read();
         if let Some(keys) = find(&inner, index)?.values.get(value) {
-            keys.iter().filter_map(|k| inner.items.get(k)).for_each(f);
+            keys.iter()
+                .filter_map(|k| inner.items.get(k).map(|e| &e.object))
+                .for_each(f);
         }
         Ok(())
     }
