@@ -320,9 +320,7 @@ impl Store {
         while i < n {
             let end = (i + 1000).min(n);
             let batch: Vec<Value> = (i..end).map(|k| generate_pod(k, seed)).collect();
-            if let Err(e) = self.create_many(&pods(), batch) {
-                tracing::debug!(error = %e.message, "seeding skipped an existing pod");
-            }
+            self.create_many(&pods(), batch);
             i = end;
         }
     }
@@ -411,6 +409,9 @@ mod tests {
         assert_eq!(s.list(&pods(), None).len(), 20);
         assert_eq!(s.list(&namespaces(), None).len(), NAMESPACES.len());
         assert_eq!(s.list(&pods(), Some("shop")).len(), 4);
+        // Seeding more keeps the existing pods and adds the rest.
+        s.seed_pods(25, 1);
+        assert_eq!(s.list(&pods(), None).len(), 25);
     }
 
     #[tokio::test(start_paused = true)]

@@ -1382,3 +1382,20 @@ async fn discovery_answers_for_clients() {
             .any(|r| r["name"] == "deployments")
     );
 }
+
+#[test]
+fn public_handles_and_futures_are_send_and_sync() {
+    fn send_sync<T: Send + Sync>(_: &T) {}
+    fn send<T: Send>(_: &T) {}
+    fn types<T: Send + Sync>() {}
+    types::<SimServer>();
+    types::<kinformer_sim::Store>();
+    types::<kinformer_sim::Faults>();
+    types::<kinformer_sim::ChurnHandle>();
+    types::<kinformer_sim::Error>();
+    types::<Auth>();
+    let start = SimServer::start(SimConfig::default());
+    send(&start);
+    drop(start);
+    send_sync(&SimConfig::default());
+}
