@@ -93,6 +93,7 @@ impl<K: Object> DeltaFifoBuilder<K> {
                 items: VecDeque::new(),
                 pending: HashMap::new(),
                 replaces_queued: 0,
+                batches: 0,
             }),
         };
         Ok(DeltaFifo {
@@ -177,6 +178,8 @@ struct InOrder<K> {
     /// touch it and its newest queued state (`None`: deleted).
     pending: HashMap<ObjectKey, Pending<K>>,
     replaces_queued: usize,
+    /// Batches handed out so far; numbers each batch.
+    batches: u64,
 }
 
 enum Item<K> {
@@ -196,6 +199,8 @@ enum Item<K> {
 struct Pending<K> {
     count: usize,
     newest: Option<Arc<K>>,
+    /// The last batch that took a delta of this key: a batch holds each key once.
+    batch: u64,
 }
 
 impl<K> Classic<K> {
@@ -249,7 +254,11 @@ impl<K> InOrder<K> {
                 p.newest = newest;
             }
             MapEntry::Vacant(v) => {
-                v.insert(Pending { count: 1, newest });
+                v.insert(Pending {
+                    count: 1,
+                    newest,
+                    batch: 0,
+                });
             }
         }
         self.items.push_back(Item::Delta {
@@ -449,8 +458,11 @@ impl<K: Object> DeltaFifo<K> {
                 let entry = c.items.remove(&key).expect("every queued key has an entry");
                 (Popped::Key(entry.deltas), 1)
             }
-            Queue::InOrder(q) => match q.items.pop_front()? {
-                Item::Replace { step, keys, .. } => {
+            Queue::InOrder(q) => match q.items.front()? {
+                Item::Replace { .. } => {
+                    let Some(Item::Replace { step, keys, .. }) = q.items.pop_front() else {
+                        unreachable!("the front was just seen to be a relist");
+                    };
                     q.replaces_queued -= 1;
                     for key in &keys {
                         q.release(key);
@@ -460,23 +472,30 @@ impl<K: Object> DeltaFifo<K> {
                     }
                     (Popped::Replace(step), 1)
                 }
-                Item::Delta { key, delta, .. } => {
-                    q.release(&key);
-                    let mut batch = vec![delta];
-                    let mut seen: HashSet<ObjectKey> = HashSet::new();
-                    seen.insert(key);
+                Item::Delta { .. } => {
+                    q.batches += 1;
+                    let id = q.batches;
+                    let mut batch = Vec::new();
                     while batch.len() < self.batch_size {
                         let Some(Item::Delta { key, .. }) = q.items.front() else {
                             break;
                         };
-                        if seen.contains(key) {
+                        let p = q
+                            .pending
+                            .get_mut(key)
+                            .expect("every queued delta's key is pending");
+                        if p.batch == id {
                             break;
                         }
+                        p.batch = id;
+                        p.count -= 1;
+                        let last = p.count == 0;
                         let Some(Item::Delta { key, delta, .. }) = q.items.pop_front() else {
                             unreachable!("the front was just seen to be a delta");
                         };
-                        q.release(&key);
-                        seen.insert(key);
+                        if last {
+                            q.pending.remove(&key);
+                        }
                         batch.push(delta);
                     }
                     let n = batch.len();
@@ -623,6 +642,7 @@ fn replace_in_order<K: Object>(
         let p = q.pending.entry(key.clone()).or_insert(Pending {
             count: 0,
             newest: None,
+            batch: 0,
         });
         p.count += 1;
         p.newest = Some(Arc::clone(object));
@@ -631,6 +651,7 @@ fn replace_in_order<K: Object>(
         let p = q.pending.entry(t.key.clone()).or_insert(Pending {
             count: 0,
             newest: None,
+            batch: 0,
         });
         p.count += 1;
         p.newest = None;
