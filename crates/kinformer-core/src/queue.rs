@@ -198,7 +198,9 @@ mod tests {
         assert_eq!(step.len(), 2);
         assert!(Popped::<DynamicObject>::Batch(Vec::new()).is_empty());
         let cloned = step.clone();
-        let Popped::Replace(r) = cloned else { panic!("clone keeps the variant") };
+        let Popped::Replace(r) = cloned else {
+            panic!("clone keeps the variant")
+        };
         assert!(Arc::ptr_eq(&r.objects[0], &obj), "clone shares objects");
         let _ = DeltaObject::Object(obj);
     }
