@@ -487,13 +487,11 @@ mod tests {
         let second = pager.next_page().await.unwrap().unwrap();
         assert_eq!((second.list.items.len(), second.restarted), (30, true));
         assert!(pager.next_page().await.unwrap().is_none());
-        let calls = src.calls.lock();
-        let fallback = calls.last().unwrap();
+        let fallback = src.calls.lock().last().cloned().unwrap();
         assert_eq!(fallback.limit, None);
         assert_eq!(fallback.continue_token, None);
         assert_eq!(fallback.resource_version.as_deref(), Some("7"));
         assert_eq!(fallback.label_selector.as_deref(), Some("a=b"));
-        drop(calls);
 
         let src = Paged {
             n: 30,

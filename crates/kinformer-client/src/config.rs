@@ -174,7 +174,7 @@ impl Config {
     /// Finds the settings where kubectl would, in this order: the `KUBECONFIG` files (merged,
     /// first to set a value wins), `~/.kube/config`, then the in-cluster service account.
     pub fn infer(options: &KubeconfigOptions) -> Result<Self, Error> {
-        infer_with(options, &|name| std::env::var_os(name).map(Into::into))
+        infer_with(options, &|name| std::env::var_os(name))
     }
 
     /// Reads one kubeconfig file and resolves the selected context.
@@ -250,10 +250,10 @@ impl Config {
         };
 
         let mut config = cluster_settings(cluster)?;
-        if let Some(ns) = context.and_then(|c| c.context.namespace.as_deref()) {
-            if !ns.is_empty() {
-                config.default_namespace = ns.to_owned();
-            }
+        if let Some(ns) = context.and_then(|c| c.context.namespace.as_deref())
+            && !ns.is_empty()
+        {
+            config.default_namespace = ns.to_owned();
         }
         if let Some(user) = user {
             apply_user(&mut config, user, cluster)?;
@@ -336,10 +336,10 @@ fn incluster_with(dir: &Path, env: Lookup<'_>) -> Result<Config, Error> {
         ));
     }
     config.auth = AuthConfig::TokenFile(token);
-    if let Ok(ns) = std::fs::read_to_string(dir.join("namespace")) {
-        if !ns.trim().is_empty() {
-            config.default_namespace = ns.trim().to_owned();
-        }
+    if let Ok(ns) = std::fs::read_to_string(dir.join("namespace"))
+        && !ns.trim().is_empty()
+    {
+        config.default_namespace = ns.trim().to_owned();
     }
     Ok(config)
 }

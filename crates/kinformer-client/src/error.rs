@@ -80,7 +80,7 @@ pub enum Error {
     #[error("API error {}: {} {}", status.code, status.reason, status.message)]
     Api {
         /// The `Status` the server returned (or one made from the status line).
-        status: Status,
+        status: Box<Status>,
     },
 
     /// TLS failed: the server's certificate is not trusted (wrong CA, wrong name) or our own TLS
@@ -257,7 +257,9 @@ impl Error {
             403 => Self::Forbidden { message },
             404 => Self::NotFound { message },
             _ if status.is_gone() => Self::Gone { message },
-            _ => Self::Api { status },
+            _ => Self::Api {
+                status: Box::new(status),
+            },
         }
     }
 
