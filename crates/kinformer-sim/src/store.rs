@@ -726,7 +726,11 @@ impl Store {
             return Ok(Vec::new());
         };
         let start = (after + 1).saturating_sub(first) as usize;
-        Ok(s.history.iter().skip(start).take(max).cloned().collect())
+        Ok(s.history
+            .range(start.min(s.history.len())..)
+            .take(max)
+            .cloned()
+            .collect())
     }
 
     /// Drops all history: any older version now answers 410.
