@@ -190,6 +190,7 @@ impl Client {
             path = %path.split('?').next().unwrap_or_default(),
             watch,
             status = tracing::field::Empty,
+            version = tracing::field::Empty,
             duration_ms = tracing::field::Empty,
         );
         async move {
@@ -212,6 +213,7 @@ impl Client {
                 let response = result.map_err(|e| transport_error(&e))?;
                 let status = response.status();
                 span.record("status", status.as_u16());
+                span.record("version", tracing::field::debug(response.version()));
                 if status.is_success() {
                     tracing::debug!("response");
                     return Ok(response);

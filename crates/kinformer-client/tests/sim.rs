@@ -805,3 +805,97 @@ async fn exec_plugin_failures_are_reported() {
     assert!(matches!(e, Error::Auth { .. }), "{e}");
     assert!(e.to_string().contains("login expired"), "{e}");
 }
+
+/// Collects formatted log output.
+#[derive(Clone, Default)]
+struct Captured(Arc<std::sync::Mutex<Vec<u8>>>);
+
+impl std::io::Write for Captured {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+#[tokio::test]
+async fn requests_are_traced_and_watches_use_http2_over_tls() {
+    let sim = sim(SimConfig {
+        tls: true,
+        auth: Auth::BearerToken("span-secret".into()),
+        ..SimConfig::default()
+    })
+    .await;
+    let captured = Captured::default();
+    let writer = captured.clone();
+    let subscriber = tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::new("kinformer_client=debug"))
+        .with_ansi(false)
+        .with_writer(move || writer.clone())
+        .finish();
+    let _guard = tracing::subscriber::set_default(subscriber);
+    let api: Api<ConfigMap> = Api::namespaced(client_of(&sim), "default");
+    api.list(&ListParams::default()).await.unwrap();
+    let mut watches = Vec::new();
+    for _ in 0..3 {
+        watches.push(api.watch(&WatchParams::default()).await.unwrap());
+    }
+    let log = String::from_utf8(captured.0.lock().unwrap().clone()).unwrap();
+    let lines: Vec<&str> = log.lines().filter(|l| l.ends_with(": response")).collect();
+    assert_eq!(lines.len(), 4, "{log}");
+    assert_eq!(
+        lines.iter().filter(|l| l.contains("watch=true")).count(),
+        3,
+        "{log}"
+    );
+    for line in &lines {
+        assert!(line.contains("method=\"GET\""), "{line}");
+        assert!(
+            line.contains("path=/api/v1/namespaces/default/configmaps"),
+            "{line}"
+        );
+        assert!(line.contains("status=200"), "{line}");
+        assert!(line.contains("version=HTTP/2.0"), "{line}");
+        assert!(line.contains("duration_ms="), "{line}");
+    }
+    assert!(!log.contains("span-secret"), "{log}");
+}
+
+#[tokio::test]
+async fn exec_plugin_can_hand_out_a_client_certificate() {
+    use std::os::unix::fs::PermissionsExt as _;
+    let sim = sim(SimConfig {
+        tls: true,
+        auth: Auth::ClientCert,
+        ..SimConfig::default()
+    })
+    .await;
+    let (cert, key) = sim.issue_client_cert("exec-user");
+    let dir = tempfile::tempdir().unwrap();
+    let credential = json!({"apiVersion": "client.authentication.k8s.io/v1", "kind": "ExecCredential",
+                            "status": {"clientCertificateData": cert, "clientKeyData": key}});
+    std::fs::write(dir.path().join("credential.json"), credential.to_string()).unwrap();
+    let script = dir.path().join("cred.sh");
+    std::fs::write(
+        &script,
+        "#!/bin/sh\ncat \"$(dirname \"$0\")/credential.json\"\n",
+    )
+    .unwrap();
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let mut config = config_of(&sim);
+    config.client_identity = None;
+    config.auth = AuthConfig::Exec {
+        exec: Box::new(kinformer_client::ExecConfig {
+            command: script.display().to_string(),
+            api_version: "client.authentication.k8s.io/v1".into(),
+            ..Default::default()
+        }),
+        cluster: None,
+    };
+    Api::<Pod>::all(Client::new(config).unwrap())
+        .list(&ListParams::default())
+        .await
+        .unwrap();
+}
