@@ -30,7 +30,7 @@ fn tls_config(ca: Option<&str>, identity: Option<(&str, &str)>) -> rustls::Clien
         .with_safe_default_protocol_versions()
         .unwrap()
         .with_root_certificates(roots);
-    match identity {
+    let mut config = match identity {
         Some((cert, key)) => {
             let certs = CertificateDer::pem_slice_iter(cert.as_bytes())
                 .collect::<Result<Vec<_>, _>>()
@@ -39,7 +39,9 @@ fn tls_config(ca: Option<&str>, identity: Option<(&str, &str)>) -> rustls::Clien
             builder.with_client_auth_cert(certs, key).unwrap()
         }
         None => builder.with_no_client_auth(),
-    }
+    };
+    config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
+    config
 }
 
 fn client_with(ca: Option<&str>, identity: Option<(&str, &str)>) -> reqwest::Client {
@@ -1312,6 +1314,23 @@ async fn tls_with_ca_token_rotation_and_basic_auth() {
         kc.contains("token: \"t2\"") && kc.contains(&sim.url()),
         "{kc}"
     );
+    // Watches work over TLS, on HTTP/2 (negotiated with ALPN).
+    let rv = sim.store().resource_version();
+    let resp = c
+        .get(format!("{url}?watch=true&resourceVersion={rv}"))
+        .bearer_auth("t2")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.version(), reqwest::Version::HTTP_2);
+    let mut w = Lines {
+        resp,
+        buf: Vec::new(),
+    };
+    sim.store()
+        .create(&pods(), pod("over-h2", "ns", json!({})))
+        .unwrap();
+    assert_eq!(ev(&w.event().await), pair("ADDED", "over-h2"));
 }
 
 #[tokio::test]
