@@ -72,7 +72,8 @@ impl Client {
                 reqwest::Proxy::all(proxy)
                     .map_err(|e| Error::config(None, "proxy-url", format!("{proxy:?}: {e}")))?,
             ),
-            None => builder.no_proxy(),
+            // As client-go: without a proxy-url, the usual proxy environment variables apply.
+            None => builder,
         };
         let http = builder.build().map_err(|e| Error::Tls {
             message: error_chain(&e),

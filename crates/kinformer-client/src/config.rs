@@ -177,6 +177,15 @@ impl Config {
         infer_with(options, &|name| std::env::var_os(name))
     }
 
+    /// The settings from `explicit` when given (a `--kubeconfig` flag, say), else from
+    /// [`Config::infer`].
+    pub fn load(explicit: Option<&Path>, options: &KubeconfigOptions) -> Result<Self, Error> {
+        match explicit {
+            Some(path) => Self::from_path(path, options),
+            None => Self::infer(options),
+        }
+    }
+
     /// Reads one kubeconfig file and resolves the selected context.
     pub fn from_path(path: impl AsRef<Path>, options: &KubeconfigOptions) -> Result<Self, Error> {
         Self::from_kubeconfig(&Kubeconfig::read_from(path)?, options)

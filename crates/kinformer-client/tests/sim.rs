@@ -161,6 +161,19 @@ async fn dynamic_list_with_selectors_and_metadata_only() {
     let meta_names: Vec<_> = page.items.iter().map(|o| o.name().to_owned()).collect();
     assert_eq!(meta_names, ["w1", "w2"]);
     assert_eq!(page.items[0].labels()["tier"], "web");
+    let mut events = meta
+        .watch(&WatchParams {
+            resource_version: Some(page.resource_version.to_string()),
+            ..WatchParams::default()
+        })
+        .await
+        .unwrap();
+    let obj = json!({"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "w5", "namespace": "a"}});
+    sim.store().create(&widgets, obj).unwrap();
+    match next_change(&mut events).await {
+        Some(Ok(WatchEvent::Added(o))) => assert_eq!(o.key().as_str(), "a/w5"),
+        other => panic!("{other:?}"),
+    }
 
     let missing = ApiResource::new("example.com", "v1", "Gadget", "gadgets", Scope::Namespaced);
     let err = Api::<DynamicObject>::all_with(client, &missing)
@@ -898,4 +911,110 @@ async fn exec_plugin_can_hand_out_a_client_certificate() {
         .list(&ListParams::default())
         .await
         .unwrap();
+}
+
+/// A bare HTTP/1.1 server on 127.0.0.1 for what the sim does not do (gzip, acting as a proxy):
+/// records each request's head and answers it with `respond(head)`, then closes.
+async fn raw_server(
+    respond: fn(&str) -> Vec<u8>,
+) -> (std::net::SocketAddr, Arc<std::sync::Mutex<Vec<String>>>) {
+    use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let heads = Arc::clone(&seen);
+    tokio::spawn(async move {
+        while let Ok((mut conn, _)) = listener.accept().await {
+            let heads = Arc::clone(&heads);
+            tokio::spawn(async move {
+                let mut buf = Vec::new();
+                let mut chunk = [0u8; 4096];
+                while !buf.windows(4).any(|w| w == b"\r\n\r\n") && buf.len() < 65536 {
+                    match conn.read(&mut chunk).await {
+                        Ok(0) | Err(_) => return,
+                        Ok(n) => buf.extend_from_slice(&chunk[..n]),
+                    }
+                }
+                let head = String::from_utf8_lossy(&buf).to_ascii_lowercase();
+                let response = respond(&head);
+                heads.lock().unwrap().push(head);
+                let _ = conn.write_all(&response).await;
+                let _ = conn.shutdown().await;
+            });
+        }
+    });
+    (addr, seen)
+}
+
+const RAW_LIST: &str = r#"{"kind":"ConfigMapList","apiVersion":"v1","metadata":{"resourceVersion":"5"},"items":[{"metadata":{"name":"zipped","namespace":"default"}}]}"#;
+const RAW_EVENT: &str = r#"{"type":"ADDED","object":{"metadata":{"name":"plain","namespace":"default","resourceVersion":"6"}}}"#;
+
+/// Lists answer gzip-compressed when the request accepts it; watches answer plain, chunked.
+fn respond_gzip_or_plain(head: &str) -> Vec<u8> {
+    use std::io::Write as _;
+    if head.contains("watch=true") {
+        let line = format!("{RAW_EVENT}\n");
+        return format!(
+            "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ntransfer-encoding: chunked\r\nconnection: close\r\n\r\n{:x}\r\n{line}\r\n0\r\n\r\n",
+            line.len()
+        )
+        .into_bytes();
+    }
+    let gzip = head
+        .lines()
+        .any(|l| l.starts_with("accept-encoding:") && l.contains("gzip"));
+    let body = if gzip {
+        let mut enc = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+        enc.write_all(RAW_LIST.as_bytes()).unwrap();
+        enc.finish().unwrap()
+    } else {
+        RAW_LIST.as_bytes().to_vec()
+    };
+    let mut out = format!(
+        "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\n{}content-length: {}\r\nconnection: close\r\n\r\n",
+        if gzip { "content-encoding: gzip\r\n" } else { "" },
+        body.len()
+    )
+    .into_bytes();
+    out.extend_from_slice(&body);
+    out
+}
+
+#[tokio::test]
+async fn lists_accept_gzip_and_watches_ask_for_identity() {
+    let (addr, seen) = raw_server(respond_gzip_or_plain).await;
+    let api: Api<ConfigMap> = Api::all(Client::new(Config::new(format!("http://{addr}"))).unwrap());
+    let list = api.list(&ListParams::default()).await.unwrap();
+    assert_eq!(list.items[0].name(), "zipped");
+    let mut events = api.watch(&WatchParams::default()).await.unwrap();
+    assert!(
+        matches!(next(&mut events).await, Some(Ok(WatchEvent::Added(o))) if o.name() == "plain")
+    );
+    assert!(next(&mut events).await.is_none());
+    let heads = seen.lock().unwrap().clone();
+    assert_eq!(heads.len(), 2);
+    assert!(heads[0].contains("accept-encoding: gzip"), "{}", heads[0]);
+    assert!(
+        heads[1].contains("watch=true") && heads[1].contains("accept-encoding: identity"),
+        "{}",
+        heads[1]
+    );
+}
+
+#[tokio::test]
+async fn proxy_url_routes_requests_through_the_proxy() {
+    let (addr, seen) = raw_server(respond_gzip_or_plain).await;
+    let mut config = Config::new("http://cluster.invalid:6443");
+    config.proxy_url = Some(format!("http://{addr}"));
+    let api: Api<ConfigMap> = Api::all(Client::new(config).unwrap());
+    assert_eq!(
+        api.list(&ListParams::default()).await.unwrap().items.len(),
+        1
+    );
+    let heads = seen.lock().unwrap().clone();
+    assert!(
+        heads[0].starts_with("get http://cluster.invalid:6443/api/v1/configmaps"),
+        "{}",
+        heads[0]
+    );
 }
