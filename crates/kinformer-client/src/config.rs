@@ -418,7 +418,7 @@ fn apply_user(
     let src = named.source.as_deref();
     let field = |f: &str| format!("users[{}].user.{f}", named.name);
     let u = &named.user;
-    if u.auth_provider.is_some() {
+    if u.auth_provider {
         return Err(Error::config(
             src,
             field("auth-provider"),

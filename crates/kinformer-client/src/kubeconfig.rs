@@ -1,5 +1,6 @@
 //! The kubeconfig file: its model, reading, and merging several files with kubectl's rules.
 
+use std::fmt;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Deserializer};
@@ -139,13 +140,15 @@ pub struct AuthInfo {
     /// `exec`: a credential plugin.
     #[serde(default)]
     pub exec: Option<ExecConfig>,
-    /// `auth-provider`: the removed in-tree auth providers. Present only to report it clearly.
-    #[serde(default)]
-    pub auth_provider: Option<serde_yaml_ng::Value>,
+    /// Whether `auth-provider` (the removed in-tree auth providers) is set; kept only to report
+    /// it clearly. Its content (tokens, often) is not kept.
+    #[serde(default, deserialize_with = "present")]
+    pub auth_provider: bool,
 }
 
-/// An exec credential plugin (`users[].user.exec`).
-#[derive(Debug, Clone, Default, Deserialize)]
+/// An exec credential plugin (`users[].user.exec`). `Debug` shows the command, not its
+/// arguments (which may carry credentials) nor the environment values.
+#[derive(Clone, Default, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ExecConfig {
     /// The program to run. A relative path with a `/` in it is resolved against the kubeconfig's
@@ -171,6 +174,20 @@ pub struct ExecConfig {
     /// interactively, so `Always` is refused.
     #[serde(default)]
     pub interactive_mode: Option<String>,
+}
+
+impl fmt::Debug for ExecConfig {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ExecConfig")
+            .field("command", &self.command)
+            .field("args", &format_args!("<{} hidden>", self.args.len()))
+            .field("env", &self.env.iter().map(|e| &e.name).collect::<Vec<_>>())
+            .field("api_version", &self.api_version)
+            .field("install_hint", &self.install_hint)
+            .field("provide_cluster_info", &self.provide_cluster_info)
+            .field("interactive_mode", &self.interactive_mode)
+            .finish()
+    }
 }
 
 /// One `exec.env` entry. The value may be a secret, so `Debug` hides it.
@@ -207,6 +224,11 @@ pub struct Context {
     /// The default namespace (`default` when empty).
     #[serde(default)]
     pub namespace: Option<String>,
+}
+
+/// `true` when the field is present, whatever its content (which is skipped, not kept).
+fn present<'de, D: Deserializer<'de>>(d: D) -> Result<bool, D::Error> {
+    serde::de::IgnoredAny::deserialize(d).map(|_| true)
 }
 
 fn null_as_empty<'de, D, T>(d: D) -> Result<Vec<T>, D::Error>
@@ -409,5 +431,29 @@ mod tests {
             "/home/me/.kube/./bin/cred"
         );
         assert_eq!(kc.users[1].user.exec.as_ref().unwrap().command, "aws");
+    }
+
+    #[test]
+    fn debug_hides_credentials_in_every_field() {
+        let text = r#"
+users:
+- name: a
+  user:
+    token: tok-secret-1
+    password: pw-secret-2
+    client-key-data: key-secret-3
+    auth-provider: {name: oidc, config: {id-token: idt-secret-4}}
+    exec:
+      command: cred
+      args: ["--token=arg-secret-5"]
+      env: [{name: API_KEY, value: env-secret-6}]
+"#;
+        let kc = Kubeconfig::from_yaml(text, None).unwrap();
+        let debug = format!("{kc:?}");
+        assert!(kc.users[0].user.auth_provider);
+        assert!(debug.contains("API_KEY"), "{debug}");
+        for n in 1..=6 {
+            assert!(!debug.contains(&format!("secret-{n}")), "{debug}");
+        }
     }
 }

@@ -351,7 +351,7 @@ async fn stalled_watch_hits_the_idle_timeout() {
     })
     .await;
     let mut config = config_of(&sim);
-    config.watch_idle_timeout = Duration::from_millis(500);
+    config.watch_idle_timeout = Duration::from_secs(1);
     let api: Api<ConfigMap> = Api::all(Client::new(config).unwrap());
     let mut events = api
         .watch(&WatchParams {
