@@ -112,7 +112,7 @@ fn openapi_doc(group: &str, version: &str, resources: &[ResourceInfo]) -> Value 
 pub(crate) fn route(
     shared: &Arc<Shared>,
     segs: &[&str],
-    _parts: &http::request::Parts,
+    parts: &http::request::Parts,
 ) -> Response<Body> {
     let gvs = group_versions(shared);
     match segs {
@@ -198,6 +198,7 @@ pub(crate) fn route(
                 .collect();
             ok(&json!({"paths": paths}))
         }
+        ["openapi", "v2"] | ["swagger-2.0.0.pb-v1"] => openapi_v2(parts),
         ["openapi", "v3", "api", v] => openapi_gv(&gvs, "", v),
         ["openapi", "v3", "apis", g, v] => openapi_gv(&gvs, g, v),
         _ => status_response(&status(
@@ -206,6 +207,43 @@ pub(crate) fn route(
             "the server could not find the requested resource",
         )),
     }
+}
+
+/// An OpenAPI v2 document with no definitions: older kubectl versions fetch it (as protobuf)
+/// before validating a manifest on the client, and skip validation of kinds it does not describe.
+fn openapi_v2(parts: &http::request::Parts) -> Response<Body> {
+    let protobuf = parts
+        .headers
+        .get(http::header::ACCEPT)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.contains("protobuf"));
+    if !protobuf {
+        return ok(&json!({
+            "swagger": "2.0",
+            "info": {"title": "Kubernetes", "version": format!("v1.{SERVER_MINOR}.0")},
+            "paths": {},
+            "definitions": {},
+        }));
+    }
+    // gnostic's openapi_v2.Document: swagger = 1 (string), info = 2 (Info: title = 1, version = 2).
+    fn field(out: &mut Vec<u8>, number: u8, bytes: &[u8]) {
+        out.push(number << 3 | 2);
+        out.push(u8::try_from(bytes.len()).unwrap_or(u8::MAX));
+        out.extend_from_slice(&bytes[..bytes.len().min(127)]);
+    }
+    let mut info = Vec::new();
+    field(&mut info, 1, b"Kubernetes");
+    field(&mut info, 2, format!("v1.{SERVER_MINOR}.0").as_bytes());
+    let mut doc = Vec::new();
+    field(&mut doc, 1, b"2.0");
+    field(&mut doc, 2, &info);
+    let mut r = json_response(StatusCode::OK, Bytes::from(doc));
+    r.headers_mut().insert(
+        http::header::CONTENT_TYPE,
+        // Go's media type parser rejects the `@` of the requested type; the bytes are what count.
+        http::HeaderValue::from_static("application/octet-stream"),
+    );
+    r
 }
 
 fn openapi_gv(

@@ -1400,6 +1400,20 @@ async fn discovery_answers_for_clients() {
             .iter()
             .any(|r| r["name"] == "deployments")
     );
+    // Older kubectl fetches an OpenAPI v2 document as protobuf before `create`.
+    let r = c
+        .get(format!("{}/openapi/v2", sim.url()))
+        .header(
+            "accept",
+            "application/com.github.proto-openapi.spec.v2@v1.0+protobuf",
+        )
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    assert!(r.bytes().await.unwrap().starts_with(b"\x0a\x032.0\x12"));
+    let (_, v3) = get_json(&c, &format!("{}/openapi/v3", sim.url())).await;
+    assert!(v3["paths"]["api/v1"]["serverRelativeURL"].is_string());
 }
 
 #[test]
