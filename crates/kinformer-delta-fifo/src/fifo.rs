@@ -407,6 +407,10 @@ impl<K: Object> DeltaFifo<K> {
             return false;
         };
         let key = first.key();
+        if deltas[1..].iter().any(|d| d.key() != key) {
+            tracing::warn!(%key, "requeue refused: the deltas are not all of one key");
+            return false;
+        }
         let wake = {
             let mut state = self.state.lock();
             if state.closed {

@@ -175,3 +175,18 @@ fn handles_and_futures_are_send_and_sync() {
     let dq: Arc<dyn DeltaQueue<DynamicObject>> = q;
     send(&dq.pop());
 }
+
+#[test]
+fn requeue_refuses_deltas_of_several_keys_and_an_empty_list() {
+    use kinformer_core::{Delta, DeltaType};
+    for mode in [Mode::Classic, Mode::InOrder] {
+        let q = fifo(mode);
+        let mixed = vec![
+            Delta::of(DeltaType::Added, obj("a", "1")),
+            Delta::of(DeltaType::Added, obj("b", "1")),
+        ];
+        assert!(!q.requeue(mixed), "{mode:?}");
+        assert!(!q.requeue(Vec::new()), "{mode:?}");
+        assert_eq!(q.depth(), 0);
+    }
+}
