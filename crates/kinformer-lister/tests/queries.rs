@@ -321,3 +321,20 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn listers_are_send_sync_and_work_over_a_dyn_reader() {
+    fn send_sync<T: Send + Sync>(_: &T) {}
+    let indexer = filled(true);
+    let dyn_reader: Arc<dyn IndexerRead<DynamicObject>> = Arc::new(indexer.reader());
+    let lister = Lister::new(dyn_reader, "widgets");
+    send_sync(&lister);
+    send_sync(&lister.namespaced("shop"));
+    assert_eq!(
+        lister
+            .namespaced("shop")
+            .list(&LabelSelector::everything())
+            .len(),
+        3
+    );
+}
