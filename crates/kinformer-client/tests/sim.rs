@@ -698,6 +698,7 @@ n=$(cat "$STATE/count" 2>/dev/null || echo 0)
 n=$((n+1))
 echo "$n" > "$STATE/count"
 printf '%s' "$KUBERNETES_EXEC_INFO" > "$STATE/info"
+printf '%s|' "$@" > "$STATE/args"
 printf '{"apiVersion":"%s","kind":"ExecCredential","status":{"token":"tok-%s","expirationTimestamp":"%s"}}\n' "$API" "$n" "$EXP"
 "#,
     )
@@ -719,6 +720,7 @@ users:
     exec:
       apiVersion: {api_version}
       command: ./cred.sh
+      args: ["get-token", "--cluster", "sim one"]
       provideClusterInfo: true
       interactiveMode: Never
       env:
@@ -771,6 +773,8 @@ async fn exec_plugin_credentials_are_cached_expire_and_rerun_on_401() {
         assert_eq!(info["apiVersion"], api);
         assert_eq!(info["spec"]["cluster"]["server"], sim.url());
         assert_eq!(info["spec"]["interactive"], false);
+        let args = std::fs::read_to_string(dir.path().join("args")).unwrap();
+        assert_eq!(args, "get-token|--cluster|sim one|");
 
         // Rotated on the server: the 401 re-runs the plugin once and the request succeeds.
         sim.set_auth(Auth::BearerToken("tok-2".into()));
@@ -817,6 +821,21 @@ async fn exec_plugin_failures_are_reported() {
         .unwrap_err();
     assert!(matches!(e, Error::Auth { .. }), "{e}");
     assert!(e.to_string().contains("login expired"), "{e}");
+
+    // A command that cannot be run: the error carries the install hint.
+    let mut config = exec_kubeconfig(&sim, dir.path(), "client.authentication.k8s.io/v1", "");
+    if let AuthConfig::Exec { exec, .. } = &mut config.auth {
+        exec.command = dir.path().join("not-installed").display().to_string();
+        exec.install_hint = Some("install it from the vendor".into());
+    }
+    let e = Api::<Pod>::all(Client::new(config).unwrap())
+        .list(&ListParams::default())
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(e, Error::Auth { .. }) && e.to_string().contains("install it from the vendor"),
+        "{e}"
+    );
 }
 
 /// Collects formatted log output.
