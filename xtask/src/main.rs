@@ -26,7 +26,9 @@ fn main() -> ExitCode {
             }
         },
         Some("bench") => {
-            eprintln!("xtask bench: no end-to-end scenarios exist yet; they arrive with the pipeline");
+            eprintln!(
+                "xtask bench: no end-to-end scenarios exist yet; they arrive with the pipeline"
+            );
             ExitCode::FAILURE
         }
         _ => {

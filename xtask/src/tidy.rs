@@ -29,7 +29,10 @@ pub(crate) fn check(root: &Path) -> Result<(), Vec<String>> {
         let text = fs::read_to_string(&manifest).unwrap_or_default();
         let name = package_name(&text).unwrap_or_default();
         if !inherits_lints(&text) {
-            problems.push(format!("{}: lacks `[lints] workspace = true`", rel(root, &manifest)));
+            problems.push(format!(
+                "{}: lacks `[lints] workspace = true`",
+                rel(root, &manifest)
+            ));
         }
         if !WIRING.contains(&name.as_str()) {
             let layers = layer_dependencies(&text);
@@ -45,11 +48,18 @@ pub(crate) fn check(root: &Path) -> Result<(), Vec<String>> {
         for file in rust_files(dir) {
             let text = fs::read_to_string(&file).unwrap_or_default();
             if !text.trim_start().starts_with("//!") {
-                problems.push(format!("{}: does not start with a `//!` doc comment", rel(root, &file)));
+                problems.push(format!(
+                    "{}: does not start with a `//!` doc comment",
+                    rel(root, &file)
+                ));
             }
         }
     }
-    if problems.is_empty() { Ok(()) } else { Err(problems) }
+    if problems.is_empty() {
+        Ok(())
+    } else {
+        Err(problems)
+    }
 }
 
 fn rel(root: &Path, p: &Path) -> String {
@@ -82,11 +92,15 @@ fn rust_files(dir: &Path) -> Vec<PathBuf> {
     let mut out = Vec::new();
     let mut stack = vec![dir.to_path_buf()];
     while let Some(d) = stack.pop() {
-        let Ok(entries) = fs::read_dir(&d) else { continue };
+        let Ok(entries) = fs::read_dir(&d) else {
+            continue;
+        };
         for e in entries.flatten() {
             let p = e.path();
             if p.is_dir() {
-                if p.file_name().is_some_and(|n| n != "target" && n != "fixtures") {
+                if p.file_name()
+                    .is_some_and(|n| n != "target" && n != "fixtures")
+                {
                     stack.push(p);
                 }
             } else if p.extension().is_some_and(|x| x == "rs") {
@@ -154,7 +168,10 @@ mod tests {
         let bad = "[package]\nname = \"kinformer-reflector\"\n[dependencies]\nkinformer-client.workspace = true\nkinformer-indexer = { workspace = true }\n";
         assert!(!inherits_lints(bad));
         assert_eq!(package_name(bad).as_deref(), Some("kinformer-reflector"));
-        assert_eq!(layer_dependencies(bad), ["kinformer-client", "kinformer-indexer"]);
+        assert_eq!(
+            layer_dependencies(bad),
+            ["kinformer-client", "kinformer-indexer"]
+        );
         let good = "[package]\nname = \"x\"\n\n[lints]\nworkspace = true\n";
         assert!(inherits_lints(good));
         assert!(layer_dependencies(good).is_empty());

@@ -193,7 +193,10 @@ mod tests {
         assert_eq!(d.key().as_str(), "ns/a");
         assert!(Arc::ptr_eq(d.object.object(), &obj));
         let cloned = d.clone();
-        assert!(Arc::ptr_eq(cloned.object.object(), &obj), "clone shares the object");
+        assert!(
+            Arc::ptr_eq(cloned.object.object(), &obj),
+            "clone shares the object"
+        );
         assert!(cloned.object.is_tombstone());
         let live = Delta::of(DeltaType::Added, obj);
         assert!(!live.object.is_tombstone());

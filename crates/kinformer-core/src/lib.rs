@@ -55,7 +55,7 @@ mod store;
 mod version;
 mod watch;
 
-pub use delta::{Delta, DeltaObject, DeltaType, DeletedFinalStateUnknown};
+pub use delta::{DeletedFinalStateUnknown, Delta, DeltaObject, DeltaType};
 pub use dynamic::{DynamicObject, PartialObjectMetadata, TypeMeta};
 pub use error::Error;
 pub use key::ObjectKey;

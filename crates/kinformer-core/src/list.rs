@@ -167,7 +167,8 @@ impl ListParams {
         q.opt("resourceVersion", self.resource_version.as_deref());
         q.opt(
             "resourceVersionMatch",
-            self.resource_version_match.map(ResourceVersionMatch::as_str),
+            self.resource_version_match
+                .map(ResourceVersionMatch::as_str),
         );
         q.opt_num("timeoutSeconds", self.timeout_seconds);
         q.0
@@ -219,7 +220,8 @@ impl WatchParams {
         q.opt("resourceVersion", self.resource_version.as_deref());
         q.opt(
             "resourceVersionMatch",
-            self.resource_version_match.map(ResourceVersionMatch::as_str),
+            self.resource_version_match
+                .map(ResourceVersionMatch::as_str),
         );
         q.opt_num("timeoutSeconds", self.timeout_seconds);
         if self.allow_watch_bookmarks {
@@ -311,7 +313,11 @@ mod tests {
 
     #[test]
     fn rejects_malformed_lists() {
-        for body in [r#"{"items":{}}"#, r#"{"items":[{"metadata":7}]}"#, "not json"] {
+        for body in [
+            r#"{"items":{}}"#,
+            r#"{"items":[{"metadata":7}]}"#,
+            "not json",
+        ] {
             assert!(matches!(
                 ObjectList::<Pod>::from_json(body.as_bytes()),
                 Err(Error::Decode { what: "list", .. })

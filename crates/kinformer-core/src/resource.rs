@@ -76,7 +76,8 @@ impl ApiResource {
     where
         K::Scope: 'static,
     {
-        let scope = if TypeId::of::<K::Scope>() == TypeId::of::<k8s_openapi::ClusterResourceScope>() {
+        let scope = if TypeId::of::<K::Scope>() == TypeId::of::<k8s_openapi::ClusterResourceScope>()
+        {
             Scope::Cluster
         } else {
             Scope::Namespaced

@@ -47,7 +47,8 @@ pub trait ReflectorStore<K: Object>: Send + Sync {
 
     /// A complete list at `resource_version`: the store's contents become exactly `objects`, and
     /// whatever it held that the list lacks is deleted.
-    fn replace(&self, objects: Vec<Arc<K>>, resource_version: ResourceVersion) -> Result<(), Error>;
+    fn replace(&self, objects: Vec<Arc<K>>, resource_version: ResourceVersion)
+    -> Result<(), Error>;
 
     /// A periodic resync: re-deliver what is known. The default does nothing.
     fn resync(&self) -> Result<(), Error> {
@@ -143,7 +144,11 @@ mod tests {
     use super::*;
     use crate::DynamicObject;
 
-    fn assert_dyn_compatible(_: &dyn ReflectorStore<DynamicObject>, _: &dyn KnownObjects<DynamicObject>) {}
+    fn assert_dyn_compatible(
+        _: &dyn ReflectorStore<DynamicObject>,
+        _: &dyn KnownObjects<DynamicObject>,
+    ) {
+    }
 
     #[test]
     fn traits_are_dyn_compatible_and_forward_through_pointers() {

@@ -237,7 +237,9 @@ impl<'de, K: DeserializeOwned> Visitor<'de> for EventSeed<K> {
                         return Err(de::Error::duplicate_field("object"));
                     }
                     match &kind {
-                        Some(Ok(t)) => event = Some(map.next_value_seed(ObjectSeed(*t, PhantomData))?),
+                        Some(Ok(t)) => {
+                            event = Some(map.next_value_seed(ObjectSeed(*t, PhantomData))?)
+                        }
                         Some(Err(_)) => {
                             map.next_value::<IgnoredAny>()?;
                         }
@@ -301,13 +303,17 @@ mod tests {
             assert_eq!(owners.len(), 1);
             assert_eq!(owners[0].uid, "11111111-2222-3333-4444-555555555555");
             assert!(owners[0].controller);
-            assert_eq!(pod.spec.as_ref().unwrap().node_name.as_deref(), Some("node-1"));
+            assert_eq!(
+                pod.spec.as_ref().unwrap().node_name.as_deref(),
+                Some("node-1")
+            );
         }
     }
 
     #[test]
     fn decodes_object_before_type() {
-        let line = r#"{"object":{"metadata":{"name":"a","resourceVersion":"3"}},"type":"MODIFIED"}"#;
+        let line =
+            r#"{"object":{"metadata":{"name":"a","resourceVersion":"3"}},"type":"MODIFIED"}"#;
         match WatchEvent::<DynamicObject>::from_json(line.as_bytes()).unwrap() {
             WatchEvent::Modified(o) => assert_eq!(o.resource_version(), Some("3")),
             other => panic!("{other:?}"),
@@ -350,7 +356,10 @@ mod tests {
             (r#"{"type":"ADDED","object":{"metadata":"#, "Decode"),
             (r#"{"type":"ADDED"}"#, "Decode"),
             (r#"{"object":{}}"#, "Decode"),
-            (r#"{"type":"ADDED","object":{"metadata":{"name":5}}}"#, "Decode"),
+            (
+                r#"{"type":"ADDED","object":{"metadata":{"name":5}}}"#,
+                "Decode",
+            ),
             (r#"{"type":"ADDED","object":{}} trailing"#, "Decode"),
             (r#"[1,2]"#, "Decode"),
             ("", "Decode"),

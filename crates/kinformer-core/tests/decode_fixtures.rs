@@ -6,8 +6,8 @@ use std::sync::Arc;
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::Node;
 use kinformer_core::{
-    ApiResource, DynamicObject, LabelSelector, Object, ObjectList, PartialObjectMetadata,
-    Scope, WatchEvent,
+    ApiResource, DynamicObject, LabelSelector, Object, ObjectList, PartialObjectMetadata, Scope,
+    WatchEvent,
 };
 
 const WATCH: &str = include_str!("fixtures/deployment-watch.jsonl");
@@ -16,9 +16,19 @@ const NODES: &str = include_str!("fixtures/node-list.json");
 /// A short description of an event, to compare streams as data.
 fn describe<K: Object>(ev: &WatchEvent<K>) -> String {
     match ev {
-        WatchEvent::Added(o) => format!("ADDED {} @{}", o.key(), o.resource_version().unwrap_or("-")),
-        WatchEvent::Modified(o) => format!("MODIFIED {} @{}", o.key(), o.resource_version().unwrap_or("-")),
-        WatchEvent::Deleted(o) => format!("DELETED {} @{}", o.key(), o.resource_version().unwrap_or("-")),
+        WatchEvent::Added(o) => {
+            format!("ADDED {} @{}", o.key(), o.resource_version().unwrap_or("-"))
+        }
+        WatchEvent::Modified(o) => format!(
+            "MODIFIED {} @{}",
+            o.key(),
+            o.resource_version().unwrap_or("-")
+        ),
+        WatchEvent::Deleted(o) => format!(
+            "DELETED {} @{}",
+            o.key(),
+            o.resource_version().unwrap_or("-")
+        ),
         WatchEvent::Bookmark(b) => format!("BOOKMARK @{}", b.resource_version),
         WatchEvent::Error(s) => format!("ERROR {} {}", s.code, s.reason),
     }
@@ -44,19 +54,28 @@ fn typed_watch_stream() {
     let events = decode_all::<Deployment>();
     let got: Vec<String> = events.iter().map(describe).collect();
     assert_eq!(got, EXPECTED);
-    let WatchEvent::Modified(d) = &events[1] else { unreachable!() };
+    let WatchEvent::Modified(d) = &events[1] else {
+        unreachable!()
+    };
     assert_eq!(d.spec.replicas, Some(5));
-    let WatchEvent::Error(status) = &events[4] else { unreachable!() };
+    let WatchEvent::Error(status) = &events[4] else {
+        unreachable!()
+    };
     assert!(status.is_gone());
 }
 
 #[test]
 fn dynamic_and_metadata_only_watch_streams_agree_with_typed() {
     let dynamic: Vec<String> = decode_all::<DynamicObject>().iter().map(describe).collect();
-    let partial: Vec<String> = decode_all::<PartialObjectMetadata>().iter().map(describe).collect();
+    let partial: Vec<String> = decode_all::<PartialObjectMetadata>()
+        .iter()
+        .map(describe)
+        .collect();
     assert_eq!(dynamic, EXPECTED);
     assert_eq!(partial, EXPECTED);
-    let WatchEvent::Added(d) = &decode_all::<DynamicObject>()[0] else { unreachable!() };
+    let WatchEvent::Added(d) = &decode_all::<DynamicObject>()[0] else {
+        unreachable!()
+    };
     assert_eq!(d.types.kind, "Deployment");
     assert_eq!(d.data["spec"]["replicas"], 3);
 }
@@ -70,8 +89,14 @@ fn cluster_scoped_list() {
     assert_eq!(names, ["worker-a1", "worker-b1"]);
     assert_eq!(ApiResource::of::<Node>().scope, Scope::Cluster);
 
-    let zone_a: LabelSelector = "topology.kubernetes.io/zone=zone-a,node-role.kubernetes.io/worker".parse().unwrap();
-    let matching: Vec<&Arc<Node>> = list.items.iter().filter(|n| zone_a.matches(n.labels())).collect();
+    let zone_a: LabelSelector = "topology.kubernetes.io/zone=zone-a,node-role.kubernetes.io/worker"
+        .parse()
+        .unwrap();
+    let matching: Vec<&Arc<Node>> = list
+        .items
+        .iter()
+        .filter(|n| zone_a.matches(n.labels()))
+        .collect();
     assert_eq!(matching.len(), 1);
     assert_eq!(matching[0].name(), "worker-a1");
 }

@@ -161,14 +161,29 @@ fn parse_term(input: &str, start: usize, term: &str) -> Result<FieldRequirement,
         i += 1;
     }
     let Some((at, len, operator)) = found else {
-        return Err(invalid(input, start, format!("{term:?} has no operator (=, ==, !=)")));
+        return Err(invalid(
+            input,
+            start,
+            format!("{term:?} has no operator (=, ==, !=)"),
+        ));
     };
     let field = term[..at].trim();
     if field.is_empty() {
-        return Err(invalid(input, start, "a field selector term needs a field name"));
+        return Err(invalid(
+            input,
+            start,
+            "a field selector term needs a field name",
+        ));
     }
-    if let Some(c) = field.chars().find(|c| !(c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_' | '/'))) {
-        return Err(invalid(input, start, format!("field name {field:?} contains {c:?}")));
+    if let Some(c) = field
+        .chars()
+        .find(|c| !(c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_' | '/')))
+    {
+        return Err(invalid(
+            input,
+            start,
+            format!("field name {field:?} contains {c:?}"),
+        ));
     }
     let raw = &term[at + len..];
     let mut value = String::with_capacity(raw.len());
@@ -178,12 +193,26 @@ fn parse_term(input: &str, start: usize, term: &str) -> Result<FieldRequirement,
             match chars.next() {
                 Some((_, e @ ('\\' | ',' | '='))) => value.push(e),
                 Some((k, e)) => {
-                    return Err(invalid(input, start + at + len + k, format!("invalid escape sequence \\{e}")));
+                    return Err(invalid(
+                        input,
+                        start + at + len + k,
+                        format!("invalid escape sequence \\{e}"),
+                    ));
                 }
-                None => return Err(invalid(input, start + at + len + j, "a trailing backslash escapes nothing")),
+                None => {
+                    return Err(invalid(
+                        input,
+                        start + at + len + j,
+                        "a trailing backslash escapes nothing",
+                    ));
+                }
             }
         } else if c == '=' || (c == '!' && raw[j + 1..].starts_with('=')) {
-            return Err(invalid(input, start + at + len + j, "an unescaped operator in a value"));
+            return Err(invalid(
+                input,
+                start + at + len + j,
+                "an unescaped operator in a value",
+            ));
         } else {
             value.push(c);
         }
@@ -203,8 +232,12 @@ mod tests {
 
     #[test]
     fn parses_matches_and_renders() {
-        let fields: BTreeMap<&str, &str> =
-            [("metadata.name", "a"), ("metadata.namespace", "ns"), ("spec.nodeName", "n1")].into();
+        let fields: BTreeMap<&str, &str> = [
+            ("metadata.name", "a"),
+            ("metadata.namespace", "ns"),
+            ("spec.nodeName", "n1"),
+        ]
+        .into();
         let get = |f: &str| fields.get(f).map(|v| Cow::Borrowed(*v));
         // (selector, canonical, matches)
         let cases: &[(&str, &str, bool)] = &[
@@ -215,7 +248,11 @@ mod tests {
             ("spec.nodeName=n2", "spec.nodeName=n2", false),
             ("status.phase=", "status.phase=", true),
             ("status.phase!=Running", "status.phase!=Running", true),
-            ("spec.nodeName=n1,metadata.namespace=ns", "metadata.namespace=ns,spec.nodeName=n1", true),
+            (
+                "spec.nodeName=n1,metadata.namespace=ns",
+                "metadata.namespace=ns,spec.nodeName=n1",
+                true,
+            ),
             (" metadata.name = a", "metadata.name= a", false),
         ];
         for (input, canonical, want) in cases {
@@ -238,7 +275,9 @@ mod tests {
         ];
         for (input, pos, msg) in cases {
             match input.parse::<FieldSelector>() {
-                Err(Error::InvalidSelector { position, message, .. }) => {
+                Err(Error::InvalidSelector {
+                    position, message, ..
+                }) => {
                     assert_eq!(position, *pos, "{input}: {message}");
                     assert!(message.contains(msg), "{input}: {message}");
                 }

@@ -52,7 +52,11 @@ impl Requirement {
             Operator::GreaterThan | Operator::LessThan => values.len() == 1,
         };
         if !count_ok {
-            return Err(invalid(&text(), 0, format!("wrong number of values for {operator:?}")));
+            return Err(invalid(
+                &text(),
+                0,
+                format!("wrong number of values for {operator:?}"),
+            ));
         }
         for v in &values {
             if matches!(operator, Operator::GreaterThan | Operator::LessThan) {
@@ -124,7 +128,11 @@ impl fmt::Display for Requirement {
             Operator::GreaterThan => write!(f, "{}>{first}", self.key),
             Operator::LessThan => write!(f, "{}<{first}", self.key),
             Operator::In | Operator::NotIn => {
-                let op = if self.operator == Operator::In { "in" } else { "notin" };
+                let op = if self.operator == Operator::In {
+                    "in"
+                } else {
+                    "notin"
+                };
                 write!(f, "{} {op} ({})", self.key, self.values.join(","))
             }
         }
@@ -237,7 +245,11 @@ impl LabelSelector {
                     )));
                 }
             };
-            reqs.push(Requirement::new(&e.key, op, e.values.clone().unwrap_or_default())?);
+            reqs.push(Requirement::new(
+                &e.key,
+                op,
+                e.values.clone().unwrap_or_default(),
+            )?);
         }
         Ok(Self::from_requirements(reqs))
     }
@@ -421,7 +433,12 @@ impl<'a> Parser<'a> {
             match self.next() {
                 (_, Token::End) => break,
                 (_, Token::Comma) => continue,
-                (at, t) => return Err(self.err(at, format!("expected ',' or end of input, found {}", t.describe()))),
+                (at, t) => {
+                    return Err(self.err(
+                        at,
+                        format!("expected ',' or end of input, found {}", t.describe()),
+                    ));
+                }
             }
         }
         Ok(LabelSelector::from_requirements(reqs))
@@ -432,7 +449,12 @@ impl<'a> Parser<'a> {
         let (key_at, key, negated) = match tok {
             Token::Not => match self.next() {
                 (k_at, Token::Ident(k)) => (k_at, k, true),
-                (k_at, t) => return Err(self.err(k_at, format!("expected a label key after '!', found {}", t.describe()))),
+                (k_at, t) => {
+                    return Err(self.err(
+                        k_at,
+                        format!("expected a label key after '!', found {}", t.describe()),
+                    ));
+                }
             },
             Token::Ident(k) => (at, k, false),
             t => return Err(self.err(at, format!("expected a label key, found {}", t.describe()))),
@@ -440,10 +462,18 @@ impl<'a> Parser<'a> {
         validate_key(key).map_err(|m| self.err(key_at, m))?;
         if negated {
             return match self.peek() {
-                Token::Comma | Token::End => Ok(self.build(key_at, key, Operator::DoesNotExist, vec![])?),
+                Token::Comma | Token::End => {
+                    Ok(self.build(key_at, key, Operator::DoesNotExist, vec![])?)
+                }
                 _ => {
                     let (at, t) = self.next();
-                    Err(self.err(at, format!("expected ',' or end of input after '!{key}', found {}", t.describe())))
+                    Err(self.err(
+                        at,
+                        format!(
+                            "expected ',' or end of input after '!{key}', found {}",
+                            t.describe()
+                        ),
+                    ))
                 }
             };
         }
@@ -461,7 +491,10 @@ impl<'a> Parser<'a> {
             t => {
                 return Err(self.err(
                     op_at,
-                    format!("expected an operator (=, ==, !=, >, <, in, notin) after {key:?}, found {}", t.describe()),
+                    format!(
+                        "expected an operator (=, ==, !=, >, <, in, notin) after {key:?}, found {}",
+                        t.describe()
+                    ),
                 ));
             }
         };
@@ -473,7 +506,13 @@ impl<'a> Parser<'a> {
         self.build(key_at, key, operator, values)
     }
 
-    fn build(&self, at: usize, key: &str, operator: Operator, values: Vec<String>) -> Result<Requirement, Error> {
+    fn build(
+        &self,
+        at: usize,
+        key: &str,
+        operator: Operator,
+        values: Vec<String>,
+    ) -> Result<Requirement, Error> {
         Requirement::new(key, operator, values).map_err(|e| match e {
             Error::InvalidSelector { message, .. } => self.err(at, message),
             other => other,
@@ -483,7 +522,11 @@ impl<'a> Parser<'a> {
     fn single_value(&mut self, operator: Operator) -> Result<String, Error> {
         match self.peek() {
             // `a=` selects the empty value, as in Kubernetes.
-            Token::Comma | Token::End if !matches!(operator, Operator::GreaterThan | Operator::LessThan) => Ok(String::new()),
+            Token::Comma | Token::End
+                if !matches!(operator, Operator::GreaterThan | Operator::LessThan) =>
+            {
+                Ok(String::new())
+            }
             _ => match self.next() {
                 (at, Token::Ident(v)) => {
                     self.check_value(at, v, operator)?;
@@ -529,7 +572,9 @@ impl<'a> Parser<'a> {
                     values.push(value);
                     return Ok(values);
                 }
-                (at, t) => return Err(self.err(at, format!("expected ',' or ')', found {}", t.describe()))),
+                (at, t) => {
+                    return Err(self.err(at, format!("expected ',' or ')', found {}", t.describe())));
+                }
             }
         }
     }
@@ -544,16 +589,27 @@ fn is_alnum(c: u8) -> bool {
 fn validate_name_part(s: &str, what: &str, allow_empty: bool) -> Result<(), String> {
     let b = s.as_bytes();
     if b.is_empty() {
-        return if allow_empty { Ok(()) } else { Err(format!("{what} must not be empty")) };
+        return if allow_empty {
+            Ok(())
+        } else {
+            Err(format!("{what} must not be empty"))
+        };
     }
     if b.len() > 63 {
         return Err(format!("{what} {s:?} is longer than 63 characters"));
     }
     if !is_alnum(b[0]) || !is_alnum(b[b.len() - 1]) {
-        return Err(format!("{what} {s:?} must begin and end with a letter or digit"));
+        return Err(format!(
+            "{what} {s:?} must begin and end with a letter or digit"
+        ));
     }
-    if let Some(c) = s.chars().find(|&c| !(c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))) {
-        return Err(format!("{what} {s:?} contains {c:?}; only letters, digits, '-', '_' and '.' are allowed"));
+    if let Some(c) = s
+        .chars()
+        .find(|&c| !(c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.')))
+    {
+        return Err(format!(
+            "{what} {s:?} contains {c:?}; only letters, digits, '-', '_' and '.' are allowed"
+        ));
     }
     Ok(())
 }
@@ -567,17 +623,22 @@ fn validate_key(k: &str) -> Result<(), String> {
     let name = match k.split_once('/') {
         Some((prefix, name)) => {
             if prefix.is_empty() || prefix.len() > 253 {
-                return Err(format!("label key prefix {prefix:?} must be 1 to 253 characters"));
+                return Err(format!(
+                    "label key prefix {prefix:?} must be 1 to 253 characters"
+                ));
             }
             for label in prefix.split('.') {
                 let b = label.as_bytes();
                 let ok = !b.is_empty()
                     && b.len() <= 63
-                    && b.iter().all(|&c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == b'-')
+                    && b.iter()
+                        .all(|&c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == b'-')
                     && b[0] != b'-'
                     && b[b.len() - 1] != b'-';
                 if !ok {
-                    return Err(format!("label key prefix {prefix:?} is not a DNS subdomain"));
+                    return Err(format!(
+                        "label key prefix {prefix:?} is not a DNS subdomain"
+                    ));
                 }
             }
             name
@@ -593,7 +654,10 @@ mod tests {
     use proptest::prelude::*;
 
     fn labels(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
-        pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
+        pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
     }
 
     #[test]
@@ -629,7 +693,12 @@ mod tests {
             ("b=1,a=2", "a=2,b=1", &[("a", "2"), ("b", "1")], true),
             ("b=1,a=2", "a=2,b=1", &[("a", "2")], false),
             ("  x = y ,  !z  ", "x=y,!z", &[("x", "y")], true),
-            ("example.com/app=web", "example.com/app=web", &[("example.com/app", "web")], true),
+            (
+                "example.com/app=web",
+                "example.com/app=web",
+                &[("example.com/app", "web")],
+                true,
+            ),
             ("a in (x,x)", "a in (x)", &[("a", "x")], true),
         ];
         for (input, canonical, l, want) in cases {
@@ -661,7 +730,11 @@ mod tests {
         ];
         for (input, pos, msg) in cases {
             match input.parse::<LabelSelector>() {
-                Err(Error::InvalidSelector { input: i, position, message }) => {
+                Err(Error::InvalidSelector {
+                    input: i,
+                    position,
+                    message,
+                }) => {
                     assert_eq!(i, *input);
                     assert_eq!(position, *pos, "{input}: {message}");
                     assert!(message.contains(msg), "{input}: {message:?} lacks {msg:?}");
@@ -675,7 +748,9 @@ mod tests {
 
     #[test]
     fn converts_from_and_to_metav1() {
-        let s: LabelSelector = "app=web,tier notin (db,cache),gpu,!legacy,zone in (a,b)".parse().unwrap();
+        let s: LabelSelector = "app=web,tier notin (db,cache),gpu,!legacy,zone in (a,b)"
+            .parse()
+            .unwrap();
         let ls = s.to_label_selector().unwrap();
         assert_eq!(ls.match_labels.as_ref().unwrap()["app"], "web");
         assert_eq!(ls.match_expressions.as_ref().unwrap().len(), 4);
@@ -684,10 +759,20 @@ mod tests {
         assert!(s.matches(&l) && back.matches(&l));
         let l = labels(&[("app", "web"), ("gpu", ""), ("zone", "a"), ("tier", "db")]);
         assert!(!s.matches(&l) && !back.matches(&l));
-        assert!("a>1".parse::<LabelSelector>().unwrap().to_label_selector().is_err());
+        assert!(
+            "a>1"
+                .parse::<LabelSelector>()
+                .unwrap()
+                .to_label_selector()
+                .is_err()
+        );
         assert!(LabelSelector::nothing().to_label_selector().is_err());
         let empty = metav1::LabelSelector::default();
-        assert!(LabelSelector::from_label_selector(Some(&empty)).unwrap().is_everything());
+        assert!(
+            LabelSelector::from_label_selector(Some(&empty))
+                .unwrap()
+                .is_everything()
+        );
         let bad = metav1::LabelSelector {
             match_expressions: Some(vec![metav1::LabelSelectorRequirement {
                 key: "a".into(),
@@ -707,7 +792,10 @@ mod tests {
     }
 
     fn arb_key() -> impl Strategy<Value = String> {
-        (proptest::option::of("[a-z0-9]([a-z0-9-]{0,6}[a-z0-9])?(\\.[a-z0-9]{1,5}){0,2}"), arb_name())
+        (
+            proptest::option::of("[a-z0-9]([a-z0-9-]{0,6}[a-z0-9])?(\\.[a-z0-9]{1,5}){0,2}"),
+            arb_name(),
+        )
             .prop_map(|(p, n)| p.map_or(n.clone(), |p| format!("{p}/{n}")))
             .prop_filter("keywords are not keys", |k| k != "in" && k != "notin")
     }
@@ -728,8 +816,13 @@ mod tests {
             Just(Operator::GreaterThan),
             Just(Operator::LessThan),
         ];
-        (arb_key(), ops, proptest::collection::vec(arb_value(), 1..4), any::<i32>()).prop_map(
-            |(k, op, vals, n)| {
+        (
+            arb_key(),
+            ops,
+            proptest::collection::vec(arb_value(), 1..4),
+            any::<i32>(),
+        )
+            .prop_map(|(k, op, vals, n)| {
                 let values = match op {
                     Operator::Equals | Operator::NotEquals => vec![vals[0].clone()],
                     Operator::In | Operator::NotIn => vals,
@@ -737,8 +830,7 @@ mod tests {
                     Operator::GreaterThan | Operator::LessThan => vec![n.to_string()],
                 };
                 Requirement::new(&k, op, values).expect("generated requirements are valid")
-            },
-        )
+            })
     }
 
     proptest! {
