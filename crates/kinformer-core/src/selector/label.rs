@@ -573,7 +573,9 @@ impl<'a> Parser<'a> {
                     return Ok(values);
                 }
                 (at, t) => {
-                    return Err(self.err(at, format!("expected ',' or ')', found {}", t.describe())));
+                    return Err(
+                        self.err(at, format!("expected ',' or ')', found {}", t.describe()))
+                    );
                 }
             }
         }
