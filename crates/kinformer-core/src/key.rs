@@ -35,11 +35,19 @@ impl ObjectKey {
     pub fn new(namespace: Option<&str>, name: &str) -> Self {
         match namespace {
             Some(ns) if !ns.is_empty() => {
-                let mut s = String::with_capacity(ns.len() + 1 + name.len());
-                s.push_str(ns);
-                s.push('/');
-                s.push_str(name);
-                Self(s.into())
+                // Keys are made on every event: join the parts on the stack so that the `Arc<str>`
+                // is the only allocation. Kubernetes names fit (namespace ≤ 63, name ≤ 253 bytes).
+                let len = ns.len() + 1 + name.len();
+                let mut buf = [0u8; 320];
+                if len > buf.len() {
+                    return Self(format!("{ns}/{name}").into());
+                }
+                buf[..ns.len()].copy_from_slice(ns.as_bytes());
+                buf[ns.len()] = b'/';
+                buf[ns.len() + 1..len].copy_from_slice(name.as_bytes());
+                let joined = std::str::from_utf8(&buf[..len])
+                    .expect("two strings joined by an ASCII '/' are UTF-8");
+                Self(joined.into())
             }
             _ => Self(name.into()),
         }
@@ -120,6 +128,13 @@ mod tests {
     #[test]
     fn makes_keys_like_client_go() {
         assert_eq!(ObjectKey::new(Some("ns"), "a").as_str(), "ns/a");
+        let long = "n".repeat(400);
+        assert_eq!(
+            ObjectKey::new(Some("ns"), &long).as_str(),
+            format!("ns/{long}")
+        );
+        let fits = "é".repeat(100);
+        assert_eq!(ObjectKey::new(Some("ns"), &fits).name(), fits);
         assert_eq!(ObjectKey::new(Some(""), "a").as_str(), "a");
         assert_eq!(ObjectKey::new(None, "a").as_str(), "a");
     }
