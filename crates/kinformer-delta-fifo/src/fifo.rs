@@ -1,12 +1,13 @@
 //! The queue itself: both modes behind one lock.
 
+use std::collections::VecDeque;
 use std::collections::hash_map::Entry as MapEntry;
-use std::collections::{HashMap, HashSet, VecDeque};
 use std::fmt;
 use std::sync::Arc;
 use std::task::{Context, Poll, Waker};
 use std::time::{Duration, Instant};
 
+use foldhash::{HashMap, HashMapExt, HashSet, HashSetExt};
 use kinformer_core::{
     DeletedFinalStateUnknown, Delta, DeltaObject, DeltaQueue, DeltaType, Error as CoreError,
     KnownObjects, Object, ObjectKey, Popped, ReflectorStore, ReplaceStep, ResourceVersion,

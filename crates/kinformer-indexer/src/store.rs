@@ -1,6 +1,6 @@
 //! The cache: objects by key plus named indexes, behind one reader-writer lock.
 
-use std::collections::{HashMap, HashSet};
+use foldhash::{HashMap, HashMapExt, HashSet, HashSetExt};
 use std::fmt;
 use std::sync::Arc;
 
@@ -153,7 +153,7 @@ fn reindex(
             }
             None => {
                 let shared: Arc<str> = value.into();
-                values.insert(Arc::clone(&shared), HashSet::from([key.clone()]));
+                values.insert(Arc::clone(&shared), HashSet::from_iter([key.clone()]));
                 shared
             }
         })
