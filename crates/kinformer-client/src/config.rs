@@ -174,6 +174,14 @@ impl Config {
     /// Finds the settings where kubectl would, in this order: the `KUBECONFIG` files (merged,
     /// first to set a value wins), `~/.kube/config`, then the in-cluster service account.
     pub fn infer(options: &KubeconfigOptions) -> Result<Self, Error> {
+        Self::find(options)?.ok_or_else(nothing_configured)
+    }
+
+    /// Like [`Config::infer`], but `Ok(None)` when there is nothing to find: no `KUBECONFIG`, no
+    /// `~/.kube/config`, and no `KUBERNETES_SERVICE_HOST`. A tool that has a fallback of its own
+    /// (an embedded simulated cluster, say) uses this, so that a kubeconfig that exists but is
+    /// broken is still reported rather than silently replaced.
+    pub fn find(options: &KubeconfigOptions) -> Result<Option<Self>, Error> {
         infer_with(options, &|name| std::env::var_os(name))
     }
 
@@ -282,10 +290,18 @@ impl Config {
 
 type Lookup<'a> = &'a dyn Fn(&str) -> Option<String>;
 
+fn nothing_configured() -> Error {
+    Error::config(
+        None,
+        "kubeconfig",
+        "no KUBECONFIG, no ~/.kube/config, and not in a cluster (KUBERNETES_SERVICE_HOST: not set)",
+    )
+}
+
 fn infer_with(
     options: &KubeconfigOptions,
     env: &dyn Fn(&str) -> Option<std::ffi::OsString>,
-) -> Result<Config, Error> {
+) -> Result<Option<Config>, Error> {
     if let Some(list) = env("KUBECONFIG").filter(|v| !v.is_empty()) {
         let paths: Vec<PathBuf> = std::env::split_paths(&list)
             .filter(|p| !p.as_os_str().is_empty())
@@ -297,25 +313,19 @@ fn infer_with(
                 format!("none of the files exist: {}", list.to_string_lossy()),
             ));
         }
-        return Config::from_kubeconfig(&Kubeconfig::read_all(&paths)?, options);
+        return Config::from_kubeconfig(&Kubeconfig::read_all(&paths)?, options).map(Some);
     }
     if let Some(home) = env("HOME").or_else(|| env("USERPROFILE")) {
         let path = PathBuf::from(home).join(".kube").join("config");
         if path.exists() {
-            return Config::from_path(&path, options);
+            return Config::from_path(&path, options).map(Some);
         }
     }
     let lookup = |name: &str| env(name).and_then(|v| v.into_string().ok());
-    incluster_with(Path::new(SERVICE_ACCOUNT_DIR), &lookup).map_err(|e| match e {
-        Error::Config { field, message, .. } if field == "KUBERNETES_SERVICE_HOST" => {
-            Error::config(
-                None,
-                "kubeconfig",
-                format!("no KUBECONFIG, no ~/.kube/config, and not in a cluster ({message})"),
-            )
-        }
-        other => other,
-    })
+    if lookup("KUBERNETES_SERVICE_HOST").is_none_or(|h| h.is_empty()) {
+        return Ok(None);
+    }
+    incluster_with(Path::new(SERVICE_ACCOUNT_DIR), &lookup).map(Some)
 }
 
 fn incluster_with(dir: &Path, env: Lookup<'_>) -> Result<Config, Error> {
@@ -652,13 +662,21 @@ mod tests {
             _ => None,
         };
         let c = infer_with(&KubeconfigOptions::default(), &with_kubeconfig).unwrap();
-        assert_eq!(c.cluster_url, "http://from-b:1");
+        assert_eq!(c.unwrap().cluster_url, "http://from-b:1");
         let home_only = |k: &str| (k == "HOME").then(|| home.clone().into_os_string());
         let c = infer_with(&KubeconfigOptions::default(), &home_only).unwrap();
-        assert_eq!(c.cluster_url, "http://from-home:1");
+        assert_eq!(c.unwrap().cluster_url, "http://from-home:1");
         let nothing = |_: &str| None;
-        let err = infer_with(&KubeconfigOptions::default(), &nothing).unwrap_err();
-        assert!(err.to_string().contains("not in a cluster"), "{err}");
+        assert!(
+            infer_with(&KubeconfigOptions::default(), &nothing)
+                .unwrap()
+                .is_none()
+        );
+        assert!(
+            nothing_configured()
+                .to_string()
+                .contains("not in a cluster")
+        );
         let missing = dir.path().join("nope").into_os_string();
         let bad_list = |k: &str| (k == "KUBECONFIG").then(|| missing.clone());
         let err = infer_with(&KubeconfigOptions::default(), &bad_list).unwrap_err();
