@@ -13,7 +13,7 @@ use hyper::body::Frame;
 use kinformer_core::FieldSelector;
 use kinformer_core::Status;
 use kinformer_core::selector::{FieldOperator, FieldRequirement};
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, watch};
 use tokio::time::Instant;
 
 use crate::api::{Filter, Query, Target, parse_rv, wait_for_version};
@@ -325,15 +325,20 @@ async fn run(shared: Arc<Shared>, spec: Spec, mut w: Writer) {
     close_all.borrow_and_update();
     let deadline = Instant::now() + spec.timeout;
     let closed = w.tx.clone();
+    // Once `close_all_watches_now` returns, no write made after it reaches any watch, so a test
+    // can change the store knowing every open watch has missed the change: the select looks at
+    // the close first, and `stream` checks it again between reading events and sending them.
+    let close_check = close_all.clone();
     tokio::select! {
-        () = stream(&shared, &spec, &mut w) => {}
-        () = tokio::time::sleep_until(deadline) => tracing::debug!("watch timed out"),
+        biased;
         _ = close_all.changed() => tracing::debug!("watch closed by fault injection"),
         () = closed.closed() => {}
+        () = tokio::time::sleep_until(deadline) => tracing::debug!("watch timed out"),
+        () = stream(&shared, &spec, &mut w, &close_check) => {}
     }
 }
 
-async fn stream(shared: &Shared, spec: &Spec, w: &mut Writer) {
+async fn stream(shared: &Shared, spec: &Spec, w: &mut Writer, close_all: &watch::Receiver<u64>) {
     let store = &shared.store;
     let mut notify = store.subscribe();
     notify.borrow_and_update();
@@ -385,6 +390,9 @@ async fn stream(shared: &Shared, spec: &Spec, w: &mut Writer) {
             };
             if events.is_empty() {
                 break;
+            }
+            if close_all.has_changed().unwrap_or(true) {
+                return;
             }
             for ev in &events {
                 if let Some(line) = spec.line_for(ev)
