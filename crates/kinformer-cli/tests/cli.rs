@@ -1,0 +1,277 @@
+//! The `kinformer` binary end to end: its fallback to the embedded simulated cluster, `get` and
+//! `watch` against a kubeconfig over TLS with a token, and a watch that converges through a
+//! compaction (410) by relisting, printing the delete it could not see.
+
+use std::collections::BTreeSet;
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use kinformer_core::{ApiResource, Scope};
+use kinformer_sim::{Auth, RequestKind, SimConfig, SimServer};
+use serde_json::json;
+use tokio::sync::mpsc;
+
+const BIN: &str = env!("CARGO_BIN_EXE_kinformer");
+/// No step of these tests should take this long; it only bounds a hung child.
+const BOUND: Duration = Duration::from_secs(60);
+
+fn pods() -> ApiResource {
+    ApiResource::new("", "v1", "Pod", "pods", Scope::Namespaced)
+}
+
+/// A command with no kubeconfig, no home kubeconfig and no in-cluster environment.
+fn bare(home: &std::path::Path) -> Command {
+    let mut cmd = Command::new(BIN);
+    cmd.env("HOME", home)
+        .env_remove("KUBECONFIG")
+        .env_remove("KUBERNETES_SERVICE_HOST")
+        .env("RUST_LOG", "warn");
+    cmd
+}
+
+/// A child that is killed if the test ends early (a failed assertion), so none outlives its test.
+struct KillOnDrop(Child);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Waits for a child to exit, killing it past the bound.
+fn wait_bounded(child: &mut Child) -> std::process::ExitStatus {
+    let deadline = Instant::now() + BOUND;
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            return status;
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("kinformer did not exit within {BOUND:?}");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Runs to completion; returns (exit status, stdout, stderr).
+fn run(mut cmd: Command) -> (std::process::ExitStatus, String, String) {
+    let child = cmd
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut child = KillOnDrop(child);
+    let out = child.0.stdout.take().unwrap();
+    let err = child.0.stderr.take().unwrap();
+    let out = std::thread::spawn(move || std::io::read_to_string(out).unwrap());
+    let err = std::thread::spawn(move || std::io::read_to_string(err).unwrap());
+    let status = wait_bounded(&mut child.0);
+    (status, out.join().unwrap(), err.join().unwrap())
+}
+
+/// The keys of `kinformer get` output lines (`key<TAB>rv=...`).
+fn keys_of(out: &str) -> BTreeSet<String> {
+    out.lines()
+        .filter(|l| !l.starts_with('#'))
+        .map(|l| l.split('\t').next().unwrap().to_owned())
+        .collect()
+}
+
+#[test]
+fn watch_falls_back_to_an_embedded_cluster_when_nothing_is_configured() {
+    let home = tempfile::tempdir().unwrap();
+    let mut cmd = bare(home.path());
+    cmd.args(["watch", "pods", "--sim-pods", "4", "--sim-churn", "200/s"]);
+    cmd.args(["--max-events", "10", "--seed", "3"]);
+    let (status, out, err) = run(cmd);
+    assert!(status.success(), "{err}");
+    assert!(err.contains("no kubeconfig found"), "{err}");
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(lines.len(), 10, "{out}");
+    assert_consistent_history(&lines);
+}
+
+/// Replays printed events: an ADDED key must be new, a MODIFIED or DELETED one known, and each
+/// key's resource versions must rise (the simulated server's are integers).
+fn assert_consistent_history(lines: &[&str]) {
+    let mut known: std::collections::BTreeMap<&str, u64> = Default::default();
+    for line in lines {
+        let mut parts = line.split_whitespace();
+        let (kind, key) = (parts.next().unwrap(), parts.next().unwrap());
+        let rv: u64 = parts
+            .next()
+            .unwrap()
+            .trim_start_matches("rv=")
+            .parse()
+            .unwrap();
+        match kind {
+            "ADDED" => assert!(known.insert(key, rv).is_none(), "added twice: {line}"),
+            "MODIFIED" => {
+                let old = known
+                    .insert(key, rv)
+                    .unwrap_or_else(|| panic!("unknown: {line}"));
+                assert!(old < rv, "version went back: {line}");
+            }
+            "DELETED" => {
+                let old = known
+                    .remove(key)
+                    .unwrap_or_else(|| panic!("unknown: {line}"));
+                assert!(old <= rv, "version went back: {line}");
+            }
+            other => panic!("unexpected event kind {other}: {line}"),
+        }
+    }
+}
+
+#[test]
+fn a_broken_kubeconfig_is_reported_not_replaced() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("config");
+    std::fs::write(&path, "clusters: [this is: not yaml").unwrap();
+    let mut cmd = bare(dir.path());
+    cmd.env("KUBECONFIG", &path).args(["get", "pods"]);
+    let (status, out, err) = run(cmd);
+    assert_eq!(status.code(), Some(1));
+    assert!(out.is_empty(), "{out}");
+    assert!(err.contains(&*path.to_string_lossy()), "{err}");
+    assert!(!err.contains("embedded"), "{err}");
+}
+
+#[test]
+fn bad_command_lines_exit_2_with_the_usage() {
+    let home = tempfile::tempdir().unwrap();
+    let mut cmd = bare(home.path());
+    cmd.args(["watch", "widgets"]);
+    let (status, out, err) = run(cmd);
+    assert_eq!(status.code(), Some(2));
+    assert!(out.is_empty(), "{out}");
+    assert!(err.contains("unknown resource \"widgets\""), "{err}");
+}
+
+async fn tls_sim() -> (SimServer, tempfile::TempDir, std::path::PathBuf) {
+    let sim = SimServer::start(SimConfig {
+        tls: true,
+        auth: Auth::BearerToken("s3cret".into()),
+        ..SimConfig::default()
+    })
+    .await
+    .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("kubeconfig");
+    std::fs::write(&path, sim.kubeconfig_yaml()).unwrap();
+    (sim, dir, path)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn get_lists_what_the_server_holds_through_a_kubeconfig() {
+    let (sim, dir, path) = tls_sim().await;
+    sim.store().seed_pods(7, 11);
+    let mut cmd = bare(dir.path());
+    cmd.arg("get").arg("pods").arg("--kubeconfig").arg(&path);
+    let (status, out, err) = tokio::task::spawn_blocking(move || run(cmd)).await.unwrap();
+    assert!(status.success(), "{err}");
+    let want: BTreeSet<String> = sim
+        .store()
+        .list(&pods(), None)
+        .iter()
+        .map(|p| {
+            let m = &p["metadata"];
+            format!(
+                "{}/{}",
+                m["namespace"].as_str().unwrap(),
+                m["name"].as_str().unwrap()
+            )
+        })
+        .collect();
+    assert_eq!(want.len(), 7);
+    assert_eq!(keys_of(&out), want, "{out}");
+    assert!(out.contains("# 7 objects"), "{out}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn watch_converges_through_a_compaction_by_relisting() {
+    let (sim, dir, path) = tls_sim().await;
+    let store = sim.store();
+    for name in ["a", "b", "c"] {
+        store
+            .create(
+                &pods(),
+                json!({"metadata": {"name": name, "namespace": "ns"}}),
+            )
+            .unwrap();
+    }
+    let mut cmd = bare(dir.path());
+    cmd.arg("watch")
+        .arg("pods")
+        .arg("--kubeconfig")
+        .arg(&path)
+        .args(["--max-events", "6"]);
+    let child = cmd
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut child = KillOnDrop(child);
+    let stdout = child.0.stdout.take().unwrap();
+    let (tx, mut rx) = mpsc::unbounded_channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines() {
+            if tx.send(line.unwrap()).is_err() {
+                break;
+            }
+        }
+    });
+    let mut next = async || {
+        tokio::time::timeout(BOUND, rx.recv())
+            .await
+            .expect("a line within the bound")
+            .expect("kinformer still running")
+    };
+    for want in ["ns/a", "ns/b", "ns/c"] {
+        let line = next().await;
+        assert!(line.starts_with("ADDED") && line.contains(want), "{line}");
+    }
+    // A change while the watch is open arrives as it happens.
+    store
+        .create(
+            &pods(),
+            json!({"metadata": {"name": "live", "namespace": "ns"}}),
+        )
+        .unwrap();
+    let line = next().await;
+    assert!(
+        line.starts_with("ADDED") && line.contains("ns/live"),
+        "{line}"
+    );
+
+    // Take the watch down and keep it down, change things, and compact the history so the
+    // watch cannot resume: only a relist can tell what happened.
+    let faults = sim.faults();
+    faults.fail_next(RequestKind::Watch, 503, 1_000_000, None);
+    faults.close_all_watches_now();
+    store.delete(&pods(), Some("ns"), "b").unwrap();
+    store
+        .create(
+            &pods(),
+            json!({"metadata": {"name": "d", "namespace": "ns"}}),
+        )
+        .unwrap();
+    faults.compact_now();
+    faults.clear();
+
+    let (added, deleted) = (next().await, next().await);
+    assert!(
+        added.starts_with("ADDED") && added.contains("ns/d"),
+        "{added}"
+    );
+    assert!(
+        deleted.starts_with("DELETED") && deleted.contains("ns/b"),
+        "{deleted}"
+    );
+    let status = tokio::task::spawn_blocking(move || wait_bounded(&mut child.0))
+        .await
+        .unwrap();
+    assert!(status.success());
+}
