@@ -87,7 +87,7 @@ pub(crate) fn parse(mut it: impl Iterator<Item = String>) -> Result<Args, Error>
     let command = match it.next().as_deref() {
         Some("watch") => Command::Watch,
         Some("get") => Command::Get,
-        Some("-h" | "--help" | "help") | None => return Err(Error::Usage(USAGE.to_owned())),
+        None => return Err(Error::Usage(USAGE.to_owned())),
         Some(other) => return Err(usage(format!("unknown command {other:?}"))),
     };
     let name = it

@@ -53,6 +53,13 @@ fn main() -> ExitCode {
         )
         .with_writer(std::io::stderr)
         .init();
+    if matches!(
+        std::env::args().nth(1).as_deref(),
+        Some("-h" | "--help" | "help")
+    ) {
+        println!("{}", args::USAGE);
+        return ExitCode::SUCCESS;
+    }
     let args = match args::parse(std::env::args().skip(1)) {
         Ok(a) => a,
         Err(e) => {

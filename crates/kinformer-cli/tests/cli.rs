@@ -148,6 +148,12 @@ fn bad_command_lines_exit_2_with_the_usage() {
     assert_eq!(status.code(), Some(2));
     assert!(out.is_empty(), "{out}");
     assert!(err.contains("unknown resource \"widgets\""), "{err}");
+
+    let mut cmd = bare(home.path());
+    cmd.arg("--help");
+    let (status, out, _) = run(cmd);
+    assert!(status.success());
+    assert!(out.starts_with("usage: kinformer"), "{out}");
 }
 
 async fn tls_sim() -> (SimServer, tempfile::TempDir, std::path::PathBuf) {
