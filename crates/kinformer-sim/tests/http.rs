@@ -1175,7 +1175,10 @@ async fn fault_slow_chunks() {
     let fast = started.elapsed();
     // Cleared, the same list skips at least two of the three delays. Relative to the slow run,
     // not an absolute bound, so a loaded machine slows both alike.
-    assert!(fast + Duration::from_millis(200) < slow, "{fast:?} vs {slow:?}");
+    assert!(
+        fast + Duration::from_millis(200) < slow,
+        "{fast:?} vs {slow:?}"
+    );
 }
 
 #[tokio::test]
