@@ -1,5 +1,5 @@
 //! Delta FIFO benchmarks at 100k pods (k8s-openapi `Pod`s with realistic metadata, built in
-//! memory): push then pop every pod, in classic and in-order mode, through the reflector's and
+//! memory by `kinformer_sim::typed_pods`): push then pop every pod, in classic and in-order mode, through the reflector's and
 //! the consumer's traits. Ends with a table of the target against measured figures.
 
 use std::collections::BTreeMap;
@@ -8,52 +8,11 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use criterion::{Criterion, Throughput};
-use k8s_openapi::api::core::v1::{Pod, PodSpec};
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
+use k8s_openapi::api::core::v1::Pod;
 use kinformer_core::{ObjectKey, ReflectorStore};
 use kinformer_delta_fifo::{DeltaFifo, Mode};
 
 const PODS: usize = 100_000;
-
-/// 100 namespaces, 1000 nodes, 2000 ReplicaSets.
-fn pods(n: usize) -> Vec<Arc<Pod>> {
-    (0..n)
-        .map(|i| {
-            let app = format!("app-{:04}", i % 2000);
-            let hash = format!("{:010x}", (i % 2000) * 7919);
-            Arc::new(Pod {
-                metadata: ObjectMeta {
-                    name: Some(format!("{app}-{hash}-{i:06}")),
-                    namespace: Some(format!("team-{:03}", i % 100)),
-                    uid: Some(format!("{i:08x}-0000-4000-8000-{:012x}", i * 31)),
-                    resource_version: Some((1_000_000 + i).to_string()),
-                    labels: Some(BTreeMap::from([
-                        ("app".to_string(), app.clone()),
-                        ("pod-template-hash".to_string(), hash.clone()),
-                        (
-                            "tier".to_string(),
-                            ["web", "api", "db", "cache"][i % 4].to_string(),
-                        ),
-                    ])),
-                    owner_references: Some(vec![OwnerReference {
-                        api_version: "apps/v1".into(),
-                        kind: "ReplicaSet".into(),
-                        name: format!("{app}-{hash}"),
-                        uid: format!("rs-{:08x}", i % 2000),
-                        controller: Some(true),
-                        block_owner_deletion: Some(true),
-                    }]),
-                    ..ObjectMeta::default()
-                },
-                spec: Some(PodSpec {
-                    node_name: Some(format!("node-{:04}", i % 1000)),
-                    ..PodSpec::default()
-                }),
-                status: None,
-            })
-        })
-        .collect()
-}
 
 fn fifo(mode: Mode) -> DeltaFifo<Pod> {
     let known: BTreeMap<ObjectKey, Arc<Pod>> = BTreeMap::new();
@@ -106,7 +65,7 @@ fn interleaved(mode: Mode, pods: &[Arc<Pod>]) -> Duration {
 }
 
 fn main() {
-    let pods = pods(PODS);
+    let pods = kinformer_sim::typed_pods(PODS);
     let mut c = Criterion::default().configure_from_args();
     {
         let mut g = c.benchmark_group("delta-fifo");

@@ -1,9 +1,8 @@
 //! Indexer benchmarks at 100k pods (k8s-openapi `Pod`s with realistic metadata, a container and
-//! a node, built in memory): add, update and delete per second; `get` and `by_index` latency with
+//! a node, built in memory by `kinformer_sim::typed_pods`): add, update and delete per second; `get` and `by_index` latency with
 //! four concurrent readers while a writer updates. Ends with a table of targets against measured
 //! figures.
 
-use std::collections::BTreeMap;
 use std::hint::black_box;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -11,63 +10,11 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use criterion::{Criterion, Throughput};
-use k8s_openapi::api::core::v1::{Container, Pod, PodSpec, PodStatus};
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
+use k8s_openapi::api::core::v1::Pod;
 use kinformer_core::Object;
 use kinformer_indexer::{Indexer, IndexerReader, index};
 
 const PODS: usize = 100_000;
-
-/// 100 namespaces, 1000 nodes, 2000 ReplicaSets; names, uids, labels and owners as a cluster
-/// has them.
-fn pods(n: usize) -> Vec<Arc<Pod>> {
-    (0..n)
-        .map(|i| {
-            let app = format!("app-{:04}", i % 2000);
-            let hash = format!("{:010x}", (i % 2000) * 7919);
-            Arc::new(Pod {
-                metadata: ObjectMeta {
-                    name: Some(format!("{app}-{hash}-{i:06}")),
-                    namespace: Some(format!("team-{:03}", i % 100)),
-                    uid: Some(format!("{i:08x}-0000-4000-8000-{:012x}", i * 31)),
-                    resource_version: Some((1_000_000 + i).to_string()),
-                    labels: Some(BTreeMap::from([
-                        ("app".to_string(), app.clone()),
-                        ("pod-template-hash".to_string(), hash.clone()),
-                        (
-                            "tier".to_string(),
-                            ["web", "api", "db", "cache"][i % 4].to_string(),
-                        ),
-                        ("version".to_string(), format!("v{}", i % 7)),
-                    ])),
-                    owner_references: Some(vec![OwnerReference {
-                        api_version: "apps/v1".into(),
-                        kind: "ReplicaSet".into(),
-                        name: format!("{app}-{hash}"),
-                        uid: format!("rs-{:08x}", i % 2000),
-                        controller: Some(true),
-                        block_owner_deletion: Some(true),
-                    }]),
-                    ..ObjectMeta::default()
-                },
-                spec: Some(PodSpec {
-                    node_name: Some(format!("node-{:04}", i % 1000)),
-                    containers: vec![Container {
-                        name: "main".into(),
-                        image: Some(format!("registry.example/{app}:1.{}", i % 7)),
-                        ..Container::default()
-                    }],
-                    ..PodSpec::default()
-                }),
-                status: Some(PodStatus {
-                    phase: Some("Running".into()),
-                    pod_ip: Some(format!("10.{}.{}.{}", i >> 16 & 255, i >> 8 & 255, i & 255)),
-                    ..PodStatus::default()
-                }),
-            })
-        })
-        .collect()
-}
 
 /// The same pods at their next resourceVersion: distinct objects, as a watch delivers them.
 fn next_versions(pods: &[Arc<Pod>]) -> Vec<Arc<Pod>> {
@@ -367,7 +314,7 @@ fn summary(pods: &[Arc<Pod>]) {
 }
 
 fn main() {
-    let pods = pods(PODS);
+    let pods = kinformer_sim::typed_pods(PODS);
     let mut c = Criterion::default().configure_from_args();
     benches(&mut c, &pods);
     c.final_summary();
