@@ -190,7 +190,8 @@ enum Item<K> {
         since: Instant,
     },
     Replace {
-        step: ReplaceStep<K>,
+        /// Boxed: a relist is rare and large, and inline it would make every queued delta as big.
+        step: Box<ReplaceStep<K>>,
         /// The keys of `step.objects`, computed once.
         keys: Vec<ObjectKey>,
         since: Instant,
@@ -475,7 +476,7 @@ impl<K: Object> DeltaFifo<K> {
                     for t in &step.tombstones {
                         q.release(&t.key);
                     }
-                    (Popped::Replace(step), 1)
+                    (Popped::Replace(*step), 1)
                 }
                 Item::Delta { .. } => {
                     q.batches += 1;
@@ -664,12 +665,12 @@ fn replace_in_order<K: Object>(
     let empty = objects.is_empty() && tombstones.is_empty();
     q.replaces_queued += 1;
     q.items.push_back(Item::Replace {
-        step: ReplaceStep {
+        step: Box::new(ReplaceStep {
             objects,
             resource_version,
             tombstones,
             is_initial_list: initial,
-        },
+        }),
         keys,
         since: Instant::now(),
     });
