@@ -409,8 +409,13 @@ impl<K: Object> KnownObjects<K> for Indexer<K> {
     }
 
     fn get_by_key(&self, key: &str) -> Option<Arc<K>> {
-        self.shared
-            .inner
+        self.shared.get_by_key(key)
+    }
+}
+
+impl<K> Shared<K> {
+    fn get_by_key(&self, key: &str) -> Option<Arc<K>> {
+        self.inner
             .read()
             .items
             .get(key)
@@ -421,12 +426,7 @@ impl<K: Object> KnownObjects<K> for Indexer<K> {
 impl<K: Object> IndexerReader<K> {
     /// The object cached under `key` (`namespace/name` or `name`).
     pub fn get_by_key(&self, key: &str) -> Option<Arc<K>> {
-        self.shared
-            .inner
-            .read()
-            .items
-            .get(key)
-            .map(|e| Arc::clone(&e.object))
+        self.shared.get_by_key(key)
     }
 
     /// The cached state of `object` (looked up by its key).

@@ -413,7 +413,11 @@ pub(crate) fn now_rfc3339() -> String {
 /// A deterministic, well-formed UUID (version 4 layout) from a counter.
 fn uid_from(n: u64) -> String {
     let a = splitmix(n);
-    let b = splitmix(a ^ 0x5151_5151);
+    uuid_from_bits(a, splitmix(a ^ 0x5151_5151))
+}
+
+/// A UUID in the version 4 layout from 128 random bits.
+pub(crate) fn uuid_from_bits(a: u64, b: u64) -> String {
     format!(
         "{:08x}-{:04x}-4{:03x}-{:04x}-{:012x}",
         a >> 32,

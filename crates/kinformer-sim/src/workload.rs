@@ -9,7 +9,7 @@ use serde_json::{Value, json};
 use tokio::task::JoinHandle;
 
 use crate::Error;
-use crate::store::{Store, rfc3339, splitmix};
+use crate::store::{Store, rfc3339, splitmix, uuid_from_bits};
 
 /// The namespaces seeded pods live in.
 const NAMESPACES: [&str; 5] = ["default", "shop", "payments", "monitoring", "kube-system"];
@@ -44,15 +44,7 @@ fn hex(r: &mut Rng, n: usize) -> String {
 
 fn uuid(r: &mut Rng) -> String {
     let a = r.next();
-    let b = r.next();
-    format!(
-        "{:08x}-{:04x}-4{:03x}-{:04x}-{:012x}",
-        a >> 32,
-        (a >> 16) & 0xffff,
-        a & 0xfff,
-        0x8000 | (b >> 48) & 0x3fff,
-        b & 0xffff_ffff_ffff
-    )
+    uuid_from_bits(a, r.next())
 }
 
 /// A realistic pod of about 4-5 KB of JSON: labels, annotations, an owner reference,
