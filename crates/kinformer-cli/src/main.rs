@@ -38,6 +38,9 @@ enum Error {
     /// The API server, the connection or the configuration failed.
     #[error(transparent)]
     Client(#[from] kinformer_client::Error),
+    /// Listing or watching failed in a way retrying cannot fix.
+    #[error(transparent)]
+    ListWatch(#[from] kinformer_core::list_watch::Error),
     /// The embedded simulated cluster could not start.
     #[error("embedded simulated cluster: {0}")]
     Sim(#[from] kinformer_sim::Error),

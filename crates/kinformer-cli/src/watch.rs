@@ -9,7 +9,7 @@ use std::io::Write;
 use std::time::Duration;
 
 use futures_util::StreamExt;
-use kinformer_client::{DEFAULT_PAGE_SIZE, ListWatch, list_all};
+use kinformer_core::list_watch::{DEFAULT_PAGE_SIZE, ErrorKind, ListWatch, list_all};
 use kinformer_core::{
     ListParams, Object, ObjectKey, ObjectList, PartialObjectMetadata, WatchEvent, WatchParams,
 };
@@ -91,7 +91,7 @@ pub(crate) async fn watch(
     'relist: loop {
         let list = match list_all(api, params, DEFAULT_PAGE_SIZE).await {
             Ok(list) => list,
-            Err(e) if e.is_retryable() => {
+            Err(e) if e.kind() != ErrorKind::Fatal => {
                 back_off(&mut attempt, e.retry_after()).await;
                 continue 'relist;
             }
@@ -112,8 +112,8 @@ pub(crate) async fn watch(
             };
             let mut events = match api.watch(&wp).await {
                 Ok(s) => s,
-                Err(e) if e.is_gone() => continue 'relist,
-                Err(e) if e.is_retryable() => {
+                Err(e) if e.kind() == ErrorKind::Relist => continue 'relist,
+                Err(e) if e.kind() != ErrorKind::Fatal => {
                     back_off(&mut attempt, e.retry_after()).await;
                     continue 'watch;
                 }
@@ -134,8 +134,8 @@ pub(crate) async fn watch(
                         back_off(&mut attempt, None).await;
                         continue 'watch;
                     }
-                    Err(e) if e.is_gone() => continue 'relist,
-                    Err(e) if e.is_resumable() || e.is_retryable() => {
+                    Err(e) if e.kind() == ErrorKind::Relist => continue 'relist,
+                    Err(e) if e.kind() != ErrorKind::Fatal => {
                         tracing::info!(error = %e, "watch interrupted; resuming");
                         back_off(&mut attempt, e.retry_after()).await;
                         continue 'watch;

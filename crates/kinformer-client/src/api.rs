@@ -1,126 +1,19 @@
-//! The list/watch trait the reflector consumes, its boxed form, the HTTP implementation for one
-//! resource, and the pager that walks every page of a list.
+//! The HTTP implementation of [`ListWatch`] for one resource, and how the client's rich errors
+//! become the neutral ones at that seam.
 
 use std::fmt;
 use std::marker::PhantomData;
-use std::sync::Arc;
 
 use async_trait::async_trait;
+use futures_util::StreamExt;
+use kinformer_core::list_watch::{self, ErrorKind, ListWatch};
 use kinformer_core::{
-    ApiResource, DynamicObject, ListParams, ObjectList, PartialObjectMetadata, ResourceVersion,
-    Scope, WatchParams,
+    ApiResource, DynamicObject, ListParams, ObjectList, PartialObjectMetadata, Scope, WatchParams,
 };
 use serde::de::DeserializeOwned;
 
 use crate::client::{ACCEPT_JSON, ACCEPT_METADATA, ACCEPT_METADATA_LIST};
 use crate::{Client, Error, WatchStream};
-
-/// The default page size of [`list_all`] and [`Pager`], as client-go's pager uses.
-pub const DEFAULT_PAGE_SIZE: u32 = 500;
-
-/// Lists and watches one kind of object: all the reflector needs from the network.
-///
-/// Dyn-compatible, so that a run-time choice (the HTTP [`Api`], a recorded-fixture client, one
-/// backed by another Kubernetes library) can hide behind a [`BoxListWatch`]. Implementations are
-/// `Send + Sync` and their futures are `Send`.
-///
-/// ```
-/// use std::sync::Arc;
-/// use async_trait::async_trait;
-/// use futures_util::StreamExt;
-/// use kinformer_client::{BoxListWatch, Error, ListWatch, WatchStream};
-/// use kinformer_core::{DynamicObject, ListParams, ObjectList, WatchParams};
-///
-/// /// Serves a fixed snapshot and a watch that ends at once.
-/// struct Fixture(Vec<Arc<DynamicObject>>);
-///
-/// #[async_trait]
-/// impl ListWatch<DynamicObject> for Fixture {
-///     async fn list(&self, _: &ListParams) -> Result<ObjectList<DynamicObject>, Error> {
-///         Ok(ObjectList { items: self.0.clone(), resource_version: "1".into(), continue_token: None, remaining_item_count: None })
-///     }
-///     async fn watch(&self, _: &WatchParams) -> Result<WatchStream<DynamicObject>, Error> {
-///         Ok(futures_util::stream::empty().boxed())
-///     }
-/// }
-///
-/// # #[tokio::main(flavor = "current_thread")]
-/// # async fn main() {
-/// let lw = BoxListWatch::new(Fixture(vec![Arc::new(DynamicObject::default())]));
-/// let all = kinformer_client::list_all(&lw, &ListParams::default(), 500).await.unwrap();
-/// assert_eq!(all.items.len(), 1);
-/// # }
-/// ```
-#[async_trait]
-pub trait ListWatch<K>: Send + Sync {
-    /// Lists one page (`limit`/`continue` in `params` select it).
-    async fn list(&self, params: &ListParams) -> Result<ObjectList<K>, Error>;
-
-    /// Opens a watch. The stream ends cleanly when the server closes it, or with one error.
-    async fn watch(&self, params: &WatchParams) -> Result<WatchStream<K>, Error>;
-}
-
-#[async_trait]
-impl<K, T: ListWatch<K> + ?Sized> ListWatch<K> for &T {
-    async fn list(&self, params: &ListParams) -> Result<ObjectList<K>, Error> {
-        (**self).list(params).await
-    }
-    async fn watch(&self, params: &WatchParams) -> Result<WatchStream<K>, Error> {
-        (**self).watch(params).await
-    }
-}
-
-#[async_trait]
-impl<K, T: ListWatch<K> + ?Sized> ListWatch<K> for Arc<T> {
-    async fn list(&self, params: &ListParams) -> Result<ObjectList<K>, Error> {
-        (**self).list(params).await
-    }
-    async fn watch(&self, params: &WatchParams) -> Result<WatchStream<K>, Error> {
-        (**self).watch(params).await
-    }
-}
-
-#[async_trait]
-impl<K, T: ListWatch<K> + ?Sized> ListWatch<K> for Box<T> {
-    async fn list(&self, params: &ListParams) -> Result<ObjectList<K>, Error> {
-        (**self).list(params).await
-    }
-    async fn watch(&self, params: &WatchParams) -> Result<WatchStream<K>, Error> {
-        (**self).watch(params).await
-    }
-}
-
-/// Any [`ListWatch`] behind one type, chosen at run time. Cheap to clone.
-pub struct BoxListWatch<K>(Arc<dyn ListWatch<K>>);
-
-impl<K> BoxListWatch<K> {
-    /// Boxes an implementation.
-    pub fn new(inner: impl ListWatch<K> + 'static) -> Self {
-        Self(Arc::new(inner))
-    }
-}
-
-impl<K> Clone for BoxListWatch<K> {
-    fn clone(&self) -> Self {
-        Self(Arc::clone(&self.0))
-    }
-}
-
-impl<K> fmt::Debug for BoxListWatch<K> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("BoxListWatch")
-    }
-}
-
-#[async_trait]
-impl<K> ListWatch<K> for BoxListWatch<K> {
-    async fn list(&self, params: &ListParams) -> Result<ObjectList<K>, Error> {
-        self.0.list(params).await
-    }
-    async fn watch(&self, params: &WatchParams) -> Result<WatchStream<K>, Error> {
-        self.0.watch(params).await
-    }
-}
 
 /// Full objects or metadata only.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -133,7 +26,7 @@ enum Form {
 ///
 /// ```no_run
 /// use k8s_openapi::api::core::v1::Pod;
-/// use kinformer_client::{Api, Client, ListWatch};
+/// use kinformer_client::{Api, Client};
 /// use kinformer_core::{ApiResource, DynamicObject, ListParams, Scope};
 ///
 /// # async fn run() -> Result<(), kinformer_client::Error> {
@@ -246,12 +139,13 @@ impl Api<PartialObjectMetadata> {
     }
 }
 
-#[async_trait]
-impl<K> ListWatch<K> for Api<K>
+impl<K> Api<K>
 where
     K: DeserializeOwned + Send + Sync + 'static,
 {
-    async fn list(&self, params: &ListParams) -> Result<ObjectList<K>, Error> {
+    /// Lists one page (`limit`/`continue` in `params` select it), with the client's rich error.
+    /// Through [`ListWatch`], the same request answers with the neutral error.
+    pub async fn list(&self, params: &ListParams) -> Result<ObjectList<K>, Error> {
         let accept = match self.form {
             Form::Full => ACCEPT_JSON,
             Form::Metadata => ACCEPT_METADATA_LIST,
@@ -261,7 +155,9 @@ where
             .await
     }
 
-    async fn watch(&self, params: &WatchParams) -> Result<WatchStream<K>, Error> {
+    /// Opens a watch, with the client's rich error on the stream. Through [`ListWatch`], the
+    /// same stream carries the neutral error.
+    pub async fn watch(&self, params: &WatchParams) -> Result<WatchStream<K>, Error> {
         let accept = match self.form {
             Form::Full => ACCEPT_JSON,
             Form::Metadata => ACCEPT_METADATA,
@@ -272,234 +168,104 @@ where
     }
 }
 
-/// One page from a [`Pager`].
-pub struct Page<K> {
-    /// The page.
-    pub list: ObjectList<K>,
-    /// `true` when the continue token expired and this page is a fresh, unpaged list of
-    /// everything: the caller must drop the pages it got before this one.
-    pub restarted: bool,
-}
+#[async_trait]
+impl<K> ListWatch<K> for Api<K>
+where
+    K: DeserializeOwned + Send + Sync + 'static,
+{
+    async fn list(&self, params: &ListParams) -> Result<ObjectList<K>, list_watch::Error> {
+        Ok(Api::list(self, params).await?)
+    }
 
-impl<K> fmt::Debug for Page<K> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Page")
-            .field("list", &self.list)
-            .field("restarted", &self.restarted)
-            .finish()
+    async fn watch(
+        &self,
+        params: &WatchParams,
+    ) -> Result<list_watch::WatchStream<K>, list_watch::Error> {
+        let stream = Api::watch(self, params).await?;
+        Ok(Box::pin(
+            stream.map(|event| event.map_err(list_watch::Error::from)),
+        ))
     }
 }
 
-/// Walks the pages of a list with `limit`/`continue`, as client-go's pager does: when a continue
-/// token has expired (410), it falls back to one unpaged list with the original options (and so
-/// at the original resourceVersion).
-///
-/// Page by page, a caller can apply a large list without holding it twice.
-pub struct Pager<'a, K> {
-    source: &'a (dyn ListWatch<K> + 'a),
-    params: ListParams,
-    page_size: u32,
-    continue_token: Option<String>,
-    done: bool,
-}
-
-impl<K> fmt::Debug for Pager<'_, K> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Pager")
-            .field("params", &self.params)
-            .field("page_size", &self.page_size)
-            .field("continue_token", &self.continue_token.is_some())
-            .field("done", &self.done)
-            .finish()
-    }
-}
-
-impl<'a, K> Pager<'a, K> {
-    /// A pager over `source` with these options; `page_size` 0 lists in one request. A `limit`
-    /// already in `params` wins over `page_size`.
-    pub fn new(source: &'a (dyn ListWatch<K> + 'a), params: &ListParams, page_size: u32) -> Self {
-        Self {
-            source,
-            params: params.clone(),
-            page_size,
-            continue_token: None,
-            done: false,
-        }
-    }
-
-    /// The next page, `None` after the last.
-    pub async fn next_page(&mut self) -> Result<Option<Page<K>>, Error> {
-        if self.done {
-            return Ok(None);
-        }
-        let mut params = self.params.clone();
-        if params.limit.is_none() && self.page_size > 0 {
-            params.limit = Some(self.page_size);
-        }
-        if let Some(token) = &self.continue_token {
-            // A continue token carries the snapshot's version itself.
-            params.continue_token = Some(token.clone());
-            params.resource_version = None;
-            params.resource_version_match = None;
-        }
-        let (list, restarted) = match self.source.list(&params).await {
-            Ok(list) => (list, false),
-            Err(e) if e.is_gone() && self.continue_token.is_some() => {
-                tracing::debug!("continue token expired: listing everything in one request");
-                let mut full = self.params.clone();
-                full.limit = None;
-                full.continue_token = None;
-                let list = self.source.list(&full).await?;
-                self.done = true;
-                (list, true)
-            }
-            Err(e) => {
-                self.done = true;
-                return Err(e);
-            }
-        };
-        self.continue_token = list.continue_token.clone();
-        if self.continue_token.is_none() {
-            self.done = true;
-        }
-        Ok(Some(Page { list, restarted }))
-    }
-}
-
-/// Lists every page (`page_size` objects at a time, [`DEFAULT_PAGE_SIZE`] is client-go's) and
-/// returns all the objects with the snapshot's resourceVersion. Falls back to one unpaged list
-/// when a continue token expires, as [`Pager`] does.
-pub async fn list_all<K>(
-    source: &(dyn ListWatch<K> + '_),
-    params: &ListParams,
-    page_size: u32,
-) -> Result<ObjectList<K>, Error> {
-    let mut pager = Pager::new(source, params, page_size);
-    let mut items = Vec::new();
-    let mut resource_version = ResourceVersion::from("");
-    while let Some(page) = pager.next_page().await? {
-        if page.restarted {
-            items.clear();
-        }
-        if items.is_empty() {
-            items = page.list.items;
+impl Error {
+    /// What a caller of [`ListWatch`] should do about this error: relist on 410 Gone and on a
+    /// resourceVersion the server cannot serve yet, resume a broken watch, retry what
+    /// [`is_retryable`](Self::is_retryable), and give up on the rest.
+    pub fn kind(&self) -> ErrorKind {
+        if self.is_gone() || matches!(self, Self::TooLargeResourceVersion { .. }) {
+            ErrorKind::Relist
+        } else if self.is_resumable() {
+            ErrorKind::Resume
+        } else if self.is_retryable() {
+            ErrorKind::Retry
         } else {
-            items.extend(page.list.items);
+            ErrorKind::Fatal
         }
-        resource_version = page.list.resource_version;
     }
-    Ok(ObjectList {
-        items,
-        resource_version,
-        continue_token: None,
-        remaining_item_count: None,
-    })
+}
+
+/// The neutral error keeps this one as its source: downcast it with
+/// [`get_ref`](list_watch::Error::get_ref) for the details.
+impl From<Error> for list_watch::Error {
+    fn from(e: Error) -> Self {
+        let (kind, retry_after) = (e.kind(), e.retry_after());
+        list_watch::Error::new(kind, e).with_retry_after(retry_after)
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use parking_lot::Mutex;
+    use std::time::Duration;
 
-    /// Serves `n` objects in pages; the continue token expires after `expire_after` pages.
-    struct Paged {
-        n: usize,
-        expire_after: Option<usize>,
-        calls: Mutex<Vec<ListParams>>,
-    }
-
-    fn obj(i: usize) -> Arc<DynamicObject> {
-        let mut o = DynamicObject::default();
-        o.metadata.name = Some(format!("o{i}"));
-        Arc::new(o)
-    }
-
-    #[async_trait]
-    impl ListWatch<DynamicObject> for Paged {
-        async fn list(&self, p: &ListParams) -> Result<ObjectList<DynamicObject>, Error> {
-            let pages_served = {
-                let mut calls = self.calls.lock();
-                calls.push(p.clone());
-                calls.len() - 1
-            };
-            if p.continue_token.is_some() && self.expire_after.is_some_and(|e| pages_served >= e) {
-                return Err(Error::Gone {
-                    message: "continue token expired".into(),
-                });
-            }
-            let start: usize = p
-                .continue_token
-                .as_deref()
-                .map_or(0, |t| t.parse().unwrap());
-            let end = p.limit.map_or(self.n, |l| (start + l as usize).min(self.n));
-            Ok(ObjectList {
-                items: (start..end).map(obj).collect(),
-                resource_version: "42".into(),
-                continue_token: (end < self.n).then(|| end.to_string()),
-                remaining_item_count: None,
-            })
+    #[test]
+    fn errors_cross_the_seam_with_their_kind_and_delay() {
+        let cases = [
+            (
+                Error::Gone {
+                    message: "expired".into(),
+                },
+                ErrorKind::Relist,
+                None,
+            ),
+            (
+                Error::TooLargeResourceVersion {
+                    message: "later".into(),
+                },
+                ErrorKind::Relist,
+                None,
+            ),
+            (
+                Error::Throttled {
+                    retry_after: Some(Duration::from_secs(3)),
+                    message: "slow".into(),
+                },
+                ErrorKind::Retry,
+                Some(Duration::from_secs(3)),
+            ),
+            (
+                Error::Forbidden {
+                    message: "no".into(),
+                },
+                ErrorKind::Fatal,
+                None,
+            ),
+        ];
+        for (e, kind, delay) in cases {
+            let text = e.to_string();
+            let neutral = list_watch::Error::from(e);
+            assert_eq!(
+                (neutral.kind(), neutral.retry_after()),
+                (kind, delay),
+                "{text}"
+            );
+            assert_eq!(neutral.to_string(), text);
+            assert!(
+                neutral.get_ref().is::<Error>(),
+                "the rich error is the source"
+            );
         }
-        async fn watch(&self, _: &WatchParams) -> Result<WatchStream<DynamicObject>, Error> {
-            unimplemented!()
-        }
-    }
-
-    #[tokio::test]
-    async fn walks_every_page() {
-        let src = Paged {
-            n: 1201,
-            expire_after: None,
-            calls: Mutex::new(Vec::new()),
-        };
-        let params = ListParams {
-            resource_version: Some("0".into()),
-            ..ListParams::default()
-        };
-        let all = list_all(&src, &params, DEFAULT_PAGE_SIZE).await.unwrap();
-        assert_eq!(all.items.len(), 1201);
-        assert_eq!(all.items[1200].metadata.name.as_deref(), Some("o1200"));
-        assert_eq!(all.resource_version.as_str(), "42");
-        let calls = src.calls.lock();
-        assert_eq!(calls.len(), 3);
-        assert_eq!(calls[0].resource_version.as_deref(), Some("0"));
-        assert_eq!(
-            calls[1].resource_version, None,
-            "continue requests carry no resourceVersion"
-        );
-        assert_eq!(calls[1].continue_token.as_deref(), Some("500"));
-    }
-
-    #[tokio::test]
-    async fn expired_continue_falls_back_to_one_unpaged_list() {
-        let src = Paged {
-            n: 30,
-            expire_after: Some(1),
-            calls: Mutex::new(Vec::new()),
-        };
-        let params = ListParams {
-            resource_version: Some("7".into()),
-            label_selector: Some("a=b".into()),
-            ..ListParams::default()
-        };
-        let mut pager = Pager::new(&src, &params, 10);
-        let first = pager.next_page().await.unwrap().unwrap();
-        assert_eq!((first.list.items.len(), first.restarted), (10, false));
-        let second = pager.next_page().await.unwrap().unwrap();
-        assert_eq!((second.list.items.len(), second.restarted), (30, true));
-        assert!(pager.next_page().await.unwrap().is_none());
-        let fallback = src.calls.lock().last().cloned().unwrap();
-        assert_eq!(fallback.limit, None);
-        assert_eq!(fallback.continue_token, None);
-        assert_eq!(fallback.resource_version.as_deref(), Some("7"));
-        assert_eq!(fallback.label_selector.as_deref(), Some("a=b"));
-
-        let src = Paged {
-            n: 30,
-            expire_after: Some(2),
-            calls: Mutex::new(Vec::new()),
-        };
-        let all = list_all(&src, &params, 10).await.unwrap();
-        assert_eq!(all.items.len(), 30, "pages before the fallback are dropped");
     }
 
     #[test]
@@ -507,18 +273,11 @@ mod tests {
         fn check<T: Send + Sync>() {}
         check::<Client>();
         check::<Api<DynamicObject>>();
-        check::<BoxListWatch<DynamicObject>>();
-        check::<Pager<'static, DynamicObject>>();
         check::<Error>();
         check::<crate::Config>();
-        fn send<T: Send>(_: &T) {}
-        let src = Paged {
-            n: 1,
-            expire_after: None,
-            calls: Mutex::new(Vec::new()),
-        };
-        send(&list_all(&src, &ListParams::default(), 1));
-        let mut pager = Pager::new(&src, &ListParams::default(), 1);
-        send(&pager.next_page());
+        let _: &dyn ListWatch<DynamicObject> = &Api::<DynamicObject>::all_with(
+            Client::new(crate::Config::new("http://127.0.0.1:1")).unwrap(),
+            &ApiResource::of::<k8s_openapi::api::core::v1::Pod>(),
+        );
     }
 }

@@ -27,7 +27,7 @@ pub(crate) const ACCEPT_METADATA: &str =
 /// (HTTP/2 when the server offers it, so many watches share one connection).
 ///
 /// Cheap to clone. Most code uses it through [`Api`](crate::Api), which fixes the resource and
-/// namespace and implements [`ListWatch`](crate::ListWatch).
+/// namespace and implements [`ListWatch`](kinformer_core::list_watch::ListWatch).
 #[derive(Clone)]
 pub struct Client {
     inner: Arc<Inner>,

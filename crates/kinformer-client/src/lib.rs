@@ -1,15 +1,13 @@
 //! Raw Kubernetes list/watch over HTTP: the bottom layer of kinformer that touches the network.
 //!
 //! What it does:
-//! - [`ListWatch`]: the narrow, dyn-compatible trait the reflector consumes (list one page, open a
-//!   watch), with [`BoxListWatch`] to swap implementations at run time.
-//! - [`Api`]: the HTTP implementation for one resource, typed (any k8s-openapi type), dynamic
+//! - [`Api`]: the HTTP implementation of
+//!   [`ListWatch`](kinformer_core::list_watch::ListWatch) (the trait the reflector consumes,
+//!   defined in `kinformer-core`) for one resource, typed (any k8s-openapi type), dynamic
 //!   ([`DynamicObject`](kinformer_core::DynamicObject) with an
 //!   [`ApiResource`](kinformer_core::ApiResource)) or metadata-only
 //!   ([`PartialObjectMetadata`](kinformer_core::PartialObjectMetadata)), namespaced or
 //!   cluster-wide.
-//! - [`Pager`] and [`list_all`]: every page of a list, with client-go's fallback to one unpaged
-//!   list when a continue token expires.
 //! - Watches decoded as the bytes arrive ([`WatchDecoder`], [`decode_watch`]), with a maximum
 //!   line length, an idle timeout, and typed errors that say whether to resume or relist.
 //! - [`Config`] from a kubeconfig ([`Kubeconfig`], merged across `KUBECONFIG` files with kubectl's
@@ -17,8 +15,11 @@
 //!   auth, client certificates, and exec credential plugins.
 //!
 //! What it does not do: retry, back off, relist or resume. Every [`Error`] says which of those
-//! fits ([`Error::is_retryable`], [`Error::is_gone`], [`Error::is_resumable`],
-//! [`Error::retry_after`]); the reflector acts on it. It only reads (GET): no create, update or
+//! fits ([`Error::kind`], [`Error::is_retryable`], [`Error::is_gone`], [`Error::is_resumable`],
+//! [`Error::retry_after`]), and becomes the neutral
+//! [`list_watch::Error`](kinformer_core::list_watch::Error) of the same kind through
+//! [`ListWatch`](kinformer_core::list_watch::ListWatch); the reflector acts on it. Paging over
+//! any `ListWatch` is `kinformer_core::list_watch::{Pager, list_all}`. It only reads (GET): no create, update or
 //! delete. Legacy auth-provider plugins are refused. `tls-server-name` changes which name the
 //! server's certificate is verified against, not the SNI sent.
 //!
@@ -26,10 +27,11 @@
 //! ```no_run
 //! use futures_util::StreamExt;
 //! use k8s_openapi::api::core::v1::Pod;
-//! use kinformer_client::{Api, Client, ListWatch, list_all, DEFAULT_PAGE_SIZE};
+//! use kinformer_client::{Api, Client};
+//! use kinformer_core::list_watch::{DEFAULT_PAGE_SIZE, ErrorKind, list_all};
 //! use kinformer_core::{ListParams, WatchEvent, WatchParams};
 //!
-//! # async fn run() -> Result<(), kinformer_client::Error> {
+//! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
 //! let client = Client::try_default()?;
 //! let pods: Api<Pod> = Api::all(client);
 //! let snapshot = list_all(&pods, &ListParams::default(), DEFAULT_PAGE_SIZE).await?;
@@ -45,8 +47,8 @@
 //!     match event {
 //!         Ok(WatchEvent::Added(pod)) => println!("added {:?}", pod.metadata.name),
 //!         Ok(_) => {}
-//!         Err(e) if e.is_resumable() => break, // watch again from the last resourceVersion
-//!         Err(e) => return Err(e),
+//!         Err(e) if e.kind() == ErrorKind::Resume => break, // watch again from the last resourceVersion
+//!         Err(e) => return Err(e.into()),
 //!     }
 //! }
 //! # Ok(()) }
@@ -64,7 +66,7 @@ mod kubeconfig;
 mod secret;
 mod tls;
 
-pub use api::{Api, BoxListWatch, DEFAULT_PAGE_SIZE, ListWatch, Page, Pager, list_all};
+pub use api::Api;
 pub use client::Client;
 pub use config::{
     AuthConfig, ClientIdentity, Config, DEFAULT_MAX_WATCH_LINE, KubeconfigOptions,

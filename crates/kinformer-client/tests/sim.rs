@@ -9,9 +9,9 @@ use std::time::Duration;
 use futures_util::StreamExt;
 use k8s_openapi::api::core::v1::{ConfigMap, Pod};
 use kinformer_client::{
-    Api, AuthConfig, Client, Config, DEFAULT_PAGE_SIZE, Error, Kubeconfig, KubeconfigOptions,
-    ListWatch, Pager, WatchStream, list_all,
+    Api, AuthConfig, Client, Config, Error, Kubeconfig, KubeconfigOptions, WatchStream,
 };
+use kinformer_core::list_watch::{DEFAULT_PAGE_SIZE, Pager, list_all};
 use kinformer_core::{
     ApiResource, DynamicObject, ListParams, Object, PartialObjectMetadata, Scope, WatchEvent,
     WatchParams,

@@ -15,7 +15,9 @@
 //!   typed tombstone so no handler ever needs a type assertion.
 //! - [`LabelSelector`] and [`FieldSelector`]: Kubernetes' selector grammar, parsed, matched, rendered.
 //! - [`ReflectorStore`] and [`KnownObjects`]: the traits where the reflector, the FIFO and the
-//!   indexer meet, so that no layer depends on another layer's implementation.
+//!   indexer meet, so that no layer depends on another layer's implementation; [`ListWatch`]
+//!   (in [`list_watch`], with its neutral error and the pager): where the reflector meets its
+//!   source of objects.
 //!
 //! It does no IO and pulls in no async runtime.
 //!
@@ -46,6 +48,7 @@ mod dynamic;
 mod error;
 mod key;
 mod list;
+pub mod list_watch;
 mod object;
 mod queue;
 mod resource;
@@ -60,6 +63,7 @@ pub use dynamic::{DynamicObject, PartialObjectMetadata, TypeMeta};
 pub use error::Error;
 pub use key::ObjectKey;
 pub use list::{ListParams, ObjectList, ResourceVersionMatch, WatchParams};
+pub use list_watch::{BoxListWatch, ListWatch, WatchStream};
 pub use object::{Object, OwnerRef};
 pub use queue::{DeltaQueue, Popped, ReplaceStep};
 pub use resource::{ApiResource, Scope};

@@ -85,6 +85,24 @@ where
     Ok(Option::<Vec<T>>::deserialize(d)?.unwrap_or_default())
 }
 
+impl<K> ObjectList<K> {
+    /// A complete list (no continue token, no remaining count) of `items` at `resource_version`.
+    ///
+    /// ```
+    /// use kinformer_core::{DynamicObject, ObjectList};
+    /// let list = ObjectList::<DynamicObject>::new(Vec::new(), "7".into());
+    /// assert!(list.continue_token.is_none());
+    /// ```
+    pub fn new(items: Vec<Arc<K>>, resource_version: ResourceVersion) -> Self {
+        Self {
+            items,
+            resource_version,
+            continue_token: None,
+            remaining_item_count: None,
+        }
+    }
+}
+
 impl<K: DeserializeOwned> ObjectList<K> {
     /// Decodes a list response body (`PodList`, `PartialObjectMetadataList`, any `*List`). An empty
     /// continue token counts as none.
