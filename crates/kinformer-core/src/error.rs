@@ -1,6 +1,8 @@
-//! The error type of `kinformer-core`.
+//! The error types of `kinformer-core`: [`Error`] for parsing and decoding, [`StoreError`] for
+//! what a store, a queue or a cache answers at a seam.
 
-/// Everything that can go wrong in `kinformer-core`. Each variant says what a caller can do about it.
+/// What can go wrong parsing or decoding in `kinformer-core`. Each variant says what a caller can
+/// do about it.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
@@ -44,13 +46,21 @@ pub enum Error {
     /// A watch event has a `type` this crate does not know. Not retryable for this event.
     #[error("unknown watch event type {0:?}")]
     UnknownEventType(String),
+}
 
-    /// The store has been closed: its consumer is gone and the writer should stop.
+/// What a store, a queue or a cache answers at a seam ([`ReflectorStore`](crate::ReflectorStore),
+/// [`CacheWrite`](crate::CacheWrite), [`IndexRead`](crate::IndexRead)). Each implementation
+/// returns only the variants that can happen to it, and keeps nothing of its own behind them.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum StoreError {
+    /// The store or queue has been closed: its consumer is gone and the writer should stop. Not
+    /// retryable.
     #[error("the store is closed")]
-    StoreClosed,
+    Closed,
 
-    /// An index function of a store failed for an object. The object was not stored; the writer may
-    /// log this and go on, or stop. Not retryable for this object.
+    /// An index function failed for an object, so the object was not stored. The writer may log
+    /// this and go on, or stop. Not retryable for this object: fix the function or the object.
     #[error("index function {index:?} failed for {key}: {message}")]
     IndexFunc {
         /// The name of the index.
@@ -59,5 +69,12 @@ pub enum Error {
         key: String,
         /// What the index function said.
         message: String,
+    },
+
+    /// No index has this name. Not retryable: add the index or fix the name.
+    #[error("no index named {name:?}")]
+    UnknownIndex {
+        /// The name asked for.
+        name: String,
     },
 }

@@ -14,12 +14,14 @@
 //! - [`Delta`], [`DeltaType`], [`DeletedFinalStateUnknown`]: what the delta FIFO hands on, with a
 //!   typed tombstone so no handler ever needs a type assertion.
 //! - [`LabelSelector`] and [`FieldSelector`]: Kubernetes' selector grammar, parsed, matched, rendered.
-//! - [`ReflectorStore`] and [`KnownObjects`]: the traits where the reflector, the FIFO and the
-//!   indexer meet, so that no layer depends on another layer's implementation; [`ListWatch`]
-//!   (in [`list_watch`], with its neutral error and the pager): where the reflector meets its
-//!   source of objects.
+//! - The traits where two layers meet, so that no layer depends on another layer's
+//!   implementation: [`ListWatch`] (the reflector's source, in [`list_watch`] with its neutral
+//!   error and the pager), [`ReflectorStore`] (what the reflector writes into, with the relist
+//!   protocol), [`DeltaQueue`] (what the informer pops from, with the consumer contract
+//!   [`apply_popped`]), and the cache's [`CacheRead`], [`IndexRead`] and [`CacheWrite`].
 //!
-//! It does no IO and pulls in no async runtime.
+//! It does no IO and pulls in no async runtime. Its errors: [`Error`] for parsing and decoding,
+//! [`StoreError`] at the store and cache seams, [`list_watch::Error`] at the list/watch seam.
 //!
 //! # k8s-openapi
 //! This crate enables no Kubernetes version feature of `k8s-openapi`: the final binary chooses one
@@ -43,6 +45,7 @@
 //! assert_eq!(pods.list_path(Some("shop")), "/api/v1/namespaces/shop/pods");
 //! ```
 
+mod cache;
 mod delta;
 mod dynamic;
 mod error;
@@ -58,18 +61,22 @@ mod store;
 mod version;
 mod watch;
 
+pub use cache::{CacheOp, CacheRead, CacheWrite, IndexRead, NAMESPACE_INDEX, Replaced};
 pub use delta::{DeletedFinalStateUnknown, Delta, DeltaObject, DeltaType};
 pub use dynamic::{DynamicObject, PartialObjectMetadata, TypeMeta};
-pub use error::Error;
+pub use error::{Error, StoreError};
 pub use key::ObjectKey;
 pub use list::{ListParams, ObjectList, ResourceVersionMatch, WatchParams};
 pub use list_watch::{BoxListWatch, ListWatch, WatchStream};
 pub use object::{Object, OwnerRef};
-pub use queue::{DeltaQueue, Popped, ReplaceStep};
+pub use queue::{
+    Applied, DeltaQueue, Notification, PopFuture, PopIntoFuture, Popped, PoppedItem, ReplaceStep,
+    apply_popped,
+};
 pub use resource::{ApiResource, Scope};
 pub use selector::{FieldSelector, LabelSelector};
 pub use status::{Status, StatusCause, StatusDetails};
-pub use store::{KnownObjects, ReflectorStore};
+pub use store::ReflectorStore;
 pub use version::ResourceVersion;
 pub use watch::{Bookmark, INITIAL_EVENTS_END_ANNOTATION, WatchEvent};
 

@@ -1,22 +1,29 @@
-//! The consumer side of the delta queue: where the delta FIFO meets the shared informer.
+//! The consumer side of the delta queue, where the delta FIFO meets the shared informer, and the
+//! consumer contract: how a popped item is applied to a cache ([`apply_popped`]).
 
 use std::sync::Arc;
+use std::task::{Context, Poll};
 use std::time::Duration;
 
-use crate::{DeletedFinalStateUnknown, Delta, ResourceVersion};
+use crate::{
+    CacheOp, CacheWrite, DeletedFinalStateUnknown, Delta, DeltaObject, DeltaType, Object,
+    ResourceVersion, StoreError,
+};
 
 /// An atomic relist, as an in-order queue hands it to its consumer: apply it as one step.
 ///
-/// The consumer replaces its whole store with `objects`, then delivers a delete for every
-/// tombstone (keys the store held that the list lacks), then an add or update for each object in
-/// list order.
+/// The consumer replaces its whole store with `objects`, then delivers a delete for every object
+/// its store held that the list lacks, then an add or update for each object in list order
+/// ([`apply_popped`] does exactly that).
 pub struct ReplaceStep<K> {
     /// The complete list, in the order the server sent it.
     pub objects: Vec<Arc<K>>,
     /// The resourceVersion of the list.
     pub resource_version: ResourceVersion,
-    /// The objects the consumer's store will hold when it reaches this step that the list lacks,
-    /// each with the newest state the queue knew.
+    /// What the queue's known objects held, when the step was popped, that the list lacks. A
+    /// consumer that applies the step with the queue's [`DeltaQueue::poll_pop`] and keeps the
+    /// known objects as its store gets exactly these deletions from [`apply_popped`]; without
+    /// known objects it is empty, and the consumer's own store says what to delete.
     pub tombstones: Vec<DeletedFinalStateUnknown<K>>,
     /// `true` for the informer's first list (the initial sync).
     pub is_initial_list: bool,
@@ -54,6 +61,9 @@ pub enum Popped<K> {
     Batch(Vec<Delta<K>>),
     /// An atomic relist (in-order mode).
     Replace(ReplaceStep<K>),
+    /// A resync as one step (in-order mode): re-deliver every object the consumer's store holds
+    /// when it reaches this step, as an update from the object to itself.
+    Resync,
 }
 
 impl<K> Popped<K> {
@@ -62,10 +72,11 @@ impl<K> Popped<K> {
         match self {
             Self::Key(d) | Self::Batch(d) => d.len(),
             Self::Replace(r) => r.objects.len() + r.tombstones.len(),
+            Self::Resync => 0,
         }
     }
 
-    /// `true` when the pop carries no delta (only an empty relist does).
+    /// `true` when the pop carries no delta (an empty relist, a resync step).
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
@@ -77,6 +88,7 @@ impl<K> Clone for Popped<K> {
             Self::Key(d) => Self::Key(d.clone()),
             Self::Batch(d) => Self::Batch(d.clone()),
             Self::Replace(r) => Self::Replace(r.clone()),
+            Self::Resync => Self::Resync,
         }
     }
 }
@@ -87,27 +99,38 @@ impl<K: std::fmt::Debug> std::fmt::Debug for Popped<K> {
             Self::Key(d) => f.debug_tuple("Key").field(d).finish(),
             Self::Batch(d) => f.debug_tuple("Batch").field(d).finish(),
             Self::Replace(r) => f.debug_tuple("Replace").field(r).finish(),
+            Self::Resync => f.write_str("Resync"),
         }
     }
 }
 
 /// The consumer side of a delta queue: what the shared informer pops from.
 ///
-/// The writer side is [`ReflectorStore`](crate::ReflectorStore). `pop` is async (it waits for
-/// work); everything else is synchronous and cheap. The trait is dyn-compatible, so an informer
-/// can hold an `Arc<dyn DeltaQueue<K>>`; the future `pop` returns is `Send`.
+/// The writer side is [`ReflectorStore`](crate::ReflectorStore). One method pops:
+/// [`poll_pop`](Self::poll_pop), which hands the next item to the consumer's `apply` *while no
+/// writer can reach the queue*. That is the consumer contract: a consumer that updates its store
+/// inside `apply` (as [`pop_into`](Self::pop_into) does) never lets a write slip between the pop
+/// and the store update, so a delete that arrives then is judged against the store that already
+/// holds the popped object and is never lost (client-go's `Pop(process)` keeps the same rule).
+/// [`pop`](Self::pop) takes an item out without applying it, for consumers that keep no store
+/// the queue consults.
+///
+/// Everything else is synchronous and cheap. The trait is dyn-compatible, so an informer can hold
+/// an `Arc<dyn DeltaQueue<K>>`; the futures it returns are `Send`.
 ///
 /// ```
 /// use std::sync::Arc;
+/// use std::task::{Context, Poll};
 /// use kinformer_core::{Delta, DeltaQueue, DeltaType, DynamicObject, Popped};
 ///
 /// /// A queue that is always empty and closed: the smallest possible implementation.
 /// #[derive(Debug)]
 /// struct Closed;
 ///
-/// #[async_trait::async_trait]
 /// impl DeltaQueue<DynamicObject> for Closed {
-///     async fn pop(&self) -> Option<Popped<DynamicObject>> { None }
+///     fn poll_pop(&self, _: &mut Context<'_>, _: &mut dyn FnMut(Popped<DynamicObject>)) -> Poll<bool> {
+///         Poll::Ready(false)
+///     }
 ///     fn requeue(&self, _: Vec<Delta<DynamicObject>>) -> bool { false }
 ///     fn has_synced(&self) -> bool { true }
 ///     fn close(&self) {}
@@ -118,12 +141,12 @@ impl<K: std::fmt::Debug> std::fmt::Debug for Popped<K> {
 /// assert!(queue.oldest_age().is_none());
 /// assert!(!queue.requeue(vec![Delta::of(DeltaType::Added, Arc::new(DynamicObject::default()))]));
 /// ```
-#[async_trait::async_trait]
-pub trait DeltaQueue<K>: Send + Sync {
-    /// Waits for work and takes it off the queue. Returns `None` once the queue is closed and
-    /// everything queued before the close has been popped. Cancel-safe: dropping the future
-    /// before it completes loses nothing.
-    async fn pop(&self) -> Option<Popped<K>>;
+pub trait DeltaQueue<K: Object>: Send + Sync {
+    /// Polls for the next item. When there is one, takes it off the queue, runs `apply` on it
+    /// before any write can reach the queue, and returns `Ready(true)`. Returns `Ready(false)`
+    /// once the queue is closed and everything queued before the close has been popped;
+    /// `Pending` (and wakes the task later) while the queue is empty.
+    fn poll_pop(&self, cx: &mut Context<'_>, apply: &mut dyn FnMut(Popped<K>)) -> Poll<bool>;
 
     /// Hands back the deltas of one key whose processing failed, so they are retried. They go
     /// back (at the end of the queue) only if nothing newer is queued for that key; returns
@@ -134,11 +157,11 @@ pub trait DeltaQueue<K>: Send + Sync {
     /// was empty, or if the first write was not a relist).
     fn has_synced(&self) -> bool;
 
-    /// Closes the queue: writers get an error from then on, and `pop` returns `None` once the
+    /// Closes the queue: writers get [`StoreError::Closed`] from then on, and pops end once the
     /// queue is drained.
     fn close(&self);
 
-    /// How many items wait (keys in classic mode, deltas and relists in in-order mode).
+    /// How many items wait (keys in classic mode, deltas and steps in in-order mode).
     fn depth(&self) -> usize;
 
     /// How long the oldest waiting item has waited; `None` when the queue is empty. The default
@@ -146,14 +169,292 @@ pub trait DeltaQueue<K>: Send + Sync {
     fn oldest_age(&self) -> Option<Duration> {
         None
     }
+
+    /// Waits for the next item and takes it off the queue without applying it anywhere. Returns
+    /// `None` once the queue is closed and drained. Cancel-safe: dropping the future before it
+    /// completes loses nothing. For a `dyn DeltaQueue`, use [`PopFuture::new`].
+    fn pop(&self) -> PopFuture<'_, K>
+    where
+        Self: Sized,
+    {
+        PopFuture::new(self)
+    }
+
+    /// Waits for the next item and applies it to `cache` by the consumer contract
+    /// ([`apply_popped`]) before any write can reach the queue; returns the item and what
+    /// changed, for the handlers. Returns `None` once the queue is closed and drained.
+    /// Cancel-safe. For a `dyn DeltaQueue`, use [`PopIntoFuture::new`].
+    fn pop_into<'a>(&'a self, cache: &'a (dyn CacheWrite<K> + 'a)) -> PopIntoFuture<'a, K>
+    where
+        Self: Sized,
+    {
+        PopIntoFuture::new(self, cache)
+    }
+}
+
+/// The future of [`DeltaQueue::pop`]: the next item, taken off the queue and applied nowhere.
+#[must_use = "futures do nothing unless polled"]
+pub struct PopFuture<'a, K: Object> {
+    queue: &'a (dyn DeltaQueue<K> + 'a),
+}
+
+impl<'a, K: Object> PopFuture<'a, K> {
+    /// Pops from any queue, `dyn` included.
+    pub fn new(queue: &'a (dyn DeltaQueue<K> + 'a)) -> Self {
+        Self { queue }
+    }
+}
+
+impl<K: Object> std::fmt::Debug for PopFuture<'_, K> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("PopFuture")
+    }
+}
+
+impl<K: Object> std::future::Future for PopFuture<'_, K> {
+    type Output = Option<Popped<K>>;
+
+    fn poll(self: std::pin::Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let mut out = None;
+        let open = std::task::ready!(self.queue.poll_pop(cx, &mut |popped| out = Some(popped)));
+        Poll::Ready(if open { out } else { None })
+    }
+}
+
+/// The future of [`DeltaQueue::pop_into`]: the next item, applied to a cache by the consumer
+/// contract while no writer could reach the queue.
+#[must_use = "futures do nothing unless polled"]
+pub struct PopIntoFuture<'a, K: Object> {
+    queue: &'a (dyn DeltaQueue<K> + 'a),
+    cache: &'a (dyn CacheWrite<K> + 'a),
+}
+
+impl<'a, K: Object> PopIntoFuture<'a, K> {
+    /// Pops from any queue, `dyn` included, into `cache`.
+    pub fn new(queue: &'a (dyn DeltaQueue<K> + 'a), cache: &'a (dyn CacheWrite<K> + 'a)) -> Self {
+        Self { queue, cache }
+    }
+}
+
+impl<K: Object> std::fmt::Debug for PopIntoFuture<'_, K> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("PopIntoFuture")
+    }
+}
+
+/// What [`DeltaQueue::pop_into`] yields: the item, and what applying it changed.
+pub struct PoppedItem<K> {
+    /// The item as the queue handed it out.
+    pub popped: Popped<K>,
+    /// What applying it to the cache changed.
+    pub applied: Applied<K>,
+}
+
+impl<K: std::fmt::Debug> std::fmt::Debug for PoppedItem<K> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PoppedItem")
+            .field("popped", &self.popped)
+            .field("applied", &self.applied)
+            .finish()
+    }
+}
+
+impl<K: Object> std::future::Future for PopIntoFuture<'_, K> {
+    type Output = Option<PoppedItem<K>>;
+
+    fn poll(self: std::pin::Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let cache = self.cache;
+        let mut out = None;
+        let open = std::task::ready!(self.queue.poll_pop(cx, &mut |popped| {
+            let applied = apply_popped(&popped, cache);
+            out = Some(PoppedItem { popped, applied });
+        }));
+        Poll::Ready(if open { out } else { None })
+    }
+}
+
+/// One change to the cache, as a handler hears of it.
+pub enum Notification<K> {
+    /// A new object (client-go's `OnAdd(obj, isInInitialList)`).
+    Added {
+        /// The object.
+        object: Arc<K>,
+        /// `true` when it came with the informer's initial list.
+        is_in_initial_list: bool,
+    },
+    /// A changed object, or a resync (then `old` and `new` are the same object).
+    Updated {
+        /// What the cache held before.
+        old: Arc<K>,
+        /// What it holds now.
+        new: Arc<K>,
+    },
+    /// An object left the cache: the server's last state, or a tombstone when the delete was
+    /// inferred from a relist.
+    Deleted {
+        /// The object or its tombstone.
+        object: DeltaObject<K>,
+    },
+}
+
+impl<K> Clone for Notification<K> {
+    fn clone(&self) -> Self {
+        match self {
+            Self::Added {
+                object,
+                is_in_initial_list,
+            } => Self::Added {
+                object: Arc::clone(object),
+                is_in_initial_list: *is_in_initial_list,
+            },
+            Self::Updated { old, new } => Self::Updated {
+                old: Arc::clone(old),
+                new: Arc::clone(new),
+            },
+            Self::Deleted { object } => Self::Deleted {
+                object: object.clone(),
+            },
+        }
+    }
+}
+
+impl<K: std::fmt::Debug> std::fmt::Debug for Notification<K> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Added {
+                object,
+                is_in_initial_list,
+            } => f
+                .debug_struct("Added")
+                .field("object", object)
+                .field("is_in_initial_list", is_in_initial_list)
+                .finish(),
+            Self::Updated { old, new } => f
+                .debug_struct("Updated")
+                .field("old", old)
+                .field("new", new)
+                .finish(),
+            Self::Deleted { object } => f.debug_struct("Deleted").field("object", object).finish(),
+        }
+    }
+}
+
+/// What applying one popped item to a cache changed: the notifications for the handlers, in
+/// order, and the writes the cache refused (an index function failed; the object is not cached).
+pub struct Applied<K> {
+    /// What the handlers hear, in order.
+    pub notifications: Vec<Notification<K>>,
+    /// Writes the cache refused; the informer logs them and goes on, as client-go does.
+    pub errors: Vec<StoreError>,
+}
+
+impl<K> Default for Applied<K> {
+    fn default() -> Self {
+        Self {
+            notifications: Vec::new(),
+            errors: Vec::new(),
+        }
+    }
+}
+
+impl<K: std::fmt::Debug> std::fmt::Debug for Applied<K> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Applied")
+            .field("notifications", &self.notifications)
+            .field("errors", &self.errors)
+            .finish()
+    }
+}
+
+/// The consumer contract: applies one popped item to `cache` and says what the handlers hear
+/// (client-go's `processDeltas`, and its atomic FIFO's relist).
+///
+/// - An `Added`, `Updated`, `Replaced` or `Sync` delta stores its object: `Updated { old, new }`
+///   when the cache held the key, else `Added` (with the delta's `is_initial_list`).
+/// - A `Deleted` delta removes the key: `Deleted` with the delta's object (or tombstone) when the
+///   cache held it; nothing when it did not (a delete already applied, or of a key never seen).
+/// - A relist step replaces the whole cache at once: a `Deleted` tombstone for every object the
+///   cache held that the list lacks (with the object it held), then `Added` or `Updated` for each
+///   listed object, in list order.
+/// - A resync step: `Updated` from each cached object to itself.
+///
+/// Deltas of a [`Popped::Key`] or [`Popped::Batch`] are applied as one write.
+pub fn apply_popped<K: Object>(popped: &Popped<K>, cache: &(dyn CacheWrite<K> + '_)) -> Applied<K> {
+    let mut applied = Applied::default();
+    match popped {
+        Popped::Key(deltas) | Popped::Batch(deltas) => {
+            let ops = deltas
+                .iter()
+                .map(|d| match d.kind {
+                    DeltaType::Deleted => CacheOp::Remove(d.key()),
+                    _ => CacheOp::Upsert(Arc::clone(d.object.object())),
+                })
+                .collect();
+            let outcomes = cache.apply_batch(ops);
+            for (delta, outcome) in deltas.iter().zip(outcomes) {
+                let previous = match outcome {
+                    Ok(previous) => previous,
+                    Err(e) => {
+                        applied.errors.push(e);
+                        continue;
+                    }
+                };
+                let notification = match (delta.kind, previous) {
+                    (DeltaType::Deleted, None) => continue,
+                    (DeltaType::Deleted, Some(_)) => Notification::Deleted {
+                        object: delta.object.clone(),
+                    },
+                    (_, Some(old)) => Notification::Updated {
+                        old,
+                        new: Arc::clone(delta.object.object()),
+                    },
+                    (_, None) => Notification::Added {
+                        object: Arc::clone(delta.object.object()),
+                        is_in_initial_list: delta.is_initial_list,
+                    },
+                };
+                applied.notifications.push(notification);
+            }
+        }
+        Popped::Replace(step) => {
+            let replaced = cache.replace_all(step.objects.clone());
+            for last_known in replaced.removed {
+                applied.notifications.push(Notification::Deleted {
+                    object: DeltaObject::DeletedFinalStateUnknown(DeletedFinalStateUnknown {
+                        key: last_known.key(),
+                        last_known,
+                    }),
+                });
+            }
+            for (object, outcome) in step.objects.iter().zip(replaced.outcomes) {
+                match outcome {
+                    Ok(Some(old)) => applied.notifications.push(Notification::Updated {
+                        old,
+                        new: Arc::clone(object),
+                    }),
+                    Ok(None) => applied.notifications.push(Notification::Added {
+                        object: Arc::clone(object),
+                        is_in_initial_list: step.is_initial_list,
+                    }),
+                    Err(e) => applied.errors.push(e),
+                }
+            }
+        }
+        Popped::Resync => cache.for_each(&mut |o| {
+            applied.notifications.push(Notification::Updated {
+                old: Arc::clone(o),
+                new: Arc::clone(o),
+            })
+        }),
+    }
+    applied
 }
 
 macro_rules! forward_queue {
     ($($ptr:ty),*) => {$(
-        #[async_trait::async_trait]
-        impl<K, Q: DeltaQueue<K> + ?Sized> DeltaQueue<K> for $ptr {
-            async fn pop(&self) -> Option<Popped<K>> {
-                (**self).pop().await
+        impl<K: Object, Q: DeltaQueue<K> + ?Sized> DeltaQueue<K> for $ptr {
+            fn poll_pop(&self, cx: &mut Context<'_>, apply: &mut dyn FnMut(Popped<K>)) -> Poll<bool> {
+                (**self).poll_pop(cx, apply)
             }
             fn requeue(&self, deltas: Vec<Delta<K>>) -> bool {
                 (**self).requeue(deltas)

@@ -1,20 +1,21 @@
-//! The queue itself: both modes behind one lock.
+//! The queue itself: both modes behind one lock, the relist protocol, and the pop that applies
+//! under the lock.
 
-use std::collections::VecDeque;
-use std::collections::hash_map::Entry as MapEntry;
 use std::fmt;
 use std::sync::Arc;
 use std::task::{Context, Poll, Waker};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use foldhash::{HashMap, HashMapExt, HashSet, HashSetExt};
 use kinformer_core::{
-    DeletedFinalStateUnknown, Delta, DeltaObject, DeltaQueue, DeltaType, Error as CoreError,
-    KnownObjects, Object, ObjectKey, Popped, ReflectorStore, ReplaceStep, ResourceVersion,
+    CacheRead, CacheWrite, DeletedFinalStateUnknown, Delta, DeltaObject, DeltaQueue, DeltaType,
+    Object, ObjectKey, Popped, PoppedItem, ReflectorStore, ResourceVersion, StoreError,
+    apply_popped,
 };
 use parking_lot::Mutex;
 
 use crate::Error;
+use crate::classic::Classic;
+use crate::in_order::InOrder;
 
 /// How the queue orders and hands out deltas.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -22,18 +23,21 @@ pub enum Mode {
     /// client-go's `DeltaFIFO`: one entry per key holding that key's deltas; a key keeps its
     /// place while more deltas arrive; [`pop`](DeltaFifo::pop) hands out all deltas of the oldest
     /// key as [`Popped::Key`].
-    #[default]
     Classic,
-    /// client-go's current default (`RealFIFO`): a flat queue of single deltas in arrival order,
-    /// popped as [`Popped::Batch`]es of consecutive deltas with distinct keys, and relists as one
-    /// atomic [`Popped::Replace`] step.
+    /// client-go's current default (`RealFIFO`), and ours: a flat queue of single deltas in
+    /// arrival order, popped as [`Popped::Batch`]es of consecutive deltas with distinct keys; a
+    /// relist is one atomic [`Popped::Replace`] step and a resync one [`Popped::Resync`] step.
+    #[default]
     InOrder,
 }
+
+/// The default most deltas of one in-order pop, as client-go's `RealFIFO` batches.
+pub const DEFAULT_BATCH_SIZE: usize = 1000;
 
 /// Builds a [`DeltaFifo`].
 pub struct DeltaFifoBuilder<K> {
     mode: Mode,
-    known: Option<Arc<dyn KnownObjects<K>>>,
+    known: Option<Arc<dyn CacheRead<K>>>,
     capacity: Option<usize>,
     batch_size: usize,
 }
@@ -50,16 +54,19 @@ impl<K> fmt::Debug for DeltaFifoBuilder<K> {
 }
 
 impl<K: Object> DeltaFifoBuilder<K> {
-    /// The queue's mode (default [`Mode::Classic`]).
+    /// The queue's mode (default [`Mode::InOrder`]). [`Mode::Classic`] needs
+    /// [`known_objects`](Self::known_objects).
     pub fn mode(mut self, mode: Mode) -> Self {
         self.mode = mode;
         self
     }
 
-    /// What the consumer's store already holds (client-go's `knownObjects`, normally the
-    /// indexer's reader): consulted for tombstones on relist, for resync, and to ignore deletes of
-    /// unknown keys. Without it, only queued keys are known.
-    pub fn known_objects(mut self, known: Arc<dyn KnownObjects<K>>) -> Self {
+    /// What the consumer's store holds (client-go's `knownObjects`, normally the indexer): read
+    /// to skip deletes of keys nobody holds, to make a relist's tombstones, and (classic mode) to
+    /// resync. Without it (in-order mode only) a delete is always queued, and the consumer's
+    /// store decides whether it removes anything (its apply answers with no notification when it
+    /// does not).
+    pub fn known_objects(mut self, known: Arc<dyn CacheRead<K>>) -> Self {
         self.known = Some(known);
         self
     }
@@ -71,7 +78,8 @@ impl<K: Object> DeltaFifoBuilder<K> {
         self
     }
 
-    /// The most deltas one in-order pop hands out (default 64). Ignored in classic mode.
+    /// The most deltas one in-order pop hands out (default [`DEFAULT_BATCH_SIZE`]). Ignored in
+    /// classic mode.
     pub fn batch_size(mut self, batch_size: usize) -> Self {
         self.batch_size = batch_size;
         self
@@ -85,21 +93,17 @@ impl<K: Object> DeltaFifoBuilder<K> {
         if self.batch_size == 0 {
             return Err(Error::ZeroBatchSize);
         }
+        if self.mode == Mode::Classic && self.known.is_none() {
+            return Err(Error::ClassicWithoutKnownObjects);
+        }
         let queue = match self.mode {
-            Mode::Classic => Queue::Classic(Classic {
-                items: HashMap::new(),
-                order: VecDeque::new(),
-            }),
-            Mode::InOrder => Queue::InOrder(InOrder {
-                items: VecDeque::new(),
-                pending: HashMap::new(),
-                replaces_queued: 0,
-                batches: 0,
-            }),
+            Mode::Classic => Queue::Classic(Classic::new()),
+            Mode::InOrder => Queue::InOrder(InOrder::new()),
         };
         Ok(DeltaFifo {
             state: Mutex::new(State {
                 queue,
+                relist: None,
                 populated: false,
                 initial_remaining: 0,
                 closed: false,
@@ -118,13 +122,13 @@ impl<K: Object> DeltaFifoBuilder<K> {
 /// from ([`DeltaQueue`]). See the crate documentation for the rules it follows.
 pub struct DeltaFifo<K> {
     state: Mutex<State<K>>,
-    known: Option<Arc<dyn KnownObjects<K>>>,
+    known: Option<Arc<dyn CacheRead<K>>>,
     capacity: Option<usize>,
     batch_size: usize,
     mode: Mode,
 }
 
-impl<K> fmt::Debug for DeltaFifo<K> {
+impl<K: Object> fmt::Debug for DeltaFifo<K> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let state = self.state.lock();
         f.debug_struct("DeltaFifo")
@@ -138,6 +142,8 @@ impl<K> fmt::Debug for DeltaFifo<K> {
 
 struct State<K> {
     queue: Queue<K>,
+    /// The relist being gathered page by page (`begin_relist` .. `end_relist`).
+    relist: Option<Vec<Arc<K>>>,
     /// Some write (other than a resync) has happened.
     populated: bool,
     /// Items still queued that were queued when the first relist arrived.
@@ -154,142 +160,16 @@ enum Queue<K> {
     InOrder(InOrder<K>),
 }
 
-impl<K> Queue<K> {
+impl<K: Object> Queue<K> {
     fn depth(&self) -> usize {
         match self {
-            Self::Classic(c) => c.order.len(),
-            Self::InOrder(q) => q.items.len(),
+            Self::Classic(c) => c.depth(),
+            Self::InOrder(q) => q.depth(),
         }
     }
 }
 
-struct Classic<K> {
-    items: HashMap<ObjectKey, Entry<K>>,
-    order: VecDeque<ObjectKey>,
-}
-
-struct Entry<K> {
-    deltas: Vec<Delta<K>>,
-    since: Instant,
-}
-
-struct InOrder<K> {
-    items: VecDeque<Item<K>>,
-    /// For every key with a queued delta (or named by a queued relist): how many queued items
-    /// touch it and its newest queued state (`None`: deleted).
-    pending: HashMap<ObjectKey, Pending<K>>,
-    replaces_queued: usize,
-    /// Batches handed out so far; numbers each batch.
-    batches: u64,
-}
-
-enum Item<K> {
-    Delta {
-        key: ObjectKey,
-        delta: Delta<K>,
-        since: Instant,
-    },
-    Replace {
-        /// Boxed: a relist is rare and large, and inline it would make every queued delta as big.
-        step: Box<ReplaceStep<K>>,
-        /// The keys of `step.objects`, computed once.
-        keys: Vec<ObjectKey>,
-        since: Instant,
-    },
-}
-
-struct Pending<K> {
-    count: usize,
-    newest: Option<Arc<K>>,
-    /// The last batch that took a delta of this key: a batch holds each key once.
-    batch: u64,
-}
-
-impl<K> Classic<K> {
-    /// client-go's `queueActionLocked`: append, collapse a doubled delete, keep the key's place.
-    fn push(&mut self, key: ObjectKey, delta: Delta<K>) {
-        match self.items.entry(key) {
-            MapEntry::Occupied(mut e) => {
-                let deltas = &mut e.get_mut().deltas;
-                deltas.push(delta);
-                dedup_deletes(deltas);
-            }
-            MapEntry::Vacant(v) => {
-                self.order.push_back(v.key().clone());
-                v.insert(Entry {
-                    deltas: vec![delta],
-                    since: Instant::now(),
-                });
-            }
-        }
-    }
-}
-
-/// Two consecutive `Deleted` deltas collapse to one: the older, unless the older is a tombstone,
-/// then the newer (client-go's `dedupDeltas`).
-fn dedup_deletes<K>(deltas: &mut Vec<Delta<K>>) {
-    let n = deltas.len();
-    if n < 2 {
-        return;
-    }
-    let (older, newer) = (&deltas[n - 2], &deltas[n - 1]);
-    if older.kind != DeltaType::Deleted || newer.kind != DeltaType::Deleted {
-        return;
-    }
-    if older.object.is_tombstone() {
-        deltas.remove(n - 2);
-    } else {
-        deltas.pop();
-    }
-}
-
-impl<K> InOrder<K> {
-    fn push(&mut self, key: ObjectKey, delta: Delta<K>) {
-        let newest = match delta.kind {
-            DeltaType::Deleted => None,
-            _ => Some(Arc::clone(delta.object.object())),
-        };
-        match self.pending.entry(key.clone()) {
-            MapEntry::Occupied(mut e) => {
-                let p = e.get_mut();
-                p.count += 1;
-                p.newest = newest;
-            }
-            MapEntry::Vacant(v) => {
-                v.insert(Pending {
-                    count: 1,
-                    newest,
-                    batch: 0,
-                });
-            }
-        }
-        self.items.push_back(Item::Delta {
-            key,
-            delta,
-            since: Instant::now(),
-        });
-    }
-
-    fn release(&mut self, key: &ObjectKey) {
-        if let MapEntry::Occupied(mut e) = self.pending.entry(key.clone()) {
-            e.get_mut().count -= 1;
-            if e.get().count == 0 {
-                e.remove();
-            }
-        }
-    }
-
-    /// Whether the consumer's store will hold `key` once it has applied everything queued.
-    fn will_hold(&self, key: &str, known: Option<&dyn KnownObjects<K>>) -> bool {
-        match self.pending.get(key) {
-            Some(p) => p.newest.is_some(),
-            None if self.replaces_queued > 0 => false,
-            None => known.is_some_and(|k| k.get_by_key(key).is_some()),
-        }
-    }
-}
-
-fn tombstone<K>(key: ObjectKey, last_known: Arc<K>, is_initial_list: bool) -> Delta<K> {
+pub(crate) fn tombstone<K>(key: ObjectKey, last_known: Arc<K>, is_initial_list: bool) -> Delta<K> {
     Delta {
         kind: DeltaType::Deleted,
         object: DeltaObject::DeletedFinalStateUnknown(DeletedFinalStateUnknown { key, last_known }),
@@ -298,18 +178,18 @@ fn tombstone<K>(key: ObjectKey, last_known: Arc<K>, is_initial_list: bool) -> De
 }
 
 impl<K: Object> DeltaFifo<K> {
-    /// A builder, classic mode, unbounded, with no known objects.
+    /// A builder: in-order mode, unbounded, batches of [`DEFAULT_BATCH_SIZE`], no known objects.
     pub fn builder() -> DeltaFifoBuilder<K> {
         DeltaFifoBuilder {
-            mode: Mode::Classic,
+            mode: Mode::default(),
             known: None,
             capacity: None,
-            batch_size: 64,
+            batch_size: DEFAULT_BATCH_SIZE,
         }
     }
 
-    /// A classic, unbounded queue that consults `known` (normally the indexer's reader).
-    pub fn new(known: Arc<dyn KnownObjects<K>>) -> Self {
+    /// An in-order, unbounded queue that consults `known` (normally the indexer).
+    pub fn new(known: Arc<dyn CacheRead<K>>) -> Self {
         Self::builder()
             .known_objects(known)
             .build()
@@ -321,7 +201,7 @@ impl<K: Object> DeltaFifo<K> {
         self.mode
     }
 
-    /// How many items wait: keys in classic mode, deltas and relists in in-order mode.
+    /// How many items wait: keys in classic mode, deltas and steps in in-order mode.
     pub fn depth(&self) -> usize {
         self.state.lock().queue.depth()
     }
@@ -331,14 +211,8 @@ impl<K: Object> DeltaFifo<K> {
     pub fn oldest_age(&self) -> Option<Duration> {
         let state = self.state.lock();
         let since = match &state.queue {
-            Queue::Classic(c) => c
-                .order
-                .front()
-                .and_then(|k| c.items.get(k))
-                .map(|e| e.since),
-            Queue::InOrder(q) => q.items.front().map(|i| match i {
-                Item::Delta { since, .. } | Item::Replace { since, .. } => *since,
-            }),
+            Queue::Classic(c) => c.oldest(),
+            Queue::InOrder(q) => q.oldest(),
         };
         since.map(|s| s.elapsed())
     }
@@ -354,12 +228,13 @@ impl<K: Object> DeltaFifo<K> {
         state.populated && state.initial_remaining == 0
     }
 
-    /// Closes the queue: writes fail with [`kinformer_core::Error::StoreClosed`] from now on,
-    /// [`pop`](Self::pop) drains what is queued and then returns `None`.
+    /// Closes the queue: writes fail with [`StoreError::Closed`] from now on, pops drain what is
+    /// queued and then end.
     pub fn close(&self) {
         let wakers = {
             let mut state = self.state.lock();
             state.closed = true;
+            state.relist = None;
             let mut w = std::mem::take(&mut state.consumers);
             w.append(&mut state.writers);
             w
@@ -367,34 +242,68 @@ impl<K: Object> DeltaFifo<K> {
         wakers.into_iter().for_each(Waker::wake);
     }
 
-    /// Takes the next item if there is one, without waiting.
+    /// Takes the next item if there is one, without waiting and without applying it anywhere.
     pub fn try_pop(&self) -> Option<Popped<K>> {
-        let (popped, wake) = {
-            let mut state = self.state.lock();
-            let popped = self.pop_locked(&mut state);
-            (popped, self.writers_to_wake(&mut state))
-        };
-        wake.into_iter().for_each(Waker::wake);
-        popped
+        let mut out = None;
+        self.pop_step(None, &mut |p| out = Some(p));
+        out
     }
 
-    /// Waits for the next item; `None` once the queue is closed and drained. Cancel-safe.
+    /// Takes the next item if there is one, without waiting, and applies it to `cache` by the
+    /// consumer contract ([`apply_popped`]) before any write can reach the queue.
+    pub fn try_pop_into(&self, cache: &dyn CacheWrite<K>) -> Option<PoppedItem<K>> {
+        let mut out = None;
+        self.pop_step(None, &mut |popped| {
+            let applied = apply_popped(&popped, cache);
+            out = Some(PoppedItem { popped, applied });
+        });
+        out
+    }
+
+    /// Waits for the next item and takes it off the queue without applying it; `None` once the
+    /// queue is closed and drained. Cancel-safe.
     pub async fn pop(&self) -> Option<Popped<K>> {
-        std::future::poll_fn(|cx| self.poll_pop(cx)).await
+        let mut out = None;
+        let open = std::future::poll_fn(|cx| self.poll_pop(cx, &mut |p| out = Some(p))).await;
+        if open { out } else { None }
     }
 
-    /// Polls for the next item: the building block of [`pop`](Self::pop).
-    pub fn poll_pop(&self, cx: &mut Context<'_>) -> Poll<Option<Popped<K>>> {
+    /// Waits for the next item and applies it to `cache` by the consumer contract before any
+    /// write can reach the queue; `None` once the queue is closed and drained. Cancel-safe.
+    pub async fn pop_into(&self, cache: &dyn CacheWrite<K>) -> Option<PoppedItem<K>> {
+        kinformer_core::PopIntoFuture::new(self, cache).await
+    }
+
+    /// One pop under the lock: the item, if any, goes to `apply` before the lock is released.
+    /// Returns `Some(true)` when an item was applied, `Some(false)` when closed and drained,
+    /// `None` when empty (and `cx`'s waker, if given, is registered).
+    fn pop_step(
+        &self,
+        cx: Option<&mut Context<'_>>,
+        apply: &mut dyn FnMut(Popped<K>),
+    ) -> Option<bool> {
         let (result, wake) = {
             let mut state = self.state.lock();
-            let result = match self.pop_locked(&mut state) {
-                Some(p) => Poll::Ready(Some(p)),
-                None if state.closed => Poll::Ready(None),
+            let popped = match &mut state.queue {
+                Queue::Classic(c) => c.pop(),
+                Queue::InOrder(q) => q.pop(self.batch_size, self.known.as_deref()),
+            };
+            let result = match popped {
+                Some((popped, items)) => {
+                    state.initial_remaining = state.initial_remaining.saturating_sub(items);
+                    // The consumer applies while no writer can reach the queue: a delete that
+                    // arrives now is judged against a store that already holds what was popped.
+                    apply(popped);
+                    Some(true)
+                }
+                None if state.closed => Some(false),
                 None => {
-                    if !state.consumers.iter().any(|w| w.will_wake(cx.waker())) {
+                    if let Some(cx) = cx
+                        && !state.consumers.iter().any(|w| w.will_wake(cx.waker()))
+                    {
                         state.consumers.push(cx.waker().clone());
                     }
-                    Poll::Pending
+                    None
                 }
             };
             (result, self.writers_to_wake(&mut state))
@@ -418,28 +327,12 @@ impl<K: Object> DeltaFifo<K> {
             if state.closed {
                 return false;
             }
-            match &mut state.queue {
-                Queue::Classic(c) => {
-                    if c.items.contains_key(&key) {
-                        return false;
-                    }
-                    c.order.push_back(key.clone());
-                    c.items.insert(
-                        key,
-                        Entry {
-                            deltas,
-                            since: Instant::now(),
-                        },
-                    );
-                }
-                Queue::InOrder(q) => {
-                    if q.replaces_queued > 0 || q.pending.contains_key(&key) {
-                        return false;
-                    }
-                    for delta in deltas {
-                        q.push(key.clone(), delta);
-                    }
-                }
+            let back = match &mut state.queue {
+                Queue::Classic(c) => c.requeue(key, deltas),
+                Queue::InOrder(q) => q.requeue(key, deltas),
+            };
+            if !back {
+                return false;
             }
             state.populated = true;
             std::mem::take(&mut state.consumers)
@@ -457,290 +350,132 @@ impl<K: Object> DeltaFifo<K> {
         }
     }
 
-    fn pop_locked(&self, state: &mut State<K>) -> Option<Popped<K>> {
-        let (popped, items) = match &mut state.queue {
-            Queue::Classic(c) => {
-                let key = c.order.pop_front()?;
-                let entry = c.items.remove(&key).expect("every queued key has an entry");
-                (Popped::Key(entry.deltas), 1)
-            }
-            Queue::InOrder(q) => match q.items.front()? {
-                Item::Replace { .. } => {
-                    let Some(Item::Replace { step, keys, .. }) = q.items.pop_front() else {
-                        unreachable!("the front was just seen to be a relist");
-                    };
-                    q.replaces_queued -= 1;
-                    for key in &keys {
-                        q.release(key);
-                    }
-                    for t in &step.tombstones {
-                        q.release(&t.key);
-                    }
-                    (Popped::Replace(*step), 1)
-                }
-                Item::Delta { .. } => {
-                    q.batches += 1;
-                    let id = q.batches;
-                    let mut batch = Vec::new();
-                    while batch.len() < self.batch_size {
-                        let Some(Item::Delta { key, .. }) = q.items.front() else {
-                            break;
-                        };
-                        let p = q
-                            .pending
-                            .get_mut(key)
-                            .expect("every queued delta's key is pending");
-                        if p.batch == id {
-                            break;
-                        }
-                        p.batch = id;
-                        p.count -= 1;
-                        let last = p.count == 0;
-                        let Some(Item::Delta { key, delta, .. }) = q.items.pop_front() else {
-                            unreachable!("the front was just seen to be a delta");
-                        };
-                        if last {
-                            q.pending.remove(&key);
-                        }
-                        batch.push(delta);
-                    }
-                    let n = batch.len();
-                    (Popped::Batch(batch), n)
-                }
-            },
-        };
-        state.initial_remaining = state.initial_remaining.saturating_sub(items);
-        Some(popped)
-    }
-
     /// Runs one write under the lock, then wakes the consumers.
-    fn write(
+    fn write<R>(
         &self,
-        f: impl FnOnce(&mut State<K>, Option<&dyn KnownObjects<K>>),
-    ) -> Result<(), CoreError> {
-        let wake = {
+        f: impl FnOnce(&mut State<K>, Option<&dyn CacheRead<K>>) -> R,
+    ) -> Result<R, StoreError> {
+        let (r, wake) = {
             let mut state = self.state.lock();
             if state.closed {
-                return Err(CoreError::StoreClosed);
+                return Err(StoreError::Closed);
             }
-            f(&mut state, self.known.as_deref());
-            if state.consumers.is_empty() {
+            let r = f(&mut state, self.known.as_deref());
+            let wake = if state.consumers.is_empty() {
                 Vec::new()
             } else {
                 std::mem::take(&mut state.consumers)
-            }
+            };
+            (r, wake)
         };
         wake.into_iter().for_each(Waker::wake);
-        Ok(())
+        Ok(r)
     }
 
-    fn push_live(&self, kind: DeltaType, object: Arc<K>) -> Result<(), CoreError> {
+    fn push_live(&self, kind: DeltaType, object: Arc<K>) -> Result<(), StoreError> {
         let key = object.key();
         self.write(|state, known| {
             state.populated = true;
             let delta = Delta::of(kind, object);
             match &mut state.queue {
-                Queue::Classic(c) => {
-                    if kind == DeltaType::Deleted
-                        && !c.items.contains_key(&key)
-                        && known.is_none_or(|k| k.get_by_key(key.as_str()).is_none())
-                    {
-                        tracing::trace!(%key, "delete of an unknown key ignored");
-                        return;
-                    }
-                    c.push(key, delta);
-                }
-                Queue::InOrder(q) => {
-                    // The store will not hold the key when it gets here: a second delete (or a delete
-                    // behind a relist that drops the key) would only repeat one.
-                    if kind == DeltaType::Deleted && !q.will_hold(key.as_str(), known) {
-                        tracing::trace!(%key, "delete of an unknown key ignored");
-                        return;
-                    }
-                    q.push(key, delta);
-                }
+                Queue::Classic(c) => c.push_live(key, delta, known),
+                Queue::InOrder(q) => q.push_live(key, delta, known),
             }
         })
     }
 }
 
-fn replace_classic<K: Object>(
-    c: &mut Classic<K>,
-    objects: Vec<Arc<K>>,
-    known: Option<&dyn KnownObjects<K>>,
-    initial: bool,
-) {
-    let mut listed: HashSet<ObjectKey> = HashSet::with_capacity(objects.len());
-    for object in objects {
-        let key = object.key();
-        listed.insert(key.clone());
-        let mut delta = Delta::of(DeltaType::Replaced, object);
-        delta.is_initial_list = initial;
-        c.push(key, delta);
-    }
-    // Queued keys the list lacks: a tombstone with the newest queued state.
-    let missing: Vec<ObjectKey> = c
-        .order
-        .iter()
-        .filter(|k| !listed.contains(*k))
-        .cloned()
-        .collect();
-    for key in missing {
-        let newest = c.items[&key]
-            .deltas
-            .last()
-            .map(|d| Arc::clone(d.object.object()))
-            .expect("a queued entry has a delta");
-        c.push(key.clone(), tombstone(key, newest, initial));
-    }
-    // Keys the store holds, the list lacks and nothing queued names: a tombstone with the stored
-    // state.
-    if let Some(known) = known {
-        for key in known.list_keys() {
-            if listed.contains(&key) || c.items.contains_key(&key) {
-                continue;
-            }
-            if let Some(stored) = known.get_by_key(key.as_str()) {
-                c.push(key.clone(), tombstone(key, stored, initial));
-            }
-        }
-    }
-}
-
-fn replace_in_order<K: Object>(
-    q: &mut InOrder<K>,
-    objects: Vec<Arc<K>>,
-    resource_version: ResourceVersion,
-    known: Option<&dyn KnownObjects<K>>,
-    initial: bool,
-) -> bool {
-    let keys: Vec<ObjectKey> = objects.iter().map(|o| o.key()).collect();
-    let listed: HashSet<&ObjectKey> = keys.iter().collect();
-    let mut tombstones: Vec<DeletedFinalStateUnknown<K>> = q
-        .pending
-        .iter()
-        .filter(|(k, _)| !listed.contains(k))
-        .filter_map(|(k, p)| {
-            p.newest.as_ref().map(|o| DeletedFinalStateUnknown {
-                key: k.clone(),
-                last_known: Arc::clone(o),
-            })
-        })
-        .collect();
-    if q.replaces_queued == 0
-        && let Some(known) = known
-    {
-        for key in known.list_keys() {
-            if listed.contains(&key) || q.pending.contains_key(&key) {
-                continue;
-            }
-            if let Some(stored) = known.get_by_key(key.as_str()) {
-                tombstones.push(DeletedFinalStateUnknown {
-                    key,
-                    last_known: stored,
-                });
-            }
-        }
-    }
-    tombstones.sort_by(|a, b| a.key.cmp(&b.key));
-    drop(listed);
-    for (key, object) in keys.iter().zip(&objects) {
-        let p = q.pending.entry(key.clone()).or_insert(Pending {
-            count: 0,
-            newest: None,
-            batch: 0,
-        });
-        p.count += 1;
-        p.newest = Some(Arc::clone(object));
-    }
-    for t in &tombstones {
-        let p = q.pending.entry(t.key.clone()).or_insert(Pending {
-            count: 0,
-            newest: None,
-            batch: 0,
-        });
-        p.count += 1;
-        p.newest = None;
-    }
-    let empty = objects.is_empty() && tombstones.is_empty();
-    q.replaces_queued += 1;
-    q.items.push_back(Item::Replace {
-        step: Box::new(ReplaceStep {
-            objects,
-            resource_version,
-            tombstones,
-            is_initial_list: initial,
-        }),
-        keys,
-        since: Instant::now(),
-    });
-    empty
+/// The object the queue or the store already holds for `object`'s key at the same
+/// resourceVersion, if any: a relist keeps that one and drops the fresh copy.
+fn held_copy<K: Object>(
+    queue: &Queue<K>,
+    known: Option<&dyn CacheRead<K>>,
+    object: &Arc<K>,
+) -> Option<Arc<K>> {
+    let rv = object.resource_version()?;
+    let key = object.key();
+    let queued = match queue {
+        Queue::Classic(c) => c.newest(key.as_str()),
+        Queue::InOrder(q) => q.newest(key.as_str()),
+    };
+    let held = match queued {
+        Some(q) => Arc::clone(q),
+        None => known?.get_by_key(key.as_str())?,
+    };
+    (held.resource_version() == Some(rv)).then_some(held)
 }
 
 impl<K: Object> ReflectorStore<K> for DeltaFifo<K> {
-    fn add(&self, object: Arc<K>) -> Result<(), CoreError> {
+    fn add(&self, object: Arc<K>) -> Result<(), StoreError> {
         self.push_live(DeltaType::Added, object)
     }
 
-    fn update(&self, object: Arc<K>) -> Result<(), CoreError> {
+    fn update(&self, object: Arc<K>) -> Result<(), StoreError> {
         self.push_live(DeltaType::Updated, object)
     }
 
-    fn delete(&self, object: Arc<K>) -> Result<(), CoreError> {
+    fn delete(&self, object: Arc<K>) -> Result<(), StoreError> {
         self.push_live(DeltaType::Deleted, object)
     }
 
-    fn replace(
-        &self,
-        objects: Vec<Arc<K>>,
-        resource_version: ResourceVersion,
-    ) -> Result<(), CoreError> {
+    fn begin_relist(&self) -> Result<(), StoreError> {
+        self.write(|state, _| state.relist = Some(Vec::new()))
+    }
+
+    /// Gathers the page. The relist is queued only at [`end_relist`](Self::end_relist), so an
+    /// abandoned list leaves nothing behind; an object the queue or the store already holds at
+    /// the same resourceVersion is kept as the held `Arc` and the fresh copy is dropped here.
+    fn relist_page(&self, objects: Vec<Arc<K>>) -> Result<(), StoreError> {
+        let mut state = self.state.lock();
+        if state.closed {
+            return Err(StoreError::Closed);
+        }
+        let known = self.known.as_deref();
+        let State { queue, relist, .. } = &mut *state;
+        let gathered = relist.get_or_insert_with(Vec::new);
+        gathered.reserve(objects.len());
+        for object in objects {
+            let kept = held_copy(queue, known, &object).unwrap_or(object);
+            gathered.push(kept);
+        }
+        Ok(())
+    }
+
+    fn end_relist(&self, resource_version: ResourceVersion) -> Result<(), StoreError> {
         self.write(|state, known| {
+            let objects = state.relist.take().unwrap_or_default();
             let initial = !state.populated;
             state.populated = true;
-            let empty = match &mut state.queue {
+            let counts_popped_step = match &mut state.queue {
                 Queue::Classic(c) => {
-                    replace_classic(c, objects, known, initial);
+                    c.replace(objects, known, initial);
                     false
                 }
-                Queue::InOrder(q) => replace_in_order(q, objects, resource_version, known, initial),
+                Queue::InOrder(q) => {
+                    q.replace(objects, resource_version, initial);
+                    true
+                }
             };
             if initial {
-                state.initial_remaining = if empty { 0 } else { state.queue.depth() };
+                // In-order, even an empty first relist is a step: synced once it is popped.
+                state.initial_remaining = state.queue.depth();
+                debug_assert!(!counts_popped_step || state.initial_remaining > 0);
             }
         })
     }
 
-    fn resync(&self) -> Result<(), CoreError> {
-        let Some(known) = self.known.as_deref() else {
-            return Ok(());
-        };
-        let keys = known.list_keys();
-        self.write(|state, _| match &mut state.queue {
+    fn abandon_relist(&self) {
+        self.state.lock().relist = None;
+    }
+
+    fn resync(&self) -> Result<(), StoreError> {
+        self.write(|state, known| match &mut state.queue {
             Queue::Classic(c) => {
-                for key in keys {
-                    if c.items.contains_key(&key) {
-                        continue;
-                    }
-                    if let Some(stored) = known.get_by_key(key.as_str()) {
-                        c.push(key, Delta::of(DeltaType::Sync, stored));
-                    }
+                if let Some(known) = known {
+                    c.resync(known);
                 }
             }
-            Queue::InOrder(q) => {
-                // A queued relist names every key the store will hold: nothing to re-deliver.
-                if q.replaces_queued > 0 {
-                    return;
-                }
-                for key in keys {
-                    if q.pending.contains_key(&key) {
-                        continue;
-                    }
-                    if let Some(stored) = known.get_by_key(key.as_str()) {
-                        q.push(key, Delta::of(DeltaType::Sync, stored));
-                    }
-                }
-            }
+            Queue::InOrder(q) => q.resync(),
         })
     }
 
@@ -748,10 +483,10 @@ impl<K: Object> ReflectorStore<K> for DeltaFifo<K> {
         tracing::trace!(%resource_version, "bookmark");
     }
 
-    fn poll_ready(&self, cx: &mut Context<'_>) -> Poll<Result<(), CoreError>> {
+    fn poll_ready(&self, cx: &mut Context<'_>) -> Poll<Result<(), StoreError>> {
         let mut state = self.state.lock();
         if state.closed {
-            return Poll::Ready(Err(CoreError::StoreClosed));
+            return Poll::Ready(Err(StoreError::Closed));
         }
         match self.capacity {
             Some(cap) if state.queue.depth() >= cap => {
@@ -765,10 +500,12 @@ impl<K: Object> ReflectorStore<K> for DeltaFifo<K> {
     }
 }
 
-#[async_trait::async_trait]
 impl<K: Object> DeltaQueue<K> for DeltaFifo<K> {
-    async fn pop(&self) -> Option<Popped<K>> {
-        DeltaFifo::pop(self).await
+    fn poll_pop(&self, cx: &mut Context<'_>, apply: &mut dyn FnMut(Popped<K>)) -> Poll<bool> {
+        match self.pop_step(Some(cx), apply) {
+            Some(open) => Poll::Ready(open),
+            None => Poll::Pending,
+        }
     }
 
     fn requeue(&self, deltas: Vec<Delta<K>>) -> bool {
@@ -795,6 +532,7 @@ impl<K: Object> DeltaQueue<K> for DeltaFifo<K> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::classic::dedup_deletes;
     use kinformer_core::DynamicObject;
 
     fn obj(name: &str) -> Arc<DynamicObject> {
@@ -854,5 +592,20 @@ mod tests {
                 .unwrap_err(),
             Error::ZeroBatchSize
         );
+        assert_eq!(
+            DeltaFifo::<DynamicObject>::builder()
+                .mode(Mode::Classic)
+                .build()
+                .unwrap_err(),
+            Error::ClassicWithoutKnownObjects
+        );
+    }
+
+    #[test]
+    fn the_default_is_in_order_with_batches_of_a_thousand() {
+        let fifo = DeltaFifo::<DynamicObject>::builder().build().unwrap();
+        assert_eq!(fifo.mode(), Mode::InOrder);
+        assert_eq!(fifo.batch_size, DEFAULT_BATCH_SIZE);
+        assert_eq!(DEFAULT_BATCH_SIZE, 1000);
     }
 }

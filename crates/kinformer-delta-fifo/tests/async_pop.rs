@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::task::{Context, Poll, Wake, Waker};
 use std::time::Duration;
 
-use kinformer_core::{DeltaQueue, DynamicObject, Error, Popped, ReflectorStore};
+use kinformer_core::{DeltaQueue, DynamicObject, Popped, ReflectorStore, StoreError};
 use kinformer_delta_fifo::{DeltaFifo, Mode};
 use support::{obj, render};
 
@@ -23,7 +23,13 @@ impl Wake for CountingWaker {
 }
 
 fn fifo(mode: Mode) -> Arc<DeltaFifo<DynamicObject>> {
-    Arc::new(DeltaFifo::builder().mode(mode).build().unwrap())
+    Arc::new(
+        DeltaFifo::builder()
+            .mode(mode)
+            .known_objects(Arc::new(support::Store::default()))
+            .build()
+            .unwrap(),
+    )
 }
 
 #[tokio::test]
@@ -55,7 +61,7 @@ async fn pop_drains_then_returns_none_after_close_and_writes_fail() {
     q.add(obj("a", "1")).unwrap();
     let dq: Arc<dyn DeltaQueue<DynamicObject>> = q.clone();
     dq.close();
-    assert!(matches!(q.add(obj("b", "2")), Err(Error::StoreClosed)));
+    assert!(matches!(q.add(obj("b", "2")), Err(StoreError::Closed)));
     assert!(!dq.requeue(vec![]), "nothing to requeue");
     assert!(
         matches!(dq.pop().await, Some(Popped::Key(_))),
@@ -84,6 +90,7 @@ fn a_full_queue_holds_the_writer_back_and_wakes_it_when_there_is_room() {
         // One delta per pop, so both modes free one slot at a time.
         let q = DeltaFifo::builder()
             .mode(mode)
+            .known_objects(Arc::new(support::Store::default()))
             .capacity(2)
             .batch_size(1)
             .build()
@@ -114,7 +121,7 @@ fn a_full_queue_holds_the_writer_back_and_wakes_it_when_there_is_room() {
         q.close();
         assert!(matches!(
             q.poll_ready(&mut cx),
-            Poll::Ready(Err(Error::StoreClosed))
+            Poll::Ready(Err(StoreError::Closed))
         ));
     }
 }

@@ -60,6 +60,7 @@ struct Model {
 enum Item {
     Delta(Delta<DynamicObject>),
     Replace(ReplaceStep<DynamicObject>),
+    Resync,
 }
 
 fn is_delete(d: &Delta<DynamicObject>) -> bool {
@@ -90,10 +91,8 @@ impl Model {
             Mode::Classic => self.keys.iter().any(|(k, _)| k == key),
             _ => self.flat.iter().any(|i| match i {
                 Item::Delta(d) => &d.key() == key,
-                Item::Replace(s) => {
-                    s.objects.iter().any(|o| &o.key() == key)
-                        || s.tombstones.iter().any(|t| &t.key == key)
-                }
+                Item::Replace(s) => s.objects.iter().any(|o| &o.key() == key),
+                Item::Resync => false,
             }),
         }
     }
@@ -112,6 +111,7 @@ impl Model {
                 Item::Replace(s) => {
                     store = s.objects.iter().map(|o| (o.key(), Arc::clone(o))).collect()
                 }
+                Item::Resync => {}
             }
         }
         store
@@ -166,7 +166,6 @@ impl Model {
             d.is_initial_list = initial;
             d
         };
-        let mut empty = false;
         match self.mode {
             Mode::Classic => {
                 for o in &list {
@@ -190,32 +189,28 @@ impl Model {
                 }
             }
             _ => {
-                let tombstones: Vec<DeletedFinalStateUnknown<DynamicObject>> = self
-                    .predicted(known)
-                    .into_iter()
-                    .filter(|(k, _)| !listed.contains(k))
-                    .map(|(key, last_known)| DeletedFinalStateUnknown { key, last_known })
-                    .collect();
-                empty = list.is_empty() && tombstones.is_empty();
+                // The tombstones are what the store holds when the step is popped.
                 self.flat.push(Item::Replace(ReplaceStep {
                     objects: list,
                     resource_version: rv.into(),
-                    tombstones,
+                    tombstones: Vec::new(),
                     is_initial_list: initial,
                 }));
             }
         }
         if initial {
-            self.initial_remaining = if empty { 0 } else { self.depth() };
+            self.initial_remaining = self.depth();
         }
     }
 
     fn resync(&mut self, known: &Known) {
-        for (k, stored) in known {
-            if self.mode == Mode::InOrder && self.flat.iter().any(|i| matches!(i, Item::Replace(_)))
-            {
-                return;
+        if self.mode == Mode::InOrder {
+            if !matches!(self.flat.last(), Some(Item::Resync)) {
+                self.flat.push(Item::Resync);
             }
+            return;
+        }
+        for (k, stored) in known {
             if !self.queued(k) {
                 let d = Delta::of(DeltaType::Sync, Arc::clone(stored));
                 match self.mode {
@@ -226,7 +221,8 @@ impl Model {
         }
     }
 
-    fn pop(&mut self) -> Option<Popped<DynamicObject>> {
+    /// The next item; `store` is what the consumer holds now.
+    fn pop(&mut self, store: &Known) -> Option<Popped<DynamicObject>> {
         let (popped, n) = match self.mode {
             Mode::Classic => {
                 if self.keys.is_empty() {
@@ -235,10 +231,23 @@ impl Model {
                 (Popped::Key(self.keys.remove(0).1), 1)
             }
             _ => match self.flat.first()? {
+                Item::Resync => {
+                    self.flat.remove(0);
+                    (Popped::Resync, 1)
+                }
                 Item::Replace(_) => {
-                    let Item::Replace(s) = self.flat.remove(0) else {
+                    let Item::Replace(mut s) = self.flat.remove(0) else {
                         unreachable!()
                     };
+                    let listed: HashSet<ObjectKey> = s.objects.iter().map(|o| o.key()).collect();
+                    s.tombstones = store
+                        .iter()
+                        .filter(|(k, _)| !listed.contains(*k))
+                        .map(|(key, last_known)| DeletedFinalStateUnknown {
+                            key: key.clone(),
+                            last_known: Arc::clone(last_known),
+                        })
+                        .collect();
                     (Popped::Replace(s), 1)
                 }
                 Item::Delta(_) => {
@@ -340,27 +349,24 @@ fn check(mode: Mode, batch: usize, initial: Vec<usize>, ops: Vec<Op>) -> Result<
                 model.resync(&known);
             }
             Op::Pop | Op::PopRequeue => {
-                let got = fifo.try_pop();
-                let want = model.pop();
+                let want = model.pop(&store.0.lock().unwrap().clone());
+                let got = fifo.try_pop_into(&*store.0).map(|item| item.popped);
                 prop_assert_eq!(
                     got.as_ref().map(render),
                     want.as_ref().map(render),
                     "step {}",
                     step
                 );
-                if let Some(popped) = got {
-                    store.apply(&popped);
-                    if let (Op::PopRequeue, Popped::Key(d) | Popped::Batch(d)) = (&op, &popped) {
-                        // Hand back the deltas of the batch's first key.
-                        let key = d[0].key();
-                        let mine: Vec<_> = d.iter().filter(|x| x.key() == key).cloned().collect();
-                        prop_assert_eq!(
-                            fifo.requeue(mine.clone()),
-                            model.requeue(mine),
-                            "requeue at step {}",
-                            step
-                        );
-                    }
+                if let (Op::PopRequeue, Some(Popped::Key(d) | Popped::Batch(d))) = (&op, &got) {
+                    // Hand back the deltas of the batch's first key.
+                    let key = d[0].key();
+                    let mine: Vec<_> = d.iter().filter(|x| x.key() == key).cloned().collect();
+                    prop_assert_eq!(
+                        fifo.requeue(mine.clone()),
+                        model.requeue(mine),
+                        "requeue at step {}",
+                        step
+                    );
                 }
             }
         }
@@ -374,16 +380,15 @@ fn check(mode: Mode, batch: usize, initial: Vec<usize>, ops: Vec<Op>) -> Result<
     }
     // Drain: nothing may be lost.
     for _ in 0..1000 {
-        let got = fifo.try_pop();
-        let want = model.pop();
+        let want = model.pop(&store.0.lock().unwrap().clone());
+        let got = fifo.try_pop_into(&*store.0).map(|item| item.popped);
         prop_assert_eq!(
             got.as_ref().map(render),
             want.as_ref().map(render),
             "draining"
         );
-        match got {
-            Some(p) => store.apply(&p),
-            None => break,
+        if got.is_none() {
+            break;
         }
     }
     prop_assert_eq!(fifo.depth(), 0);

@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use kinformer_core::{Delta, DynamicObject, Popped, ReflectorStore};
 use kinformer_delta_fifo::{DeltaFifo, Mode};
-use support::{Store, obj, render};
+use support::{Store, obj, render, render_notification};
 
 /// One step of a scenario.
 #[derive(Debug, Clone, Copy)]
@@ -29,6 +29,9 @@ enum Op {
     Synced(bool),
     /// Expect the store to hold exactly these `name@rv`s.
     StoreIs(&'static [&'static str]),
+    /// Expect the last pop's application to have told handlers exactly this (see
+    /// `render_notification`).
+    Heard(&'static [&'static str]),
 }
 
 use Op::*;
@@ -267,18 +270,22 @@ const SCENARIOS: &[Scenario] = &[
         ],
     },
     Scenario {
-        name: "in-order: resync skips queued keys",
+        name: "in-order: a resync is one step that re-delivers what the store holds then",
         mode: Mode::InOrder,
         batch: 64,
         known: &[("a", "1"), ("b", "2")],
         ops: &[
             Update("a", "3"),
             Resync,
-            Pop("batch: Updated(a@3), Sync(b@2)"),
+            Resync,
+            Pop("batch: Updated(a@3)"),
+            Heard(&["~a@1>a@3"]),
+            Pop("resync"),
+            Heard(&["~a@3>a@3", "~b@2>b@2"]),
         ],
     },
     Scenario {
-        name: "in-order: resync behind a queued relist re-delivers nothing",
+        name: "in-order: a resync behind a queued relist re-delivers the relisted state",
         mode: Mode::InOrder,
         batch: 64,
         known: &[("a", "1"), ("b", "2")],
@@ -286,8 +293,29 @@ const SCENARIOS: &[Scenario] = &[
             Replace(&[("a", "1")], "3"),
             Resync,
             Pop("replace@3* [a@1] tombstones [b@2]"),
-            Resync,
-            Pop("batch: Sync(a@1)"),
+            Heard(&["-?b@2", "~a@1>a@1"]),
+            Pop("resync"),
+            Heard(&["~a@1>a@1"]),
+        ],
+    },
+    Scenario {
+        name: "in-order: with no known objects a delete is queued and the store decides",
+        mode: Mode::InOrder,
+        batch: 64,
+        known: &[],
+        ops: &[
+            Delete("x", "1"),
+            Pop("batch: Deleted(x@1)"),
+            Heard(&[]),
+            Add("a", "2"),
+            Pop("batch: Added(a@2)"),
+            Heard(&["+a@2"]),
+            Replace(&[], "3"),
+            // The queue knows of no store, so the step names no tombstone; the store's own
+            // contents say what the relist deletes.
+            Pop("replace@3 [] tombstones []"),
+            Heard(&["-?a@2"]),
+            StoreIs(&[]),
         ],
     },
     // --- has_synced -------------------------------------------------------------------------
@@ -335,15 +363,16 @@ const SCENARIOS: &[Scenario] = &[
         ops: &[Synced(false), Replace(&[], "1"), Synced(true)],
     },
     Scenario {
-        name: "in-order: an empty first relist syncs at once",
+        name: "in-order: an empty first relist syncs once its step is popped",
         mode: Mode::InOrder,
         batch: 64,
         known: &[],
         ops: &[
             Synced(false),
             Replace(&[], "1"),
-            Synced(true),
+            Synced(false),
             Pop("replace@1* [] tombstones []"),
+            Synced(true),
         ],
     },
     Scenario {
@@ -451,13 +480,13 @@ const SCENARIOS: &[Scenario] = &[
 
 fn run(s: &Scenario) {
     let store = Store::with(s.known);
-    let fifo = DeltaFifo::builder()
-        .mode(s.mode)
-        .batch_size(s.batch)
-        .known_objects(Arc::new(store.clone()))
-        .build()
-        .unwrap();
+    let mut builder = DeltaFifo::builder().mode(s.mode).batch_size(s.batch);
+    if !s.name.contains("no known objects") {
+        builder = builder.known_objects(Arc::new(store.clone()));
+    }
+    let fifo = builder.build().unwrap();
     let mut held: Vec<Delta<DynamicObject>> = Vec::new();
+    let mut heard: Vec<String> = Vec::new();
     for (i, op) in s.ops.iter().enumerate() {
         let at = format!("{}: step {i} {op:?}", s.name);
         match *op {
@@ -469,21 +498,30 @@ fn run(s: &Scenario) {
                 .unwrap(),
             Resync => fifo.resync().unwrap(),
             Pop(want) | PopHold(want) => {
-                let popped = fifo
-                    .try_pop()
+                let item = fifo
+                    .try_pop_into(&*store.0)
                     .unwrap_or_else(|| panic!("{at}: the queue is empty"));
-                assert_eq!(render(&popped), want, "{at}");
-                store.apply(&popped);
+                assert_eq!(render(&item.popped), want, "{at}");
+                assert!(item.applied.errors.is_empty(), "{at}");
+                heard = item
+                    .applied
+                    .notifications
+                    .iter()
+                    .map(render_notification)
+                    .collect();
                 if let PopHold(_) = op {
-                    held = match popped {
+                    held = match item.popped {
                         Popped::Key(d) | Popped::Batch(d) => d,
-                        Popped::Replace(_) => panic!("{at}: cannot hold a relist"),
+                        Popped::Replace(_) | Popped::Resync => {
+                            panic!("{at}: cannot hold a step")
+                        }
                     };
                 }
             }
             Requeue(want) => assert_eq!(fifo.requeue(std::mem::take(&mut held)), want, "{at}"),
             Synced(want) => assert_eq!(fifo.has_synced(), want, "{at}"),
             StoreIs(want) => assert_eq!(store.render(), want, "{at}"),
+            Heard(want) => assert_eq!(heard, want, "{at}"),
         }
     }
     let rest: Vec<String> = std::iter::from_fn(|| fifo.try_pop())

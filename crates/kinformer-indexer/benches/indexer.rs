@@ -1,5 +1,6 @@
 //! Indexer benchmarks at 100k pods (k8s-openapi `Pod`s with realistic metadata, a container and
-//! a node, built in memory by `kinformer_sim::typed_pods`): add, update and delete per second; `get` and `by_index` latency with
+//! a node, built in memory by `kinformer_sim::typed_pods`): add, update, delete, `replace_all` and
+//! an unchanged relist by pages; `get` and `by_index` latency with
 //! four concurrent readers while a writer updates. Ends with a table of targets against measured
 //! figures.
 
@@ -11,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use criterion::{Criterion, Throughput};
 use k8s_openapi::api::core::v1::Pod;
-use kinformer_core::Object;
+use kinformer_core::{CacheWrite, Object, ReflectorStore};
 use kinformer_indexer::{Indexer, IndexerReader, index};
 
 const PODS: usize = 100_000;
@@ -44,7 +45,8 @@ fn indexer() -> Indexer<Pod> {
 
 fn filled(pods: &[Arc<Pod>]) -> Indexer<Pod> {
     let i = indexer();
-    i.replace(pods.to_vec()).unwrap();
+    let replaced = i.replace_all(pods.to_vec());
+    assert!(replaced.outcomes.iter().all(Result::is_ok));
     i
 }
 
@@ -65,7 +67,7 @@ fn contended(
         s.spawn(move || {
             let mut i = 0;
             while !stop_w.load(Ordering::Relaxed) {
-                indexer.update(Arc::clone(&pods[i % PODS])).unwrap();
+                indexer.upsert(Arc::clone(&pods[i % PODS])).unwrap();
                 i += 1;
             }
         });
@@ -111,7 +113,7 @@ fn benches(c: &mut Criterion, pods: &[Arc<Pod>]) {
                 let i = indexer();
                 let start = Instant::now();
                 for p in pods {
-                    i.add(Arc::clone(p)).unwrap();
+                    i.upsert(Arc::clone(p)).unwrap();
                 }
                 total += start.elapsed();
             }
@@ -126,7 +128,7 @@ fn benches(c: &mut Criterion, pods: &[Arc<Pod>]) {
         b.iter(|| {
             flip = !flip;
             for p in if flip { &next } else { pods } {
-                full.update(Arc::clone(p)).unwrap();
+                full.upsert(Arc::clone(p)).unwrap();
             }
         })
     });
@@ -137,15 +139,25 @@ fn benches(c: &mut Criterion, pods: &[Arc<Pod>]) {
                 let i = filled(pods);
                 let start = Instant::now();
                 for k in &keys {
-                    black_box(i.delete_key(k));
+                    black_box(i.remove(k));
                 }
                 total += start.elapsed();
             }
             total
         })
     });
-    g.bench_function("replace 100k", |b| {
-        b.iter(|| full.replace(pods.to_vec()).unwrap())
+    g.bench_function("replace_all 100k", |b| {
+        b.iter(|| black_box(full.replace_all(pods.to_vec())))
+    });
+    // The held objects listed again: every one keeps its `Arc` and index values.
+    g.bench_function("relist 100k unchanged, pages of 500", |b| {
+        b.iter(|| {
+            full.begin_relist().unwrap();
+            for page in pods.chunks(500) {
+                full.relist_page(page.to_vec()).unwrap();
+            }
+            full.end_relist("1".into()).unwrap();
+        })
     });
     g.throughput(Throughput::Elements(1));
     let reader = full.reader();
@@ -198,7 +210,7 @@ fn summary(pods: &[Arc<Pod>]) {
         flip = !flip;
         let start = Instant::now();
         for p in if flip { &next } else { pods } {
-            full.update(Arc::clone(p)).unwrap();
+            full.upsert(Arc::clone(p)).unwrap();
         }
         start.elapsed()
     });
@@ -206,7 +218,7 @@ fn summary(pods: &[Arc<Pod>]) {
         let i = indexer();
         let start = Instant::now();
         for p in pods {
-            i.add(Arc::clone(p)).unwrap();
+            i.upsert(Arc::clone(p)).unwrap();
         }
         start.elapsed()
     });
@@ -214,7 +226,7 @@ fn summary(pods: &[Arc<Pod>]) {
         let i = filled(pods);
         let start = Instant::now();
         for k in &keys {
-            black_box(i.delete_key(k));
+            black_box(i.remove(k));
         }
         start.elapsed()
     });

@@ -7,9 +7,10 @@ use kinformer_core::Object;
 
 use crate::IndexFunc;
 
-/// The conventional name of the namespace index (client-go's `cache.NamespaceIndex`); the lister
-/// uses an index of this name when there is one.
-pub const NAMESPACE: &str = "namespace";
+/// The conventional name of the namespace index (client-go's `cache.NamespaceIndex`), the same as
+/// [`kinformer_core::NAMESPACE_INDEX`]: [`IndexRead::namespace_index`](kinformer_core::IndexRead::namespace_index)
+/// finds an index of this name, and the lister uses it when there is one.
+pub const NAMESPACE: &str = kinformer_core::NAMESPACE_INDEX;
 
 /// The conventional name of the owner-UID index.
 pub const OWNER_UID: &str = "ownerReferences.uid";

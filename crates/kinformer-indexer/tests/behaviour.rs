@@ -1,4 +1,4 @@
-//! Errors, built-in indexes, the store traits, and reads running while a writer writes.
+//! Errors, built-in indexes, the store and cache traits, and reads running while a writer writes.
 
 mod support;
 
@@ -7,8 +7,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use k8s_openapi::api::core::v1::{Pod, PodSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
-use kinformer_core::{DynamicObject, KnownObjects, Object, ReflectorStore};
-use kinformer_indexer::{Error, Indexer, IndexerRead, IndexerReader, index};
+use kinformer_core::{
+    CacheRead, CacheWrite, DynamicObject, IndexRead, Object, ReflectorStore, StoreError,
+};
+use kinformer_indexer::{Error, Indexer, IndexerReader, index};
 use support::{dump, obj, tags};
 
 fn keys(objects: &[Arc<DynamicObject>]) -> Vec<String> {
@@ -21,7 +23,7 @@ fn keys(objects: &[Arc<DynamicObject>]) -> Vec<String> {
 fn an_unknown_index_name_is_an_error_for_every_read() {
     let indexer: Indexer<DynamicObject> = Indexer::new();
     let r = indexer.reader();
-    let unknown = Error::UnknownIndex {
+    let unknown = StoreError::UnknownIndex {
         name: "nope".into(),
     };
     assert_eq!(r.by_index("nope", "x").unwrap_err(), unknown);
@@ -33,6 +35,11 @@ fn an_unknown_index_name_is_an_error_for_every_read() {
         unknown
     );
     assert!(!r.has_index("nope"));
+    assert_eq!(
+        IndexRead::by_index(&indexer, "nope", "x").unwrap_err(),
+        unknown
+    );
+    assert!(r.namespace_index().is_none());
 }
 
 #[test]
@@ -62,8 +69,8 @@ fn a_duplicate_index_name_is_an_error_and_adds_nothing() {
 #[test]
 fn indexes_added_later_index_what_is_cached() {
     let indexer = Indexer::new();
-    indexer.add(obj("shop", "a", "x")).unwrap();
-    indexer.add(obj("blog", "b", "x,y")).unwrap();
+    indexer.upsert(obj("shop", "a", "x")).unwrap();
+    indexer.upsert(obj("blog", "b", "x,y")).unwrap();
     indexer
         .add_indexers([("tags".to_string(), tags())])
         .unwrap();
@@ -92,31 +99,52 @@ fn indexes_added_later_index_what_is_cached() {
 fn a_failing_index_function_is_returned_never_a_panic() {
     let indexer = Indexer::with_indexers([("tags".to_string(), tags())]).unwrap();
     let r = indexer.reader();
-    indexer.add(obj("ns", "a", "x")).unwrap();
+    indexer.upsert(obj("ns", "a", "x")).unwrap();
     // Add/update: not stored, the previous state stays.
-    let err = indexer.add(obj("ns", "a", "bad")).unwrap_err();
+    let err = indexer.upsert(obj("ns", "a", "bad")).unwrap_err();
     assert!(
-        matches!(&err, Error::IndexFunc { index, key, .. } if index == "tags" && key == "ns/a"),
+        matches!(&err, StoreError::IndexFunc { index, key, .. } if index == "tags" && key == "ns/a"),
         "{err}"
     );
     assert_eq!(r.get_by_key("ns/a").unwrap().labels()["tags"], "x");
     assert_eq!(keys(&r.by_index("tags", "x").unwrap()), ["ns/a"]);
-    // Through the reflector's trait the error is core's IndexFunc.
-    let core_err = ReflectorStore::add(&indexer, obj("ns", "b", "bad")).unwrap_err();
-    assert!(
-        matches!(core_err, kinformer_core::Error::IndexFunc { .. }),
-        "{core_err}"
+    // Through the reflector's trait the error is the same, field for field (nothing lost).
+    let store_err = ReflectorStore::add(&indexer, obj("ns", "b", "bad")).unwrap_err();
+    assert_eq!(
+        store_err,
+        StoreError::IndexFunc {
+            index: "tags".into(),
+            key: "ns/b".into(),
+            message: "the tag `bad` cannot be indexed".into(),
+        }
     );
     assert!(r.get_by_key("ns/b").is_none());
     // Replace: the failing object is left out, the others are stored.
-    let err = indexer
-        .replace(vec![
+    let replaced = indexer.replace_all(vec![
+        obj("ns", "c", "y"),
+        obj("ns", "d", "bad"),
+        obj("ns", "e", "y"),
+    ]);
+    assert!(
+        matches!(&replaced.outcomes[1], Err(StoreError::IndexFunc { key, .. }) if key == "ns/d")
+    );
+    assert!(replaced.outcomes[0].is_ok() && replaced.outcomes[2].is_ok());
+    assert_eq!(
+        r.list_keys().iter().map(|k| k.as_str()).collect::<Vec<_>>(),
+        ["ns/c", "ns/e"]
+    );
+    // The same through the reflector's replace: the first refusal comes back after the swap.
+    let err = ReflectorStore::replace(
+        &indexer,
+        vec![
             obj("ns", "c", "y"),
             obj("ns", "d", "bad"),
             obj("ns", "e", "y"),
-        ])
-        .unwrap_err();
-    assert!(matches!(err, Error::IndexFunc { ref key, .. } if key == "ns/d"));
+        ],
+        "5".into(),
+    )
+    .unwrap_err();
+    assert!(matches!(err, StoreError::IndexFunc { ref key, .. } if key == "ns/d"));
     assert_eq!(
         r.list_keys().iter().map(|k| k.as_str()).collect::<Vec<_>>(),
         ["ns/c", "ns/e"]
@@ -137,17 +165,17 @@ fn a_failing_index_function_is_returned_never_a_panic() {
     // index(): the function's error for the probe object.
     assert!(matches!(
         r.index("tags", &obj("ns", "z", "bad")),
-        Err(Error::IndexFunc { .. })
+        Err(StoreError::IndexFunc { .. })
     ));
 }
 
 #[test]
 fn index_returns_objects_sharing_any_value() {
     let indexer = Indexer::with_indexers([("tags".to_string(), tags())]).unwrap();
-    indexer.add(obj("", "a", "x")).unwrap();
-    indexer.add(obj("", "b", "y")).unwrap();
-    indexer.add(obj("", "c", "z")).unwrap();
-    indexer.add(obj("", "d", "x,y")).unwrap();
+    indexer.upsert(obj("", "a", "x")).unwrap();
+    indexer.upsert(obj("", "b", "y")).unwrap();
+    indexer.upsert(obj("", "c", "z")).unwrap();
+    indexer.upsert(obj("", "d", "x,y")).unwrap();
     let r = indexer.reader();
     assert_eq!(
         keys(&r.index("tags", &obj("", "probe", "x,y")).unwrap()),
@@ -160,12 +188,18 @@ fn index_returns_objects_sharing_any_value() {
 #[test]
 fn delete_removes_whatever_is_stored_under_the_key() {
     let indexer = Indexer::with_indexers([("tags".to_string(), tags())]).unwrap();
-    indexer.add(obj("", "a", "x")).unwrap();
+    indexer.upsert(obj("", "a", "x")).unwrap();
     // The delete carries another state of the object; the stored one's values are removed.
-    let removed = indexer.delete(&obj("", "a", "y")).unwrap();
+    ReflectorStore::delete(&indexer, obj("", "a", "y")).unwrap();
+    assert!(dump(&indexer.reader(), "tags").is_empty());
+    assert!(indexer.reader().is_empty());
+    ReflectorStore::delete(&indexer, obj("", "a", "x")).unwrap();
+    // Removing by key returns the stored object, whatever state the caller knows.
+    indexer.upsert(obj("", "a", "x")).unwrap();
+    let removed = indexer.remove(obj("", "a", "y").key().as_str()).unwrap();
     assert_eq!(removed.labels()["tags"], "x");
     assert!(dump(&indexer.reader(), "tags").is_empty());
-    assert!(indexer.delete(&obj("", "a", "x")).is_none());
+    assert!(indexer.remove("a").is_none());
 }
 
 fn pod(ns: &str, name: &str, node: &str) -> Arc<Pod> {
@@ -204,7 +238,7 @@ fn pods_by_node_and_namespace_through_the_store_traits() {
     store.update(pod("a", "p2", "n1")).unwrap();
     store.delete(pod("b", "p3", "n1")).unwrap();
     let r = indexer.reader();
-    let known: &dyn KnownObjects<Pod> = &r;
+    let known: &dyn CacheRead<Pod> = &r;
     assert_eq!(
         known
             .list_keys()
@@ -213,7 +247,8 @@ fn pods_by_node_and_namespace_through_the_store_traits() {
             .collect::<Vec<_>>(),
         ["a/p1", "a/p2"]
     );
-    assert!(KnownObjects::get_by_key(&indexer, "a/p1").is_some());
+    assert!(CacheRead::get_by_key(&indexer, "a/p1").is_some());
+    assert_eq!(IndexRead::index_names(&indexer), r.index_names());
     assert_eq!(r.index_keys(index::POD_NODE_NAME, "n1").unwrap().len(), 2);
     assert_eq!(
         r.list_index_func_values(index::POD_NODE_NAME).unwrap(),
@@ -228,7 +263,7 @@ fn readers_see_each_update_whole_while_a_writer_writes() {
     // object does not have, nor a value with no key.
     let indexer = Indexer::with_indexers([("tags".to_string(), tags())]).unwrap();
     for i in 0..50 {
-        indexer.add(obj("", &format!("o{i}"), "even")).unwrap();
+        indexer.upsert(obj("", &format!("o{i}"), "even")).unwrap();
     }
     let reader: IndexerReader<DynamicObject> = indexer.reader();
     let done = Arc::new(AtomicBool::new(false));
@@ -253,7 +288,7 @@ fn readers_see_each_update_whole_while_a_writer_writes() {
     for round in 0..200 {
         let value = if round % 2 == 0 { "odd" } else { "even" };
         for i in 0..50 {
-            indexer.update(obj("", &format!("o{i}"), value)).unwrap();
+            ReflectorStore::update(&indexer, obj("", &format!("o{i}"), value)).unwrap();
         }
     }
     done.store(true, Ordering::Relaxed);
@@ -270,9 +305,9 @@ fn handles_are_send_sync_and_readers_are_cloneable_and_dyn() {
     send_sync(&indexer);
     let reader = indexer.reader();
     send_sync(&reader);
-    let boxed: Box<dyn IndexerRead<DynamicObject>> = Box::new(reader.clone());
-    let arc: Arc<dyn IndexerRead<DynamicObject>> = Arc::new(boxed);
-    indexer.add(obj("", "a", "")).unwrap();
+    let boxed: Box<dyn IndexRead<DynamicObject>> = Box::new(reader.clone());
+    let arc: Arc<dyn IndexRead<DynamicObject>> = Arc::new(boxed);
+    indexer.upsert(obj("", "a", "")).unwrap();
     assert_eq!(arc.list().len(), 1);
     assert!(arc.get_by_key("a").is_some());
 }

@@ -2,6 +2,7 @@
 
 mod support;
 
+use kinformer_core::{CacheWrite, ReflectorStore};
 use kinformer_indexer::Indexer;
 use support::{dump, obj, tags};
 
@@ -11,6 +12,8 @@ enum Op {
     Put(&'static str, &'static str),
     Del(&'static str),
     Replace(&'static [(&'static str, &'static str)]),
+    /// A relist through the reflector's protocol, one slice per page.
+    Relist(&'static [&'static [(&'static str, &'static str)]]),
     /// The `tags` index must be exactly this: value -> sorted keys.
     Expect(&'static [(&'static str, &'static [&'static str])]),
 }
@@ -71,6 +74,17 @@ const SCENARIOS: &[(&str, &[Op])] = &[
         "a key listed twice in a replace keeps the later object",
         &[Replace(&[("a", "x"), ("a", "y")]), Expect(&[("y", &["a"])])],
     ),
+    (
+        "a relist by pages rebuilds every index, a key listed on two pages keeps the later",
+        &[
+            Put("a", "x"),
+            Put("z", "w"),
+            Relist(&[&[("b", "y"), ("a", "x")], &[], &[("c", "x,y"), ("b", "z")]]),
+            Expect(&[("x", &["a", "c"]), ("y", &["c"]), ("z", &["b"])]),
+            Relist(&[]),
+            Expect(&[]),
+        ],
+    ),
 ];
 
 #[test]
@@ -80,13 +94,28 @@ fn scenarios() {
         let reader = indexer.reader();
         for (i, op) in ops.iter().enumerate() {
             match *op {
-                Put(n, t) => indexer.add(obj("", n, t)).unwrap(),
-                Del(n) => {
-                    indexer.delete_key(n);
+                Put(n, t) => {
+                    indexer.upsert(obj("", n, t)).unwrap();
                 }
-                Replace(list) => indexer
-                    .replace(list.iter().map(|(n, t)| obj("", n, t)).collect())
-                    .unwrap(),
+                Del(n) => {
+                    indexer.remove(n);
+                }
+                Replace(list) => {
+                    let replaced =
+                        indexer.replace_all(list.iter().map(|(n, t)| obj("", n, t)).collect());
+                    assert!(
+                        replaced.outcomes.iter().all(Result::is_ok),
+                        "{name}: step {i}"
+                    );
+                }
+                Relist(pages) => {
+                    indexer.begin_relist().unwrap();
+                    for page in pages {
+                        let page = page.iter().map(|(n, t)| obj("", n, t)).collect();
+                        indexer.relist_page(page).unwrap();
+                    }
+                    indexer.end_relist("1".into()).unwrap();
+                }
                 Expect(want) => {
                     let want: Vec<(String, Vec<String>)> = want
                         .iter()

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use criterion::Criterion;
 use k8s_openapi::api::core::v1::Pod;
-use kinformer_core::{ApiResource, LabelSelector};
+use kinformer_core::{ApiResource, CacheWrite, LabelSelector};
 use kinformer_indexer::{Indexer, index};
 use kinformer_lister::Lister;
 
@@ -19,9 +19,11 @@ fn main() {
     let name_42 = kinformer_sim::typed_pod_name(42);
     let indexed =
         Indexer::with_indexers([(index::NAMESPACE.to_string(), index::namespace())]).unwrap();
-    indexed.replace(pods.clone()).unwrap();
+    let replaced = indexed.replace_all(pods.clone());
+    assert!(replaced.outcomes.iter().all(Result::is_ok));
     let plain = Indexer::new();
-    plain.replace(pods).unwrap();
+    let replaced = plain.replace_all(pods);
+    assert!(replaced.outcomes.iter().all(Result::is_ok));
     let resource = ApiResource::of::<Pod>();
     let with_index = Lister::for_resource(indexed.reader(), &resource);
     let without_index = Lister::for_resource(plain.reader(), &resource);

@@ -1,15 +1,18 @@
 //! Listers: typed queries on a cache, answered from memory without API calls.
 //!
-//! A [`Lister`] reads any cache that implements
-//! [`IndexerRead`] (the indexer's reader, or your own):
+//! A [`Lister`] reads any cache that implements `kinformer-core`'s [`IndexRead`] (the
+//! indexer's reader, a `kinformer_indexer::Indexer` itself, or your own cache): this crate depends
+//! on `kinformer-core` only.
 //!
 //! - [`list`](Lister::list) every object matching a label selector;
 //! - [`namespaced`](Lister::namespaced) gives a [`NamespaceLister`] whose `list` uses the
-//!   namespace index ([`index::NAMESPACE`]) when the cache has
-//!   one, so its cost is proportional to that namespace's objects, and scans the cache otherwise;
+//!   namespace index (the one [`IndexRead::namespace_index`] names, by convention
+//!   [`NAMESPACE_INDEX`](kinformer_core::NAMESPACE_INDEX)) when the cache has one, so its cost is
+//!   proportional to that namespace's objects, and scans the cache otherwise;
 //! - [`get`](NamespaceLister::get) by name, with an [`Error::NotFound`] that names the resource,
 //!   worded as the API server words it (`pods "web-0" not found`);
-//! - [`by_index`](Lister::by_index) for any index value.
+//! - [`by_index`](Lister::by_index) for any index value; the cache's refusal (an unknown index)
+//!   comes back as it is, a [`StoreError`] inside [`Error::Index`].
 //!
 //! An empty selector matches everything; a selector that can match nothing
 //! ([`LabelSelector::nothing`]) returns nothing without looking at the cache. The namespace `""`
@@ -25,7 +28,7 @@
 //! ```
 //! use std::sync::Arc;
 //! use k8s_openapi::api::core::v1::Pod;
-//! use kinformer_core::{ApiResource, LabelSelector};
+//! use kinformer_core::{ApiResource, CacheWrite, LabelSelector};
 //! use kinformer_indexer::{Indexer, index};
 //! use kinformer_lister::{Error, Lister};
 //!
@@ -35,9 +38,9 @@
 //!     })).unwrap())
 //! };
 //! let indexer = Indexer::with_indexers([(index::NAMESPACE.to_string(), index::namespace())]).unwrap();
-//! indexer.add(pod("shop", "web-0", "web")).unwrap();
-//! indexer.add(pod("shop", "db-0", "db")).unwrap();
-//! indexer.add(pod("blog", "web-0", "web")).unwrap();
+//! indexer.upsert(pod("shop", "web-0", "web")).unwrap();
+//! indexer.upsert(pod("shop", "db-0", "db")).unwrap();
+//! indexer.upsert(pod("blog", "web-0", "web")).unwrap();
 //!
 //! let pods = Lister::for_resource(indexer.reader(), &ApiResource::of::<Pod>());
 //! let web: LabelSelector = "app=web".parse().unwrap();
@@ -48,6 +51,7 @@
 //! let err = pods.namespaced("blog").get("db-0").unwrap_err();
 //! assert!(matches!(err, Error::NotFound { .. }));
 //! assert_eq!(err.to_string(), r#"pods "db-0" not found"#);
+//! assert!(matches!(pods.by_index("nope", "x"), Err(Error::Index(_))));
 //! ```
 
 #![forbid(unsafe_code)]
@@ -56,8 +60,7 @@ use std::fmt;
 use std::marker::PhantomData;
 use std::sync::Arc;
 
-use kinformer_core::{ApiResource, LabelSelector, Object, ObjectKey};
-use kinformer_indexer::{IndexerRead, index};
+use kinformer_core::{ApiResource, IndexRead, LabelSelector, Object, ObjectKey, StoreError};
 
 /// What a lister can report.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -74,10 +77,11 @@ pub enum Error {
         /// The name asked for.
         name: String,
     },
-    /// The cache refused an index query (an unknown index name). Not retryable: add the index
-    /// or fix the name.
+    /// The cache refused an index query, as the cache said it
+    /// ([`StoreError::UnknownIndex`] for an unknown index name: add the index or fix the name).
+    /// Not retryable.
     #[error(transparent)]
-    Index(#[from] kinformer_indexer::Error),
+    Index(#[from] StoreError),
 }
 
 /// Typed queries over a cache of `K`, for one resource.
@@ -105,7 +109,7 @@ impl<K, R> fmt::Debug for Lister<K, R> {
     }
 }
 
-impl<K: Object, R: IndexerRead<K>> Lister<K, R> {
+impl<K: Object, R: IndexRead<K>> Lister<K, R> {
     /// A lister over `reader`; `resource` names the resource in errors (`pods`).
     pub fn new(reader: R, resource: impl Into<Arc<str>>) -> Self {
         Self {
@@ -190,9 +194,9 @@ impl<K, R> fmt::Debug for NamespaceLister<'_, K, R> {
     }
 }
 
-impl<K: Object, R: IndexerRead<K>> NamespaceLister<'_, K, R> {
+impl<K: Object, R: IndexRead<K>> NamespaceLister<'_, K, R> {
     /// The namespace's objects whose labels match `selector`. Uses the namespace index when the
-    /// cache has one, and scans the whole cache otherwise.
+    /// cache has one ([`IndexRead::namespace_index`]), and scans the whole cache otherwise.
     pub fn list(&self, selector: &LabelSelector) -> Vec<Arc<K>> {
         if self.namespace.is_empty() {
             return self.lister.list(selector);
@@ -204,14 +208,15 @@ impl<K: Object, R: IndexerRead<K>> NamespaceLister<'_, K, R> {
         let everything = selector.is_everything();
         let reader = &self.lister.reader;
         let ns = self.namespace.as_str();
-        let indexed = reader.has_index(index::NAMESPACE)
-            && reader
-                .for_each_indexed(index::NAMESPACE, ns, &mut |o| {
+        let indexed = reader.namespace_index().is_some_and(|index| {
+            reader
+                .for_each_indexed(index, ns, &mut |o| {
                     if everything || selector.matches(o.labels()) {
                         out.push(Arc::clone(o));
                     }
                 })
-                .is_ok();
+                .is_ok()
+        });
         if !indexed {
             tracing::trace!(namespace = ns, "no namespace index: scanning the cache");
             out.clear();

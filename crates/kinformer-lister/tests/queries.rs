@@ -5,8 +5,11 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use kinformer_core::{ApiResource, DynamicObject, LabelSelector, Object, Scope};
-use kinformer_indexer::{Error as IndexError, Indexer, IndexerRead, index};
+use kinformer_core::{
+    ApiResource, CacheRead, CacheWrite, DynamicObject, IndexRead, LabelSelector, Object, ObjectKey,
+    Scope, StoreError,
+};
+use kinformer_indexer::{Indexer, index};
 use kinformer_lister::{Error, Lister};
 use proptest::prelude::*;
 
@@ -92,7 +95,7 @@ fn filled(with_namespace_index: bool) -> Indexer<DynamicObject> {
             .unwrap();
     }
     for (ns, name, labels) in OBJECTS {
-        indexer.add(obj(ns, name, labels)).unwrap();
+        indexer.upsert(obj(ns, name, labels)).unwrap();
     }
     indexer
 }
@@ -168,7 +171,7 @@ fn by_index_answers_any_index_and_reports_unknown_ones() {
     );
     assert_eq!(
         lister.by_index("nope", "x").unwrap_err(),
-        Error::Index(IndexError::UnknownIndex {
+        Error::Index(StoreError::UnknownIndex {
             name: "nope".into()
         })
     );
@@ -180,9 +183,12 @@ struct Counting<R> {
     visited: AtomicUsize,
 }
 
-impl<K, R: IndexerRead<K>> IndexerRead<K> for Counting<R> {
+impl<K, R: IndexRead<K>> CacheRead<K> for Counting<R> {
     fn get_by_key(&self, key: &str) -> Option<Arc<K>> {
         self.inner.get_by_key(key)
+    }
+    fn list_keys(&self) -> Vec<ObjectKey> {
+        self.inner.list_keys()
     }
     fn for_each(&self, f: &mut dyn FnMut(&Arc<K>)) {
         self.inner.for_each(&mut |o| {
@@ -190,19 +196,25 @@ impl<K, R: IndexerRead<K>> IndexerRead<K> for Counting<R> {
             f(o)
         })
     }
+}
+
+impl<K, R: IndexRead<K>> IndexRead<K> for Counting<R> {
     fn for_each_indexed(
         &self,
         index: &str,
         value: &str,
         f: &mut dyn FnMut(&Arc<K>),
-    ) -> Result<(), IndexError> {
+    ) -> Result<(), StoreError> {
         self.inner.for_each_indexed(index, value, &mut |o| {
             self.visited.fetch_add(1, Ordering::Relaxed);
             f(o)
         })
     }
-    fn has_index(&self, index: &str) -> bool {
-        self.inner.has_index(index)
+    fn index_names(&self) -> Vec<String> {
+        self.inner.index_names()
+    }
+    fn namespace_index(&self) -> Option<&'static str> {
+        self.inner.namespace_index()
     }
 }
 
@@ -212,7 +224,7 @@ fn a_namespace_list_costs_that_namespace_only_when_indexed() {
         Indexer::with_indexers([(index::NAMESPACE.to_string(), index::namespace())]).unwrap();
     for i in 0..1000 {
         indexer
-            .add(obj(
+            .upsert(obj(
                 if i < 10 { "small" } else { "big" },
                 &format!("o{i}"),
                 &[],
@@ -242,7 +254,7 @@ fn a_namespace_list_costs_that_namespace_only_when_indexed() {
     let unindexed = Indexer::new();
     for i in 0..1000 {
         unindexed
-            .add(obj(
+            .upsert(obj(
                 if i < 10 { "small" } else { "big" },
                 &format!("o{i}"),
                 &[],
@@ -268,6 +280,67 @@ fn a_namespace_list_costs_that_namespace_only_when_indexed() {
         1000,
         "a scan without the index"
     );
+}
+
+/// A cache whose namespace index has another name, which it says through `namespace_index`.
+struct Renamed<R>(R);
+
+impl<K, R: IndexRead<K>> CacheRead<K> for Renamed<R> {
+    fn get_by_key(&self, key: &str) -> Option<Arc<K>> {
+        self.0.get_by_key(key)
+    }
+    fn list_keys(&self) -> Vec<ObjectKey> {
+        self.0.list_keys()
+    }
+    fn for_each(&self, f: &mut dyn FnMut(&Arc<K>)) {
+        self.0.for_each(f)
+    }
+}
+
+impl<K, R: IndexRead<K>> IndexRead<K> for Renamed<R> {
+    fn for_each_indexed(
+        &self,
+        index: &str,
+        value: &str,
+        f: &mut dyn FnMut(&Arc<K>),
+    ) -> Result<(), StoreError> {
+        self.0.for_each_indexed(index, value, f)
+    }
+    fn index_names(&self) -> Vec<String> {
+        self.0.index_names()
+    }
+    fn namespace_index(&self) -> Option<&'static str> {
+        Some("by-ns")
+    }
+}
+
+#[test]
+fn the_namespace_index_is_the_one_the_cache_names() {
+    let indexer = Indexer::with_indexers([("by-ns".to_string(), index::namespace())]).unwrap();
+    for i in 0..100 {
+        indexer
+            .upsert(obj(
+                if i < 10 { "small" } else { "big" },
+                &format!("o{i}"),
+                &[],
+            ))
+            .unwrap();
+    }
+    let lister = Lister::new(
+        Counting {
+            inner: Renamed(indexer.reader()),
+            visited: AtomicUsize::new(0),
+        },
+        "widgets",
+    );
+    assert_eq!(
+        lister
+            .namespaced("small")
+            .list(&LabelSelector::everything())
+            .len(),
+        10
+    );
+    assert_eq!(lister.reader().visited.load(Ordering::Relaxed), 10);
 }
 
 const NS: &[&str] = &["", "a", "b"];
@@ -306,7 +379,7 @@ proptest! {
             let labels: Vec<(&str, &str)> = labels.into_iter().map(|(k, v)| (KEYS[k], VALUES[v])).collect();
             let o = obj(NS[ns], &format!("o{name}"), &labels);
             model.insert(o.key().to_string(), Arc::clone(&o));
-            indexer.add(o).unwrap();
+            indexer.upsert(o).unwrap();
         }
         let lister = Lister::new(indexer.reader(), "widgets");
         for (ns, sel) in queries {
@@ -326,7 +399,7 @@ proptest! {
 fn listers_are_send_sync_and_work_over_a_dyn_reader() {
     fn send_sync<T: Send + Sync>(_: &T) {}
     let indexer = filled(true);
-    let dyn_reader: Arc<dyn IndexerRead<DynamicObject>> = Arc::new(indexer.reader());
+    let dyn_reader: Arc<dyn IndexRead<DynamicObject>> = Arc::new(indexer.reader());
     let lister = Lister::new(dyn_reader, "widgets");
     send_sync(&lister);
     send_sync(&lister.namespaced("shop"));

@@ -5,7 +5,10 @@
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
-use kinformer_core::{Delta, DeltaType, DynamicObject, KnownObjects, Object, ObjectKey, Popped};
+use kinformer_core::{
+    Applied, CacheRead, Delta, DeltaType, DynamicObject, Notification, Object, ObjectKey, Popped,
+    apply_popped,
+};
 
 /// A cluster-scoped object whose key is `name`, at resourceVersion `rv`.
 pub fn obj(name: &str, rv: &str) -> Arc<DynamicObject> {
@@ -30,29 +33,10 @@ impl Store {
         s
     }
 
-    /// Applies what a pop handed out, as an informer does to its indexer.
-    pub fn apply(&self, popped: &Popped<DynamicObject>) {
-        let mut map = self.0.lock().unwrap();
-        match popped {
-            Popped::Key(deltas) | Popped::Batch(deltas) => {
-                for d in deltas {
-                    match d.kind {
-                        DeltaType::Deleted => {
-                            map.remove(&d.key());
-                        }
-                        _ => {
-                            map.insert(d.key(), Arc::clone(d.object.object()));
-                        }
-                    }
-                }
-            }
-            Popped::Replace(step) => {
-                map.clear();
-                for o in &step.objects {
-                    map.insert(o.key(), Arc::clone(o));
-                }
-            }
-        }
+    /// Applies what a pop handed out by the consumer contract, as an informer does to its
+    /// indexer.
+    pub fn apply(&self, popped: &Popped<DynamicObject>) -> Applied<DynamicObject> {
+        apply_popped(popped, &*self.0)
     }
 
     /// `name@rv` of every stored object, in key order.
@@ -61,13 +45,17 @@ impl Store {
     }
 }
 
-impl KnownObjects<DynamicObject> for Store {
-    fn list_keys(&self) -> Vec<ObjectKey> {
-        self.0.lock().unwrap().keys().cloned().collect()
+impl CacheRead<DynamicObject> for Store {
+    fn get_by_key(&self, key: &str) -> Option<Arc<DynamicObject>> {
+        self.0.get_by_key(key)
     }
 
-    fn get_by_key(&self, key: &str) -> Option<Arc<DynamicObject>> {
-        self.0.lock().unwrap().get(key).cloned()
+    fn list_keys(&self) -> Vec<ObjectKey> {
+        self.0.list_keys()
+    }
+
+    fn for_each(&self, f: &mut dyn FnMut(&Arc<DynamicObject>)) {
+        self.0.for_each(f)
     }
 }
 
@@ -131,5 +119,26 @@ pub fn render(popped: &Popped<DynamicObject>) -> String {
                 tombs.join(", ")
             )
         }
+        Popped::Resync => "resync".to_owned(),
+    }
+}
+
+/// `+a@1*` (added, `*` in the initial list), `~a@1>a@2` (updated), `-a@2` (deleted),
+/// `-?a@2` (deleted, inferred by a relist).
+pub fn render_notification(n: &Notification<DynamicObject>) -> String {
+    match n {
+        Notification::Added {
+            object,
+            is_in_initial_list,
+        } => format!(
+            "+{}{}",
+            at(object),
+            if *is_in_initial_list { "*" } else { "" }
+        ),
+        Notification::Updated { old, new } => format!("~{}>{}", at(old), at(new)),
+        Notification::Deleted { object } if object.is_tombstone() => {
+            format!("-?{}", at(object.object()))
+        }
+        Notification::Deleted { object } => format!("-{}", at(object.object())),
     }
 }
