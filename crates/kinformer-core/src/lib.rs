@@ -55,6 +55,7 @@ mod resource;
 pub mod selector;
 mod status;
 mod store;
+pub mod validation;
 mod version;
 mod watch;
 
