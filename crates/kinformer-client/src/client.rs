@@ -198,11 +198,13 @@ impl Client {
     /// `list_progress_timeout` between chunks.
     async fn read_list_body(&self, mut response: reqwest::Response) -> Result<Vec<u8>, Error> {
         let limit = self.inner.max_list_body;
-        if response.content_length().is_some_and(|n| n > limit as u64) {
+        let announced = response.content_length().unwrap_or(0);
+        if announced > limit as u64 {
             return Err(Error::BodyTooLarge { limit });
         }
         let progress = self.inner.list_progress_timeout;
-        let mut body = Vec::new();
+        // The announced length is at most the limit here; a compressed body announces none.
+        let mut body = Vec::with_capacity(announced as usize);
         loop {
             let chunk = tokio::time::timeout(progress, response.chunk())
                 .await
