@@ -22,8 +22,8 @@ pub(crate) const EXEC_V1BETA1: &str = "client.authentication.k8s.io/v1beta1";
 
 /// A credential is refreshed this long before its stated expiry.
 const EXPIRY_SKEW: Duration = Duration::from_secs(10);
-/// An exec plugin that runs longer than this is given up on.
-const EXEC_TIMEOUT: Duration = Duration::from_secs(60);
+/// The most of an exec plugin's stdout (and of its stderr) that is read.
+const MAX_EXEC_OUTPUT: u64 = 1024 * 1024;
 
 /// Where the `Authorization` header of each request comes from.
 #[derive(Debug)]
@@ -35,7 +35,11 @@ pub(crate) enum Credentials {
 }
 
 impl Credentials {
-    pub(crate) fn new(auth: &AuthConfig, cert: Arc<ClientCert>) -> Result<Self, Error> {
+    pub(crate) fn new(
+        auth: &AuthConfig,
+        cert: Arc<ClientCert>,
+        exec_timeout: Duration,
+    ) -> Result<Self, Error> {
         Ok(match auth {
             AuthConfig::None => Self::None,
             AuthConfig::Token(t) => Self::Static(bearer(t.expose())?),
@@ -53,6 +57,7 @@ impl Credentials {
                 cluster: cluster.clone(),
                 cached: Mutex::new(None),
                 cert,
+                timeout: exec_timeout,
             }),
         })
     }
@@ -137,6 +142,8 @@ pub(crate) struct ExecPlugin {
     cluster: Option<serde_json::Value>,
     cached: Mutex<Option<ExecCredential>>,
     cert: Arc<ClientCert>,
+    /// The bound on one run; a plugin still running then is killed.
+    timeout: Duration,
 }
 
 #[derive(Debug, Clone)]
@@ -207,13 +214,36 @@ impl ExecPlugin {
             .stderr(Stdio::piped())
             .kill_on_drop(true);
         tracing::debug!(command = %cmd, "running exec credential plugin");
-        let output = tokio::time::timeout(EXEC_TIMEOUT, command.output())
-            .await
-            .map_err(|_| fail(format!("did not finish within {EXEC_TIMEOUT:?}")))?
-            .map_err(|e| {
-                let hint = self.exec.install_hint.as_deref().unwrap_or_default();
-                fail(format!("cannot run: {e}. {hint}").trim_end().to_owned())
-            })?;
+        let mut child = command.spawn().map_err(|e| {
+            let hint = self.exec.install_hint.as_deref().unwrap_or_default();
+            fail(format!("cannot run: {e}. {hint}").trim_end().to_owned())
+        })?;
+        let (stdout, stderr) = (child.stdout.take(), child.stderr.take());
+        let finished = tokio::time::timeout(self.timeout, async {
+            let (stdout, stderr, status) =
+                tokio::join!(read_capped(stdout), read_capped(stderr), child.wait());
+            status.map(|status| (status, stdout, stderr))
+        })
+        .await;
+        let output = match finished {
+            Ok(result) => result.map_err(|e| fail(format!("cannot wait for it: {e}")))?,
+            Err(_) => {
+                // Kill it and reap it, so that no hung plugin outlives the request.
+                if let Err(e) = child.kill().await {
+                    tracing::warn!(command = %cmd, error = %e, "cannot kill the exec plugin");
+                }
+                tracing::debug!(command = %cmd, timeout = ?self.timeout, "exec plugin killed");
+                return Err(Error::ExecTimeout {
+                    command: cmd.clone(),
+                    timeout: self.timeout,
+                });
+            }
+        };
+        let output = std::process::Output {
+            status: output.0,
+            stdout: output.1,
+            stderr: output.2,
+        };
         if !output.status.success() {
             let stderr = String::from_utf8_lossy(&output.stderr);
             let stderr: String = stderr.trim().chars().take(300).collect();
@@ -262,6 +292,21 @@ impl ExecPlugin {
         tracing::debug!(command = %cmd, ?expires, "exec credential obtained");
         Ok(ExecCredential { header, expires })
     }
+}
+
+/// Reads a plugin's pipe to its end, keeping at most [`MAX_EXEC_OUTPUT`] bytes and discarding
+/// the rest (so that a chatty plugin never blocks on a full pipe).
+async fn read_capped(pipe: Option<impl tokio::io::AsyncRead + Unpin>) -> Vec<u8> {
+    use tokio::io::AsyncReadExt as _;
+    let mut out = Vec::new();
+    if let Some(pipe) = pipe {
+        let mut kept = pipe.take(MAX_EXEC_OUTPUT);
+        // A read error leaves what was read; the plugin's exit status tells the rest.
+        if kept.read_to_end(&mut out).await.is_ok() {
+            let _ = tokio::io::copy(&mut kept.into_inner(), &mut tokio::io::sink()).await;
+        }
+    }
+    out
 }
 
 /// Parses an RFC 3339 timestamp.

@@ -4,14 +4,14 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use kinformer_core::{ApiResource, ListParams, ObjectList, Status, WatchParams};
+use kinformer_core::{ApiResource, ListParams, ObjectList, Scope, Status, WatchParams, validation};
 use reqwest::StatusCode;
 use reqwest::header::{ACCEPT, ACCEPT_ENCODING, AUTHORIZATION, RETRY_AFTER};
 use serde::de::DeserializeOwned;
 use tracing::Instrument as _;
 
 use crate::auth::Credentials;
-use crate::decode::{WatchStream, decode_watch, error_chain};
+use crate::decode::{WatchDecoder, WatchStream, decode_watch_with, error_chain};
 use crate::{Config, Error};
 
 /// `Accept` for full objects.
@@ -38,7 +38,11 @@ struct Inner {
     base: String,
     default_namespace: String,
     credentials: Credentials,
-    request_timeout: Duration,
+    connect_timeout: Duration,
+    response_header_timeout: Duration,
+    request_timeout: Option<Duration>,
+    list_progress_timeout: Duration,
+    max_list_body: usize,
     watch_idle_margin: Duration,
     watch_idle_timeout: Duration,
     max_watch_line: usize,
@@ -58,7 +62,7 @@ impl Client {
     /// not connect yet.
     pub fn new(config: Config) -> Result<Self, Error> {
         let (tls, cert) = crate::tls::client_config(&config)?;
-        let credentials = Credentials::new(&config.auth, cert)?;
+        let credentials = Credentials::new(&config.auth, cert, config.exec_timeout)?;
         let mut builder = reqwest::Client::builder()
             .tls_backend_preconfigured(tls)
             .connect_timeout(config.connect_timeout)
@@ -84,7 +88,11 @@ impl Client {
                 base: config.cluster_url.trim_end_matches('/').to_owned(),
                 default_namespace: config.default_namespace,
                 credentials,
+                connect_timeout: config.connect_timeout,
+                response_header_timeout: config.response_header_timeout,
                 request_timeout: config.request_timeout,
+                list_progress_timeout: config.list_progress_timeout,
+                max_list_body: config.max_list_body,
                 watch_idle_margin: config.watch_idle_margin,
                 watch_idle_timeout: config.watch_idle_timeout,
                 max_watch_line: config.max_watch_line,
@@ -109,6 +117,10 @@ impl Client {
 
     /// Lists one page of `resource` (in `namespace`, or across all namespaces when `None`). The
     /// response may be gzip-compressed.
+    ///
+    /// The namespace and the resource's path segments are checked first
+    /// ([`Error::InvalidName`], before any request). An item without a name, or of a namespaced
+    /// resource without a namespace, is an [`Error::Decode`] naming the item.
     pub async fn list<K: DeserializeOwned>(
         &self,
         resource: &ApiResource,
@@ -125,10 +137,10 @@ impl Client {
         params: &ListParams,
         accept: &'static str,
     ) -> Result<ObjectList<K>, Error> {
-        let path = with_query(resource.list_path(namespace), &params.to_query());
+        let path = with_query(checked_list_path(resource, namespace)?, &params.to_query());
         let response = self.send(&path, accept, false).await?;
-        let body = response.bytes().await.map_err(|e| transport_error(&e))?;
-        ObjectList::from_json(&body).map_err(|source| Error::Decode {
+        let body = self.read_list_body(response).await?;
+        ObjectList::from_json_scoped(&body, resource.scope).map_err(|source| Error::Decode {
             what: "list",
             line: None,
             offset: None,
@@ -140,7 +152,10 @@ impl Client {
     ///
     /// The stream has no total deadline. If no bytes arrive for `timeoutSeconds` plus the
     /// configured margin (or the configured idle limit when `timeoutSeconds` is not set), it ends
-    /// with [`Error::IdleTimeout`]. Compression is refused for watches.
+    /// with [`Error::IdleTimeout`]. Compression is refused for watches. The namespace is checked
+    /// first, as for [`list`](Self::list); an event whose object has no name (or, for a
+    /// namespaced resource, no namespace) ends the stream with [`Error::Decode`] naming the
+    /// line.
     pub async fn watch<K>(
         &self,
         resource: &ApiResource,
@@ -164,17 +179,82 @@ impl Client {
     where
         K: DeserializeOwned + Send + Sync + 'static,
     {
-        let path = with_query(resource.list_path(namespace), &params.to_query());
+        let path = with_query(checked_list_path(resource, namespace)?, &params.to_query());
         let response = self.send(&path, accept, true).await?;
         let idle = match params.timeout_seconds {
             Some(t) => Duration::from_secs(u64::from(t)) + self.inner.watch_idle_margin,
             None => self.inner.watch_idle_timeout,
         };
-        Ok(decode_watch(
+        let decoder = WatchDecoder::new(self.inner.max_watch_line)
+            .require_namespace(resource.scope == Scope::Namespaced);
+        Ok(decode_watch_with(
             response.bytes_stream(),
-            self.inner.max_watch_line,
+            decoder,
             Some(idle),
         ))
+    }
+
+    /// Reads a list body: at most `max_list_body` bytes once decompressed, with no more than
+    /// `list_progress_timeout` between chunks.
+    async fn read_list_body(&self, mut response: reqwest::Response) -> Result<Vec<u8>, Error> {
+        let limit = self.inner.max_list_body;
+        let announced = response.content_length().unwrap_or(0);
+        if announced > limit as u64 {
+            return Err(Error::BodyTooLarge { limit });
+        }
+        let progress = self.inner.list_progress_timeout;
+        // The announced length is at most the limit here; a compressed body announces none.
+        let mut body = Vec::with_capacity(announced as usize);
+        loop {
+            let chunk = tokio::time::timeout(progress, response.chunk())
+                .await
+                .map_err(|_| Error::Timeout {
+                    waiting_for: "the next bytes of the response body",
+                    limit: progress,
+                })?
+                .map_err(|e| self.transport_error(&e))?;
+            let Some(chunk) = chunk else {
+                return Ok(body);
+            };
+            if chunk.len() > limit - body.len() {
+                tracing::debug!(limit, "response body over the limit");
+                return Err(Error::BodyTooLarge { limit });
+            }
+            body.extend_from_slice(&chunk);
+        }
+    }
+
+    /// Maps a transport failure: TLS, a timeout, a request that cannot be built, connect, or
+    /// other.
+    fn transport_error(&self, e: &reqwest::Error) -> Error {
+        if let Some(tls) = find_tls_error(e) {
+            return Error::Tls { message: tls };
+        }
+        if e.is_builder() {
+            return Error::InvalidRequest {
+                message: error_chain(e),
+            };
+        }
+        if e.is_timeout() {
+            if e.is_connect() {
+                return Error::Timeout {
+                    waiting_for: "a connection",
+                    limit: self.inner.connect_timeout,
+                };
+            }
+            if let Some(limit) = self.inner.request_timeout {
+                return Error::Timeout {
+                    waiting_for: "the whole request",
+                    limit,
+                };
+            }
+        }
+        let source: crate::error::BoxError = error_chain(e).into();
+        if e.is_connect() {
+            Error::Connect { source }
+        } else {
+            Error::Request { source }
+        }
     }
 
     /// Sends a GET, with credentials, retrying once with fresh credentials on a 401. Returns the
@@ -200,18 +280,24 @@ impl Client {
             let mut refreshed = false;
             loop {
                 let mut request = self.inner.http.get(&url).header(ACCEPT, accept);
-                request = if watch {
-                    request.header(ACCEPT_ENCODING, "identity")
-                } else {
-                    request.timeout(self.inner.request_timeout)
-                };
+                if watch {
+                    request = request.header(ACCEPT_ENCODING, "identity");
+                } else if let Some(limit) = self.inner.request_timeout {
+                    request = request.timeout(limit);
+                }
                 if let Some(auth) = self.inner.credentials.header().await? {
                     request = request.header(AUTHORIZATION, auth);
                 }
-                let result = request.send().await;
+                let limit = self.inner.response_header_timeout;
+                let result = tokio::time::timeout(limit, request.send()).await;
                 let span = tracing::Span::current();
                 span.record("duration_ms", started.elapsed().as_millis() as u64);
-                let response = result.map_err(|e| transport_error(&e))?;
+                let response = result
+                    .map_err(|_| Error::Timeout {
+                        waiting_for: "the response headers",
+                        limit,
+                    })?
+                    .map_err(|e| self.transport_error(&e))?;
                 let status = response.status();
                 span.record("status", status.as_u16());
                 span.record("version", tracing::field::debug(response.version()));
@@ -227,7 +313,7 @@ impl Client {
                     refreshed = true;
                     continue;
                 }
-                let error = error_from_response(response).await;
+                let error = self.error_from_response(response).await;
                 tracing::debug!(%error, "error response");
                 return Err(error);
             }
@@ -245,44 +331,89 @@ fn with_query(mut path: String, query: &str) -> String {
     path
 }
 
-/// Maps an error answer to [`Error`], from its `Status` body when it has one.
-async fn error_from_response(response: reqwest::Response) -> Error {
-    let code = response.status();
-    let retry_after = response
-        .headers()
-        .get(RETRY_AFTER)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.trim().parse::<u64>().ok())
-        .map(Duration::from_secs);
-    let body = response.bytes().await.unwrap_or_default();
-    let mut status = serde_json::from_slice::<Status>(&body)
-        .ok()
-        .filter(|s| s.code != 0 || !s.reason.is_empty() || !s.message.is_empty())
-        .unwrap_or_else(|| {
-            let text: String = String::from_utf8_lossy(&body).chars().take(512).collect();
-            Status::failure(
-                code.as_u16(),
-                code.canonical_reason().unwrap_or_default(),
-                text,
-            )
-        });
-    if status.code == 0 {
-        status.code = code.as_u16();
+/// The most of an error answer's body that is read: its message is all that is used.
+const MAX_ERROR_BODY: usize = 64 * 1024;
+
+impl Client {
+    /// Maps an error answer to [`Error`], from its `Status` body when it has one. At most
+    /// [`MAX_ERROR_BODY`] bytes of the body are read, with the list progress bound between
+    /// chunks; what arrived by then is used.
+    async fn error_from_response(&self, mut response: reqwest::Response) -> Error {
+        let code = response.status();
+        let retry_after = response
+            .headers()
+            .get(RETRY_AFTER)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.trim().parse::<u64>().ok())
+            .map(Duration::from_secs);
+        let mut body = Vec::new();
+        while body.len() < MAX_ERROR_BODY {
+            match tokio::time::timeout(self.inner.list_progress_timeout, response.chunk()).await {
+                Ok(Ok(Some(chunk))) => {
+                    let room = MAX_ERROR_BODY - body.len();
+                    body.extend_from_slice(&chunk[..chunk.len().min(room)]);
+                }
+                _ => break,
+            }
+        }
+        let mut status = serde_json::from_slice::<Status>(&body)
+            .ok()
+            .filter(|s| s.code != 0 || !s.reason.is_empty() || !s.message.is_empty())
+            .unwrap_or_else(|| {
+                let text: String = String::from_utf8_lossy(&body).chars().take(512).collect();
+                Status::failure(
+                    code.as_u16(),
+                    code.canonical_reason().unwrap_or_default(),
+                    text,
+                )
+            });
+        if status.code == 0 {
+            status.code = code.as_u16();
+        }
+        Error::from_status(status, retry_after)
     }
-    Error::from_status(status, retry_after)
 }
 
-/// Maps a transport failure: TLS, connect, or other.
-fn transport_error(e: &reqwest::Error) -> Error {
-    if let Some(tls) = find_tls_error(e) {
-        return Error::Tls { message: tls };
+/// The list path of `resource` in `namespace`, after checking every segment that comes from
+/// outside: the namespace as the API server does (a DNS-1123 label), the group as a DNS-1123
+/// subdomain, the version and plural as path segments.
+fn checked_list_path(resource: &ApiResource, namespace: Option<&str>) -> Result<String, Error> {
+    let check = |what: &'static str, value: &str, problems: Vec<String>| {
+        if problems.is_empty() {
+            Ok(())
+        } else {
+            Err(Error::InvalidName {
+                what,
+                value: value.to_owned(),
+                problems: problems.join("; "),
+            })
+        }
+    };
+    if !resource.group.is_empty() {
+        check(
+            "API group",
+            &resource.group,
+            validation::is_dns1123_subdomain(&resource.group),
+        )?;
     }
-    let source: crate::error::BoxError = error_chain(e).into();
-    if e.is_connect() {
-        Error::Connect { source }
-    } else {
-        Error::Request { source }
+    check(
+        "API version",
+        &resource.version,
+        validation::is_valid_path_segment_name(&resource.version),
+    )?;
+    check(
+        "resource",
+        &resource.plural,
+        validation::is_valid_path_segment_name(&resource.plural),
+    )?;
+    if let (Scope::Namespaced, Some(ns)) = (resource.scope, namespace) {
+        let mut problems = validation::validate_namespace_name(ns);
+        if ns.is_empty() {
+            problems = vec!["may not be empty (list or watch all namespaces instead)".to_owned()];
+        }
+        check("namespace", ns, problems)?;
     }
+    Ok(resource.list_path(namespace))
 }
 
 /// Finds a rustls error among the sources of `e` (including errors wrapped in `io::Error`).

@@ -18,6 +18,9 @@ pub const SERVICE_ACCOUNT_DIR: &str = "/var/run/secrets/kubernetes.io/serviceacc
 /// The default maximum length of one watch line: 16 MiB.
 pub const DEFAULT_MAX_WATCH_LINE: usize = 16 * 1024 * 1024;
 
+/// The default maximum size of a list response body once decompressed: 256 MiB.
+pub const DEFAULT_MAX_LIST_BODY: usize = 256 * 1024 * 1024;
+
 /// Everything a [`Client`](crate::Client) needs to reach and authenticate to one API server.
 ///
 /// Make one from a kubeconfig ([`Config::from_kubeconfig`], [`Config::from_path`]), from the
@@ -51,18 +54,37 @@ pub struct Config {
     pub client_identity: Option<ClientIdentity>,
     /// How requests authenticate.
     pub auth: AuthConfig,
-    /// The bound on establishing a connection.
+    /// The bound on establishing a connection, TCP and TLS handshake together (default 30 s,
+    /// client-go's dial timeout). Hitting it is [`Error::Timeout`].
     pub connect_timeout: Duration,
-    /// The bound on a whole non-watch request (a list page). Watches have none.
-    pub request_timeout: Duration,
-    /// How long a watch may stay silent beyond its `timeoutSeconds` before it is ended with
-    /// [`Error::IdleTimeout`].
+    /// The bound on waiting for the response headers once the request is sent, for lists and
+    /// watches alike (default 60 s: the API server itself ends a non-watch request after 60 s).
+    /// Hitting it is [`Error::Timeout`].
+    pub response_header_timeout: Duration,
+    /// The bound on a whole non-watch request (a list page), from sending it to the last byte
+    /// of the body: kubectl's `--request-timeout`. `None` (the default, as kubectl's `0`) sets
+    /// none; the other bounds still apply. Watches never have one. Hitting it is
+    /// [`Error::Timeout`].
+    pub request_timeout: Option<Duration>,
+    /// The bound on waiting for the next bytes of a list body: a list that stalls for this long
+    /// ends with [`Error::Timeout`] (default 60 s).
+    pub list_progress_timeout: Duration,
+    /// The largest list (or other non-watch) response body accepted, counted after
+    /// decompression; a larger one ends with [`Error::BodyTooLarge`] once this many bytes have
+    /// arrived (default [`DEFAULT_MAX_LIST_BODY`], 256 MiB).
+    pub max_list_body: usize,
+    /// The bound on one run of an exec credential plugin; a plugin still running then is killed
+    /// and the request fails with [`Error::ExecTimeout`] (default 60 s).
+    pub exec_timeout: Duration,
+    /// How long a watch may stay silent (no bytes at all, not even a bookmark) beyond its
+    /// `timeoutSeconds` before it is ended with [`Error::IdleTimeout`] (default 30 s): the
+    /// server should have closed it by then.
     pub watch_idle_margin: Duration,
     /// How long a watch without `timeoutSeconds` may stay silent before it is ended with
-    /// [`Error::IdleTimeout`].
+    /// [`Error::IdleTimeout`] (default 10 min).
     pub watch_idle_timeout: Duration,
     /// The longest watch line accepted; a longer one ends the stream with
-    /// [`Error::LineTooLong`].
+    /// [`Error::LineTooLong`] (default [`DEFAULT_MAX_WATCH_LINE`], 16 MiB).
     pub max_watch_line: usize,
 }
 
@@ -131,7 +153,11 @@ impl fmt::Debug for Config {
             .field("client_identity", &self.client_identity)
             .field("auth", &self.auth)
             .field("connect_timeout", &self.connect_timeout)
+            .field("response_header_timeout", &self.response_header_timeout)
             .field("request_timeout", &self.request_timeout)
+            .field("list_progress_timeout", &self.list_progress_timeout)
+            .field("max_list_body", &self.max_list_body)
+            .field("exec_timeout", &self.exec_timeout)
             .field("watch_idle_margin", &self.watch_idle_margin)
             .field("watch_idle_timeout", &self.watch_idle_timeout)
             .field("max_watch_line", &self.max_watch_line)
@@ -164,7 +190,11 @@ impl Config {
             client_identity: None,
             auth: AuthConfig::None,
             connect_timeout: Duration::from_secs(30),
-            request_timeout: Duration::from_secs(295),
+            response_header_timeout: Duration::from_secs(60),
+            request_timeout: None,
+            list_progress_timeout: Duration::from_secs(60),
+            max_list_body: DEFAULT_MAX_LIST_BODY,
+            exec_timeout: Duration::from_secs(60),
             watch_idle_margin: Duration::from_secs(30),
             watch_idle_timeout: Duration::from_secs(600),
             max_watch_line: DEFAULT_MAX_WATCH_LINE,

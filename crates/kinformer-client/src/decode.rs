@@ -1,5 +1,6 @@
 //! Decoding a watch response: newline-delimited JSON, decoded as the bytes arrive.
 
+use std::borrow::Cow;
 use std::fmt;
 use std::pin::Pin;
 use std::time::Duration;
@@ -51,6 +52,8 @@ pub struct WatchDecoder {
     line_start: u64,
     /// Events decoded so far.
     events: u64,
+    /// Whether an object without a namespace is refused.
+    require_namespace: bool,
     done: bool,
 }
 
@@ -78,8 +81,17 @@ impl WatchDecoder {
             lines: 0,
             line_start: 0,
             events: 0,
+            require_namespace: false,
             done: false,
         }
+    }
+
+    /// Also refuse an added, modified or deleted object without a `metadata.namespace`: set it
+    /// for a namespaced resource, whose objects always carry one. (An object without a
+    /// `metadata.name` is always refused.)
+    pub fn require_namespace(mut self, yes: bool) -> Self {
+        self.require_namespace = yes;
+        self
     }
 
     /// Events decoded so far.
@@ -124,12 +136,13 @@ impl WatchDecoder {
             let offset = self.line_start;
             self.line_start += len as u64 + 1;
             self.lines += 1;
+            let need_ns = self.require_namespace;
             let result = if self.pending.is_empty() {
-                decode_line(&self.chunk[start..start + i])
+                decode_line(&self.chunk[start..start + i], need_ns)
             } else {
                 self.pending
                     .extend_from_slice(&self.chunk[start..start + i]);
-                let r = decode_line(&self.pending);
+                let r = decode_line(&self.pending, need_ns);
                 self.pending.clear();
                 r
             };
@@ -164,7 +177,7 @@ impl WatchDecoder {
         self.pending.extend_from_slice(rest);
         self.pos = self.chunk.len();
         let tail = std::mem::take(&mut self.pending);
-        match decode_line::<K>(&tail) {
+        match decode_line::<K>(&tail, self.require_namespace) {
             None => None,
             Some(Ok(event)) => {
                 self.events += 1;
@@ -190,14 +203,76 @@ impl WatchDecoder {
     }
 }
 
-/// Decodes one line; `None` for a blank one.
+/// Decodes one line; `None` for a blank one. The object of an added, modified or deleted event
+/// must have a name (and a namespace when `require_namespace`).
 fn decode_line<K: DeserializeOwned>(
     line: &[u8],
+    require_namespace: bool,
 ) -> Option<Result<WatchEvent<K>, kinformer_core::Error>> {
     if line.iter().all(u8::is_ascii_whitespace) {
         return None;
     }
-    Some(WatchEvent::from_json(line))
+    let event = match WatchEvent::from_json(line) {
+        Ok(event) => event,
+        Err(e) => return Some(Err(e)),
+    };
+    if matches!(
+        event,
+        WatchEvent::Added(_) | WatchEvent::Modified(_) | WatchEvent::Deleted(_)
+    ) && let Some(field) = missing_identity(line, require_namespace)
+    {
+        return Some(Err(kinformer_core::Error::Decode {
+            what: "watch event",
+            source: serde::de::Error::custom(format_args!("the object has no {field}")),
+        }));
+    }
+    Some(Ok(event))
+}
+
+/// Just the identity of a watch event's object, read without decoding the rest.
+#[derive(serde::Deserialize)]
+struct EventProbe<'a> {
+    #[serde(default, borrow)]
+    object: Option<ObjectProbe<'a>>,
+}
+
+#[derive(serde::Deserialize)]
+struct ObjectProbe<'a> {
+    #[serde(default, borrow)]
+    metadata: Option<MetaProbe<'a>>,
+}
+
+#[derive(serde::Deserialize)]
+struct MetaProbe<'a> {
+    #[serde(default, borrow)]
+    name: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    namespace: Option<Cow<'a, str>>,
+}
+
+/// What is missing from the identity of a watch event's object: the API server always sends a
+/// name, and a namespace for a namespaced resource.
+fn missing_identity(line: &[u8], require_namespace: bool) -> Option<&'static str> {
+    let Ok(probe) = serde_json::from_slice::<EventProbe<'_>>(line) else {
+        return Some("metadata.name");
+    };
+    let meta = probe.object.and_then(|o| o.metadata);
+    if meta
+        .as_ref()
+        .and_then(|m| m.name.as_deref())
+        .is_none_or(str::is_empty)
+    {
+        return Some("metadata.name");
+    }
+    if require_namespace
+        && meta
+            .and_then(|m| m.namespace)
+            .as_deref()
+            .is_none_or(str::is_empty)
+    {
+        return Some("metadata.namespace");
+    }
+    None
 }
 
 /// Decodes a watch body (any stream of byte chunks) into events as they arrive.
@@ -232,6 +307,20 @@ where
     S: Stream<Item = Result<Bytes, E>> + Send + 'static,
     E: std::error::Error + Send + Sync + 'static,
 {
+    decode_watch_with(body, WatchDecoder::new(max_line), idle)
+}
+
+/// [`decode_watch`] with a decoder set up by the caller.
+pub(crate) fn decode_watch_with<K, S, E>(
+    body: S,
+    decoder: WatchDecoder,
+    idle: Option<Duration>,
+) -> WatchStream<K>
+where
+    K: DeserializeOwned + Send + Sync + 'static,
+    S: Stream<Item = Result<Bytes, E>> + Send + 'static,
+    E: std::error::Error + Send + Sync + 'static,
+{
     struct State<S> {
         body: Pin<Box<S>>,
         decoder: WatchDecoder,
@@ -240,7 +329,7 @@ where
     }
     let state = State {
         body: Box::pin(body),
-        decoder: WatchDecoder::new(max_line),
+        decoder,
         idle,
         ended: false,
     };
@@ -441,6 +530,59 @@ mod tests {
             run(full.as_bytes(), 10, 1 << 20),
             vec![Ok("a@1".to_owned())]
         );
+    }
+
+    #[test]
+    fn objects_without_a_name_or_namespace_are_decode_errors_naming_the_line() {
+        let first = line("ADDED", "a", 1);
+        let cases = [
+            (
+                r#"{"type":"ADDED","object":{"kind":"ConfigMap"}}"#,
+                false,
+                "metadata.name",
+            ),
+            (
+                r#"{"type":"MODIFIED","object":{"metadata":{"name":""}}}"#,
+                false,
+                "metadata.name",
+            ),
+            (
+                r#"{"type":"DELETED","object":{"metadata":{"resourceVersion":"2"}}}"#,
+                false,
+                "metadata.name",
+            ),
+            (
+                r#"{"type":"ADDED","object":{"metadata":{"name":"b"}}}"#,
+                true,
+                "metadata.namespace",
+            ),
+        ];
+        for (bad, require_namespace, field) in cases {
+            let body = format!("{first}\n{bad}\n{}\n", line("ADDED", "c", 3));
+            let mut d = WatchDecoder::new(1 << 20).require_namespace(require_namespace);
+            d.push(Bytes::from(body));
+            assert!(d.next_event::<DynamicObject>().unwrap().is_ok());
+            match d.next_event::<DynamicObject>() {
+                Some(Err(e @ Error::Decode { line: Some(2), .. })) => {
+                    assert!(e.to_string().contains(&format!("has no {field}")), "{e}");
+                    assert!(!e.is_retryable() && !e.is_resumable());
+                }
+                other => panic!("{bad}: {other:?}"),
+            }
+            assert!(d.next_event::<DynamicObject>().is_none(), "the stream ends");
+        }
+        // Bookmarks and ERROR events carry no name; a cluster-scoped object no namespace.
+        let body = concat!(
+            r#"{"type":"BOOKMARK","object":{"metadata":{"resourceVersion":"5"}}}"#,
+            "\n",
+            r#"{"type":"ERROR","object":{"kind":"Status","code":410}}"#,
+            "\n",
+            r#"{"type":"ADDED","object":{"metadata":{"name":"node-1"}}}"#,
+            "\n",
+        );
+        let out = run(body.as_bytes(), 7, 1 << 20);
+        assert_eq!(out.len(), 3, "{out:?}");
+        assert!(out.iter().all(Result::is_ok), "{out:?}");
     }
 
     #[test]

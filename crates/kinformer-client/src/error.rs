@@ -91,7 +91,7 @@ pub enum Error {
         message: String,
     },
 
-    /// The server could not be reached (refused, DNS, connect timeout). Retryable with backoff.
+    /// The server could not be reached (connection refused, DNS). Retryable with backoff.
     #[error("cannot connect to the API server: {source}")]
     Connect {
         /// The underlying error.
@@ -99,12 +99,62 @@ pub enum Error {
         source: BoxError,
     },
 
-    /// The request failed in transit or timed out before an answer. Retryable with backoff.
+    /// The request failed in transit: the connection was reset or closed before the answer was
+    /// complete. Retryable with backoff.
     #[error("request failed: {source}")]
     Request {
         /// The underlying error.
         #[source]
         source: BoxError,
+    },
+
+    /// A wait hit its bound: connecting (TCP and the TLS handshake, [`Config::connect_timeout`]),
+    /// the response headers ([`Config::response_header_timeout`]), the next bytes of a list
+    /// body ([`Config::list_progress_timeout`]), or the whole request
+    /// ([`Config::request_timeout`]). Retryable with backoff.
+    ///
+    /// [`Config::connect_timeout`]: crate::Config::connect_timeout
+    /// [`Config::response_header_timeout`]: crate::Config::response_header_timeout
+    /// [`Config::list_progress_timeout`]: crate::Config::list_progress_timeout
+    /// [`Config::request_timeout`]: crate::Config::request_timeout
+    #[error("timed out after {limit:?} waiting for {waiting_for}")]
+    Timeout {
+        /// What was awaited: `"a connection"`, `"the response headers"`, `"the next bytes of
+        /// the response body"` or `"the whole request"`.
+        waiting_for: &'static str,
+        /// The bound that was hit.
+        limit: Duration,
+    },
+
+    /// The request could not be built: the server URL does not parse, a header value is not
+    /// allowed. Not retryable: the same request fails the same way.
+    #[error("cannot build the request: {message}")]
+    InvalidRequest {
+        /// What is wrong.
+        message: String,
+    },
+
+    /// A namespace (or a segment of the resource: group, version, plural) is not valid, so no
+    /// request was sent. Checked as the API server does: a namespace is a DNS-1123 label of at
+    /// most 63 characters. Not retryable.
+    #[error("invalid {what} {}: {problems}", fmt_value(value))]
+    InvalidName {
+        /// Which part of the path: `"namespace"`, `"API group"`, `"API version"` or
+        /// `"resource"`.
+        what: &'static str,
+        /// The value as given.
+        value: String,
+        /// Every problem found, joined by `; `.
+        problems: String,
+    },
+
+    /// A response body grew past the configured maximum once decompressed
+    /// ([`Config::max_list_body`](crate::Config::max_list_body)). Reading stopped at the limit.
+    /// Not retryable as is: list in smaller pages, or raise the limit.
+    #[error("response body exceeds the maximum of {limit} bytes")]
+    BodyTooLarge {
+        /// The configured maximum in bytes.
+        limit: usize,
     },
 
     /// The watch stream was cut (the connection dropped, possibly mid-line). Not a decode error:
@@ -163,12 +213,24 @@ pub enum Error {
         message: String,
     },
 
-    /// Credentials could not be obtained at request time (an exec plugin failed, a token file
-    /// vanished). May succeed later (the plugin's backend may recover); retry with backoff.
+    /// Credentials could not be obtained at request time: an exec plugin failed or answered
+    /// something unusable, a token file is missing or empty. Not retryable: the cause (the
+    /// plugin's login, the file) needs fixing first, and the message says what it is.
     #[error("cannot get credentials: {message}")]
     Auth {
         /// What failed, never the credential itself.
         message: String,
+    },
+
+    /// An exec credential plugin did not finish within
+    /// [`Config::exec_timeout`](crate::Config::exec_timeout); it was killed. Not retryable: a
+    /// plugin that waits for something (a browser login, a prompt) needs a person.
+    #[error("exec plugin {command:?} did not finish within {timeout:?} and was killed")]
+    ExecTimeout {
+        /// The plugin's command.
+        command: String,
+        /// The bound that was hit.
+        timeout: Duration,
     },
 }
 
@@ -185,14 +247,28 @@ fn fmt_location(line: Option<u64>, offset: Option<u64>) -> String {
     }
 }
 
+/// A value for a message, cut short when long (an untrusted value may be huge).
+fn fmt_value(value: &str) -> String {
+    const MAX: usize = 100;
+    match value.char_indices().nth(MAX) {
+        Some((i, _)) => format!("{:?}... ({} bytes)", &value[..i], value.len()),
+        None => format!("{value:?}"),
+    }
+}
+
 fn fmt_path(p: Option<&PathBuf>) -> String {
     p.map(|p| format!("{}: ", p.display())).unwrap_or_default()
 }
 
 impl Error {
     /// `true` when the same request may succeed if repeated later (with backoff): throttling,
-    /// server errors, transport failures, a too-large resourceVersion, cut or idle watches,
-    /// credential acquisition failures.
+    /// server errors, a refused connection, a transport failure or timeout, a too-large
+    /// resourceVersion, cut or idle watches.
+    ///
+    /// `false` for what repeating cannot fix: a request that cannot be built, an invalid
+    /// namespace, bad configuration or TLS material, credentials that cannot be obtained or are
+    /// refused after a refresh, 4xx answers, bodies and lines over their limits, undecodable
+    /// answers.
     pub fn is_retryable(&self) -> bool {
         matches!(
             self,
@@ -201,9 +277,9 @@ impl Error {
                 | Self::TooLargeResourceVersion { .. }
                 | Self::Connect { .. }
                 | Self::Request { .. }
+                | Self::Timeout { .. }
                 | Self::Interrupted { .. }
                 | Self::IdleTimeout { .. }
-                | Self::Auth { .. }
         )
     }
 
@@ -377,6 +453,67 @@ mod tests {
             assert_eq!(e.is_gone(), gone, "{status:?}");
             assert_eq!(e.retry_after(), retry.map(Duration::from_secs));
         }
+    }
+
+    /// Every variant and what it tells the caller: (retryable, gone, resumable, retry_after).
+    #[test]
+    fn every_variant_says_what_to_do() {
+        let secs = |s| Some(Duration::from_secs(s));
+        let source = || -> BoxError { "boom".into() };
+        let decode =
+            || kinformer_core::WatchEvent::<serde_json::Value>::from_json(b"{").unwrap_err();
+        let m = || "m".to_owned();
+        #[rustfmt::skip]
+        let table: Vec<(Error, bool, bool, bool, Option<Duration>)> = vec![
+            (Error::Gone { message: m() }, false, true, false, None),
+            (Error::TooLargeResourceVersion { message: m() }, true, false, false, None),
+            (Error::Throttled { retry_after: secs(3), message: m() }, true, false, false, secs(3)),
+            (Error::Throttled { retry_after: None, message: m() }, true, false, false, None),
+            (Error::ServerError { code: 503, retry_after: secs(5), message: m() }, true, false, false, secs(5)),
+            (Error::ServerError { code: 500, retry_after: None, message: m() }, true, false, false, None),
+            (Error::Unauthorized { message: m() }, false, false, false, None),
+            (Error::Forbidden { message: m() }, false, false, false, None),
+            (Error::NotFound { message: m() }, false, false, false, None),
+            (Error::Api { status: Box::new(Status::failure(400, "BadRequest", "m")) }, false, false, false, None),
+            (Error::Tls { message: m() }, false, false, false, None),
+            (Error::Connect { source: source() }, true, false, false, None),
+            (Error::Request { source: source() }, true, false, false, None),
+            (Error::Timeout { waiting_for: "the response headers", limit: Duration::from_secs(1) }, true, false, false, None),
+            (Error::InvalidRequest { message: m() }, false, false, false, None),
+            (Error::InvalidName { what: "namespace", value: m(), problems: m() }, false, false, false, None),
+            (Error::BodyTooLarge { limit: 10 }, false, false, false, None),
+            (Error::Interrupted { events: 1, reason: m() }, true, false, true, None),
+            (Error::IdleTimeout { idle: Duration::from_secs(1) }, true, false, true, None),
+            (Error::LineTooLong { line: 1, limit: 10 }, false, false, false, None),
+            (Error::Decode { what: "list", line: None, offset: None, source: decode() }, false, false, false, None),
+            (Error::Config { path: None, field: m(), message: m() }, false, false, false, None),
+            (Error::Auth { message: m() }, false, false, false, None),
+            (Error::ExecTimeout { command: m(), timeout: Duration::from_secs(1) }, false, false, false, None),
+        ];
+        for (e, retryable, gone, resumable, retry_after) in table {
+            assert_eq!(
+                (
+                    e.is_retryable(),
+                    e.is_gone(),
+                    e.is_resumable(),
+                    e.retry_after()
+                ),
+                (retryable, gone, resumable, retry_after),
+                "{e:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn long_invalid_names_are_cut_short_in_messages() {
+        let e = Error::InvalidName {
+            what: "namespace",
+            value: "a".repeat(130_000),
+            problems: "must be no more than 63 characters".into(),
+        };
+        let text = e.to_string();
+        assert!(text.len() < 300, "{text}");
+        assert!(text.contains("(130000 bytes)"), "{text}");
     }
 
     #[test]

@@ -69,8 +69,8 @@ mod tls;
 pub use api::Api;
 pub use client::Client;
 pub use config::{
-    AuthConfig, ClientIdentity, Config, DEFAULT_MAX_WATCH_LINE, KubeconfigOptions,
-    SERVICE_ACCOUNT_DIR,
+    AuthConfig, ClientIdentity, Config, DEFAULT_MAX_LIST_BODY, DEFAULT_MAX_WATCH_LINE,
+    KubeconfigOptions, SERVICE_ACCOUNT_DIR,
 };
 pub use decode::{WatchDecoder, WatchStream, decode_watch};
 pub use error::{BoxError, Error};

@@ -58,6 +58,7 @@ mod resource;
 pub mod selector;
 mod status;
 mod store;
+pub mod validation;
 mod version;
 mod watch;
 

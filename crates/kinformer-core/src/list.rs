@@ -1,12 +1,15 @@
 //! List results and the options of list and watch requests.
 
-use std::fmt::{self, Write as _};
+use std::borrow::Cow;
+use std::fmt;
 use std::sync::Arc;
 
+use serde::Deserialize;
 use serde::de::DeserializeOwned;
-use serde::{Deserialize, Deserializer};
 
-use crate::{Error, ResourceVersion};
+use serde_json::value::RawValue;
+
+use crate::{Error, ResourceVersion, Scope};
 
 /// One page of a list response.
 ///
@@ -58,12 +61,11 @@ impl<K> fmt::Debug for ObjectList<K> {
 }
 
 #[derive(Deserialize)]
-#[serde(bound = "K: DeserializeOwned")]
-struct RawList<K> {
+struct RawList<'a> {
     #[serde(default)]
     metadata: RawListMeta,
-    #[serde(default, deserialize_with = "null_as_empty")]
-    items: Vec<Arc<K>>,
+    #[serde(default, borrow)]
+    items: Option<Vec<&'a RawValue>>,
 }
 
 #[derive(Deserialize, Default)]
@@ -77,12 +79,44 @@ struct RawListMeta {
     remaining_item_count: Option<i64>,
 }
 
-fn null_as_empty<'de, D, T>(d: D) -> Result<Vec<T>, D::Error>
-where
-    D: Deserializer<'de>,
-    T: Deserialize<'de>,
-{
-    Ok(Option::<Vec<T>>::deserialize(d)?.unwrap_or_default())
+/// Just the identity of an object, read without decoding the rest.
+#[derive(Deserialize)]
+struct IdentityProbe<'a> {
+    #[serde(default, borrow)]
+    metadata: Option<IdentityMeta<'a>>,
+}
+
+#[derive(Deserialize)]
+struct IdentityMeta<'a> {
+    #[serde(default, borrow)]
+    name: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    namespace: Option<Cow<'a, str>>,
+}
+
+/// What is missing from an object's identity: every object the API server sends has a name,
+/// and every object of a namespaced resource a namespace (also when listed across namespaces).
+fn missing_identity(object: &str, scope: Option<Scope>) -> Option<&'static str> {
+    let Ok(probe) = serde_json::from_str::<IdentityProbe<'_>>(object) else {
+        return Some("metadata.name");
+    };
+    let meta = probe.metadata;
+    if meta
+        .as_ref()
+        .and_then(|m| m.name.as_deref())
+        .is_none_or(str::is_empty)
+    {
+        return Some("metadata.name");
+    }
+    if scope == Some(Scope::Namespaced)
+        && meta
+            .and_then(|m| m.namespace)
+            .as_deref()
+            .is_none_or(str::is_empty)
+    {
+        return Some("metadata.namespace");
+    }
+    None
 }
 
 impl<K> ObjectList<K> {
@@ -106,13 +140,49 @@ impl<K> ObjectList<K> {
 impl<K: DeserializeOwned> ObjectList<K> {
     /// Decodes a list response body (`PodList`, `PartialObjectMetadataList`, any `*List`). An empty
     /// continue token counts as none.
+    ///
+    /// An item without a `metadata.name` is an [`Error::Decode`] naming the item (`items[3]`):
+    /// the API server never sends one, and a cache would file it under an empty key.
     pub fn from_json(body: &[u8]) -> Result<Self, Error> {
-        let raw: RawList<K> = serde_json::from_slice(body).map_err(|source| Error::Decode {
+        Self::decode(body, None)
+    }
+
+    /// Like [`from_json`](Self::from_json), and for a [`Scope::Namespaced`] resource an item
+    /// without a `metadata.namespace` is an error too.
+    ///
+    /// ```
+    /// use kinformer_core::{DynamicObject, Error, ObjectList, Scope};
+    ///
+    /// let body = br#"{"metadata":{"resourceVersion":"5"},"items":[{"metadata":{"name":"a"}}]}"#;
+    /// assert!(ObjectList::<DynamicObject>::from_json_scoped(body, Scope::Cluster).is_ok());
+    /// let e = ObjectList::<DynamicObject>::from_json_scoped(body, Scope::Namespaced).unwrap_err();
+    /// assert!(e.to_string().contains("items[0] has no metadata.namespace"), "{e}");
+    /// ```
+    pub fn from_json_scoped(body: &[u8], scope: Scope) -> Result<Self, Error> {
+        Self::decode(body, Some(scope))
+    }
+
+    fn decode(body: &[u8], scope: Option<Scope>) -> Result<Self, Error> {
+        let decode_error = |source| Error::Decode {
             what: "list",
             source,
-        })?;
+        };
+        let raw: RawList<'_> = serde_json::from_slice(body).map_err(decode_error)?;
+        let raw_items = raw.items.unwrap_or_default();
+        let mut items = Vec::with_capacity(raw_items.len());
+        for (i, item) in raw_items.into_iter().enumerate() {
+            let object: K = serde_json::from_str(item.get()).map_err(|e| {
+                decode_error(serde::de::Error::custom(format_args!("items[{i}]: {e}")))
+            })?;
+            if let Some(field) = missing_identity(item.get(), scope) {
+                return Err(decode_error(serde::de::Error::custom(format_args!(
+                    "items[{i}] has no {field}"
+                ))));
+            }
+            items.push(Arc::new(object));
+        }
         Ok(Self {
-            items: raw.items,
+            items,
             resource_version: raw.metadata.resource_version.into(),
             continue_token: raw.metadata.continue_token.filter(|c| !c.is_empty()),
             remaining_item_count: raw.metadata.remaining_item_count,
@@ -189,7 +259,7 @@ impl ListParams {
                 .map(ResourceVersionMatch::as_str),
         );
         q.opt_num("timeoutSeconds", self.timeout_seconds);
-        q.0
+        q.finish()
     }
 }
 
@@ -248,32 +318,22 @@ impl WatchParams {
         if self.send_initial_events {
             q.pair("sendInitialEvents", "true");
         }
-        q.0
+        q.finish()
     }
 }
 
 /// An `application/x-www-form-urlencoded` query under construction.
-#[derive(Default)]
-struct Query(String);
+struct Query(form_urlencoded::Serializer<'static, String>);
+
+impl Default for Query {
+    fn default() -> Self {
+        Self(form_urlencoded::Serializer::new(String::new()))
+    }
+}
 
 impl Query {
     fn pair(&mut self, key: &str, value: &str) {
-        if !self.0.is_empty() {
-            self.0.push('&');
-        }
-        self.0.push_str(key);
-        self.0.push('=');
-        for b in value.bytes() {
-            match b {
-                b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'*' => {
-                    self.0.push(b as char);
-                }
-                b' ' => self.0.push('+'),
-                _ => {
-                    let _ = write!(self.0, "%{b:02X}");
-                }
-            }
-        }
+        self.0.append_pair(key, value);
     }
 
     fn opt(&mut self, key: &str, value: Option<&str>) {
@@ -286,6 +346,10 @@ impl Query {
         if let Some(v) = value {
             self.pair(key, &v.to_string());
         }
+    }
+
+    fn finish(mut self) -> String {
+        self.0.finish()
     }
 }
 
@@ -341,6 +405,72 @@ mod tests {
                 Err(Error::Decode { what: "list", .. })
             ));
         }
+    }
+
+    #[test]
+    fn items_without_a_name_or_namespace_are_decode_errors_naming_the_item() {
+        let list =
+            |items: &str| format!(r#"{{"metadata":{{"resourceVersion":"3"}},"items":[{items}]}}"#);
+        let good = r#"{"metadata":{"name":"a","namespace":"ns"}}"#;
+        let cases = [
+            (r#"{"spec":{}}"#, None, "items[1] has no metadata.name"),
+            (r#"{"metadata":{}}"#, None, "items[1] has no metadata.name"),
+            (
+                r#"{"metadata":{"name":""}}"#,
+                None,
+                "items[1] has no metadata.name",
+            ),
+            (
+                r#"{"metadata":{"name":null}}"#,
+                None,
+                "items[1] has no metadata.name",
+            ),
+            (r#"{"metadata":7}"#, None, "items[1]"),
+            (
+                r#"{"metadata":{"name":"b"}}"#,
+                Some(Scope::Namespaced),
+                "items[1] has no metadata.namespace",
+            ),
+            (
+                r#"{"metadata":{"name":"b","namespace":""}}"#,
+                Some(Scope::Namespaced),
+                "items[1] has no metadata.namespace",
+            ),
+        ];
+        for (item, scope, want) in cases {
+            let body = list(&format!("{good},{item}"));
+            let result = match scope {
+                None => ObjectList::<serde_json::Value>::from_json(body.as_bytes()),
+                Some(s) => ObjectList::<serde_json::Value>::from_json_scoped(body.as_bytes(), s),
+            };
+            match result {
+                Err(e @ Error::Decode { what: "list", .. }) => {
+                    assert!(e.to_string().contains(want), "{item}: {e}")
+                }
+                Ok(_) => panic!("{item} accepted"),
+                Err(e) => panic!("{item}: {e}"),
+            }
+        }
+        let ok = list(&format!(r#"{good},{{"metadata":{{"name":"n\u0031"}}}}"#));
+        let nodes =
+            ObjectList::<DynamicObject>::from_json_scoped(ok.as_bytes(), Scope::Cluster).unwrap();
+        assert_eq!(nodes.items[1].name(), "n1");
+        assert!(
+            ObjectList::<DynamicObject>::from_json_scoped(list(good).as_bytes(), Scope::Namespaced)
+                .is_ok()
+        );
+    }
+
+    #[test]
+    fn query_values_are_form_encoded() {
+        let p = ListParams {
+            label_selector: Some("a in (x y),b!=ü&c=#".into()),
+            ..ListParams::default()
+        };
+        assert_eq!(
+            p.to_query(),
+            "labelSelector=a+in+%28x+y%29%2Cb%21%3D%C3%BC%26c%3D%23"
+        );
     }
 
     #[test]

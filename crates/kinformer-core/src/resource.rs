@@ -2,6 +2,8 @@
 
 use std::any::TypeId;
 
+use percent_encoding::{AsciiSet, CONTROLS, utf8_percent_encode};
+
 /// Whether a resource lives in namespaces or is cluster-wide.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Scope {
@@ -94,18 +96,36 @@ impl ApiResource {
 
     /// The URL path that lists (and, with `watch=true`, watches) this resource: in one namespace
     /// when `namespace` is given and the resource is namespaced, across all namespaces otherwise.
+    /// An empty namespace means all namespaces, as client-go's `NamespaceAll` does.
+    ///
+    /// Every segment is percent-encoded, so a `?`, `#`, `/` or `%` in one stays inside it. This
+    /// does not make a bad name good: `.` and `..` still move up the path, so check names first
+    /// with [`validation`](crate::validation) (the client does, before any request). `{` and `}`
+    /// are left as they are, so that a path template (`{namespace}`) comes through whole.
+    ///
+    /// ```
+    /// use kinformer_core::{ApiResource, Scope};
+    /// let pods = ApiResource::new("", "v1", "Pod", "pods", Scope::Namespaced);
+    /// assert_eq!(pods.list_path(Some("shop?limit=1")), "/api/v1/namespaces/shop%3Flimit=1/pods");
+    /// assert_eq!(pods.list_path(Some("")), "/api/v1/pods");
+    /// assert_eq!(pods.list_path(Some("{namespace}")), "/api/v1/namespaces/{namespace}/pods");
+    /// ```
     pub fn list_path(&self, namespace: Option<&str>) -> String {
-        let mut path = if self.group.is_empty() {
-            format!("/api/{}", self.version)
+        let mut path = String::new();
+        if self.group.is_empty() {
+            path.push_str("/api");
         } else {
-            format!("/apis/{}/{}", self.group, self.version)
-        };
-        if let (Scope::Namespaced, Some(ns)) = (self.scope, namespace) {
-            path.push_str("/namespaces/");
-            path.push_str(ns);
+            path.push_str("/apis");
+            push_segment(&mut path, &self.group);
         }
-        path.push('/');
-        path.push_str(&self.plural);
+        push_segment(&mut path, &self.version);
+        if let (Scope::Namespaced, Some(ns)) = (self.scope, namespace)
+            && !ns.is_empty()
+        {
+            path.push_str("/namespaces");
+            push_segment(&mut path, ns);
+        }
+        push_segment(&mut path, &self.plural);
         path
     }
 
@@ -115,11 +135,57 @@ impl ApiResource {
     /// use kinformer_core::{ApiResource, Scope};
     /// let pods = ApiResource::new("", "v1", "Pod", "pods", Scope::Namespaced);
     /// assert_eq!(pods.object_path(Some("dev"), "web-0"), "/api/v1/namespaces/dev/pods/web-0");
+    /// assert_eq!(pods.object_path(Some("dev"), "a/b#c"), "/api/v1/namespaces/dev/pods/a%2Fb%23c");
     /// ```
+    ///
+    /// The name is percent-encoded like every segment of [`list_path`](Self::list_path), and as
+    /// there, check it first ([`validation::validate_object_name`](crate::validation::validate_object_name)).
     pub fn object_path(&self, namespace: Option<&str>, name: &str) -> String {
         let mut path = self.list_path(namespace);
-        path.push('/');
-        path.push_str(name);
+        push_segment(&mut path, name);
         path
+    }
+}
+
+/// What is percent-encoded in a path segment: the URL standard's path-segment set (controls,
+/// space, `"`, `#`, `<`, `>`, `?`, `` ` ``, `/`, `%`), plus `\` (a separator in http URLs),
+/// `^` and `|`, and every non-ASCII byte; but not `{` and `}`, which path templates use.
+const PATH_SEGMENT: &AsciiSet = &CONTROLS
+    .add(b' ')
+    .add(b'"')
+    .add(b'#')
+    .add(b'%')
+    .add(b'/')
+    .add(b'<')
+    .add(b'>')
+    .add(b'?')
+    .add(b'\\')
+    .add(b'^')
+    .add(b'`')
+    .add(b'|');
+
+/// Appends `/` and the percent-encoded `segment`.
+fn push_segment(path: &mut String, segment: &str) {
+    path.push('/');
+    path.extend(utf8_percent_encode(segment, PATH_SEGMENT));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_segment_is_percent_encoded() {
+        let odd = ApiResource::new("ex ample.com", "v1?", "Odd", "odds#", Scope::Namespaced);
+        assert_eq!(
+            odd.list_path(Some("a/b%c\\d")),
+            "/apis/ex%20ample.com/v1%3F/namespaces/a%2Fb%25c%5Cd/odds%23"
+        );
+        assert_eq!(
+            odd.object_path(None, "n\u{e4}me\n"),
+            "/apis/ex%20ample.com/v1%3F/odds%23/n%C3%A4me%0A"
+        );
+        let cluster = ApiResource::new("", "v1", "Node", "nodes", Scope::Cluster);
+        assert_eq!(cluster.list_path(Some("x/y")), "/api/v1/nodes");
     }
 }

@@ -1,0 +1,573 @@
+//! The client against a hostile HTTP server on 127.0.0.1: bad namespaces never leave the
+//! client, bodies and waits are bounded, hung exec plugins are killed, nameless objects are
+//! refused, and each failure is a typed error that says whether retrying can help.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use futures_util::StreamExt;
+use k8s_openapi::api::core::v1::{Namespace, Pod};
+use kinformer_client::{Api, AuthConfig, Client, Config, Error};
+use kinformer_core::{ApiResource, DynamicObject, ListParams, Scope, WatchEvent, WatchParams};
+use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+
+/// The bound on waiting for any one thing in these tests.
+const BOUND: Duration = Duration::from_secs(20);
+
+/// A small bound configured on the client where a test waits for a timeout to fire.
+const SHORT: Duration = Duration::from_millis(300);
+
+/// What the hostile server does with one request, given its head (lower-cased).
+enum Reply {
+    /// Writes these bytes and closes the connection.
+    Bytes(Vec<u8>),
+    /// Writes these bytes (possibly nothing) and then holds the connection open, silent.
+    ThenSilence(Vec<u8>),
+}
+
+/// A hostile server: `reply` decides what each request gets. Counts accepted connections, and
+/// holds silent connections until the test ends. With `read_head: false` it accepts and never
+/// reads or writes at all.
+struct Hostile {
+    addr: SocketAddr,
+    connections: Arc<AtomicUsize>,
+    heads: Arc<std::sync::Mutex<Vec<String>>>,
+}
+
+impl Hostile {
+    async fn start(read_head: bool, reply: impl Fn(&str) -> Reply + Send + Sync + 'static) -> Self {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let connections = Arc::new(AtomicUsize::new(0));
+        let heads = Arc::new(std::sync::Mutex::new(Vec::new()));
+        let reply = Arc::new(reply);
+        let (count, seen) = (Arc::clone(&connections), Arc::clone(&heads));
+        tokio::spawn(async move {
+            while let Ok((mut conn, _)) = listener.accept().await {
+                count.fetch_add(1, Ordering::SeqCst);
+                let (reply, seen) = (Arc::clone(&reply), Arc::clone(&seen));
+                tokio::spawn(async move {
+                    if !read_head {
+                        // Hold the connection, silent, until the client gives up.
+                        let mut sink = [0u8; 1024];
+                        while matches!(conn.read(&mut sink).await, Ok(n) if n > 0) {}
+                        return;
+                    }
+                    let mut buf = Vec::new();
+                    let mut chunk = [0u8; 4096];
+                    while !buf.windows(4).any(|w| w == b"\r\n\r\n") && buf.len() < 65536 {
+                        match conn.read(&mut chunk).await {
+                            Ok(0) | Err(_) => return,
+                            Ok(n) => buf.extend_from_slice(&chunk[..n]),
+                        }
+                    }
+                    let head = String::from_utf8_lossy(&buf).to_ascii_lowercase();
+                    let answer = reply(&head);
+                    seen.lock().unwrap().push(head);
+                    match answer {
+                        Reply::Bytes(bytes) => {
+                            let _ = conn.write_all(&bytes).await;
+                            let _ = conn.shutdown().await;
+                        }
+                        Reply::ThenSilence(bytes) => {
+                            let _ = conn.write_all(&bytes).await;
+                            let mut sink = [0u8; 1024];
+                            while matches!(conn.read(&mut sink).await, Ok(n) if n > 0) {}
+                        }
+                    }
+                });
+            }
+        });
+        Self {
+            addr,
+            connections,
+            heads,
+        }
+    }
+
+    fn config(&self) -> Config {
+        Config::new(format!("http://{}", self.addr))
+    }
+
+    fn connections(&self) -> usize {
+        self.connections.load(Ordering::SeqCst)
+    }
+}
+
+/// A complete HTTP/1.1 answer with a body.
+fn answer(status: &str, headers: &str, body: &[u8]) -> Vec<u8> {
+    let mut out = format!(
+        "HTTP/1.1 {status}\r\ncontent-type: application/json\r\n{headers}content-length: {}\r\nconnection: close\r\n\r\n",
+        body.len()
+    )
+    .into_bytes();
+    out.extend_from_slice(body);
+    out
+}
+
+/// The head of a chunked watch answer, and then each line as one chunk.
+fn watch_answer(lines: &[&str]) -> Vec<u8> {
+    let mut out =
+        "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ntransfer-encoding: chunked\r\n\r\n"
+            .to_owned();
+    for line in lines {
+        out.push_str(&format!("{:x}\r\n{line}\n\r\n", line.len() + 1));
+    }
+    out.into_bytes()
+}
+
+fn gzip(data: &[u8]) -> Vec<u8> {
+    use std::io::Write as _;
+    let mut enc = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::best());
+    enc.write_all(data).unwrap();
+    enc.finish().unwrap()
+}
+
+const POD_LIST: &str = r#"{"kind":"PodList","apiVersion":"v1","metadata":{"resourceVersion":"5"},"items":[{"metadata":{"name":"web-0","namespace":"shop"}}]}"#;
+
+async fn within<T>(f: impl std::future::Future<Output = T>) -> T {
+    tokio::time::timeout(BOUND, f)
+        .await
+        .expect("finished within the bound")
+}
+
+#[tokio::test]
+async fn invalid_namespaces_are_refused_before_any_request() {
+    let server = Hostile::start(true, |_| {
+        Reply::Bytes(answer("200 OK", "", POD_LIST.as_bytes()))
+    })
+    .await;
+    let client = Client::new(server.config()).unwrap();
+    let long = "a".repeat(64);
+    for ns in [
+        "shop?limit=1",
+        "../../../api/v1/namespaces?x=",
+        "..",
+        "shop/pods",
+        "shop%2Fx",
+        "Shop",
+        "",
+        long.as_str(),
+    ] {
+        let pods: Api<Pod> = Api::namespaced(client.clone(), ns);
+        let e = within(pods.list(&ListParams::default())).await.unwrap_err();
+        match &e {
+            Error::InvalidName {
+                what: "namespace",
+                value,
+                ..
+            } => assert_eq!(value, ns),
+            other => panic!("{ns:?}: {other:?}"),
+        }
+        assert!(!e.is_retryable(), "{e}");
+        let e = within(pods.watch(&WatchParams::default()))
+            .await
+            .err()
+            .unwrap();
+        assert!(
+            matches!(
+                e,
+                Error::InvalidName {
+                    what: "namespace",
+                    ..
+                }
+            ),
+            "{ns:?}: {e}"
+        );
+        let dynamic =
+            Api::<DynamicObject>::namespaced_with(client.clone(), ns, &ApiResource::of::<Pod>());
+        let e = within(dynamic.list(&ListParams::default()))
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(
+                e,
+                Error::InvalidName {
+                    what: "namespace",
+                    ..
+                }
+            ),
+            "{ns:?}: {e}"
+        );
+    }
+    // A resource chosen at run time is checked too.
+    let odd = ApiResource::new("example.com/../..", "v1", "Odd", "odds", Scope::Namespaced);
+    let e =
+        within(Api::<DynamicObject>::all_with(client.clone(), &odd).list(&ListParams::default()))
+            .await
+            .unwrap_err();
+    assert!(
+        matches!(
+            e,
+            Error::InvalidName {
+                what: "API group",
+                ..
+            }
+        ),
+        "{e}"
+    );
+    let odd = ApiResource::new("", "v1", "Odd", "..", Scope::Cluster);
+    let e =
+        within(Api::<DynamicObject>::all_with(client.clone(), &odd).list(&ListParams::default()))
+            .await
+            .unwrap_err();
+    assert!(
+        matches!(
+            e,
+            Error::InvalidName {
+                what: "resource",
+                ..
+            }
+        ),
+        "{e}"
+    );
+    assert_eq!(server.connections(), 0, "no request reached the server");
+
+    // A valid namespace goes through, in its own path segment.
+    let pods: Api<Pod> = Api::namespaced(client.clone(), "shop");
+    assert_eq!(
+        within(pods.list(&ListParams::default()))
+            .await
+            .unwrap()
+            .items
+            .len(),
+        1
+    );
+    // For a cluster-scoped resource the namespace is not used, so not checked.
+    let namespaces: Api<Namespace> = Api::namespaced(client, "not a namespace");
+    let _ = within(namespaces.list(&ListParams::default())).await;
+    let heads = server.heads.lock().unwrap().clone();
+    assert!(
+        heads[0].starts_with("get /api/v1/namespaces/shop/pods "),
+        "{}",
+        heads[0]
+    );
+    assert!(
+        heads[1].starts_with("get /api/v1/namespaces "),
+        "{}",
+        heads[1]
+    );
+}
+
+/// A list body padded to `size` bytes of valid JSON.
+fn padded_list(size: usize) -> Vec<u8> {
+    let head = r#"{"kind":"PodList","apiVersion":"v1","metadata":{"resourceVersion":"5"},"items":[],"pad":""#;
+    let mut body = head.as_bytes().to_vec();
+    body.resize(size - 2, b' ');
+    body.extend_from_slice(b"\"}");
+    body
+}
+
+#[tokio::test]
+async fn a_gzip_body_inflating_past_the_cap_is_refused() {
+    // 8 MiB inflated from a few kilobytes.
+    let bomb = Arc::new(gzip(&padded_list(8 << 20)));
+    assert!(bomb.len() < 64 * 1024, "{}", bomb.len());
+    let body = Arc::clone(&bomb);
+    let server = Hostile::start(true, move |head| {
+        assert!(head.contains("accept-encoding: gzip"), "{head}");
+        Reply::Bytes(answer("200 OK", "content-encoding: gzip\r\n", &body))
+    })
+    .await;
+    let mut config = server.config();
+    config.max_list_body = 1 << 20;
+    let pods: Api<Pod> = Api::all(Client::new(config).unwrap());
+    let e = within(pods.list(&ListParams::default())).await.unwrap_err();
+    assert!(matches!(e, Error::BodyTooLarge { limit: 1048576 }), "{e}");
+    assert!(!e.is_retryable());
+
+    // Under a larger cap the same answer is a list.
+    let mut config = server.config();
+    config.max_list_body = 16 << 20;
+    let pods: Api<Pod> = Api::all(Client::new(config).unwrap());
+    assert!(
+        within(pods.list(&ListParams::default()))
+            .await
+            .unwrap()
+            .items
+            .is_empty()
+    );
+}
+
+#[tokio::test]
+async fn a_plain_body_past_the_cap_is_refused_by_its_length() {
+    let server = Hostile::start(true, |_| Reply::ThenSilence(
+        b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 1000000000\r\n\r\n{".to_vec(),
+    ))
+    .await;
+    let mut config = server.config();
+    config.max_list_body = 1 << 20;
+    let pods: Api<Pod> = Api::all(Client::new(config).unwrap());
+    let e = within(pods.list(&ListParams::default())).await.unwrap_err();
+    assert!(matches!(e, Error::BodyTooLarge { limit: 1048576 }), "{e}");
+}
+
+#[tokio::test]
+async fn a_server_that_never_answers_times_out_typed_and_retryable() {
+    let server = Hostile::start(false, |_| unreachable!()).await;
+    let mut config = server.config();
+    config.response_header_timeout = SHORT;
+    let pods: Api<Pod> = Api::all(Client::new(config).unwrap());
+    let e = within(pods.list(&ListParams::default())).await.unwrap_err();
+    match &e {
+        Error::Timeout {
+            waiting_for: "the response headers",
+            limit,
+        } => assert_eq!(*limit, SHORT),
+        other => panic!("{other:?}"),
+    }
+    assert!(e.is_retryable() && !e.is_resumable(), "{e}");
+    let e = within(pods.watch(&WatchParams::default()))
+        .await
+        .err()
+        .unwrap();
+    assert!(
+        matches!(
+            e,
+            Error::Timeout {
+                waiting_for: "the response headers",
+                ..
+            }
+        ),
+        "{e}"
+    );
+}
+
+#[tokio::test]
+async fn a_stalled_tls_handshake_hits_the_connect_timeout() {
+    let server = Hostile::start(false, |_| unreachable!()).await;
+    let mut config = Config::new(format!("https://{}", server.addr));
+    config.connect_timeout = SHORT;
+    let pods: Api<Pod> = Api::all(Client::new(config).unwrap());
+    let e = within(pods.list(&ListParams::default())).await.unwrap_err();
+    match &e {
+        Error::Timeout {
+            waiting_for: "a connection",
+            limit,
+        } => assert_eq!(*limit, SHORT),
+        other => panic!("{other:?}"),
+    }
+    assert!(e.is_retryable(), "{e}");
+}
+
+#[tokio::test]
+async fn a_list_body_that_stalls_times_out() {
+    let stalled = b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 1000\r\n\r\n{\"items\":[".to_vec();
+    let server = Hostile::start(true, move |_| Reply::ThenSilence(stalled.clone())).await;
+    let mut config = server.config();
+    config.list_progress_timeout = SHORT;
+    let pods: Api<Pod> = Api::all(Client::new(config).unwrap());
+    let e = within(pods.list(&ListParams::default())).await.unwrap_err();
+    assert!(
+        matches!(e, Error::Timeout { waiting_for: "the next bytes of the response body", limit } if limit == SHORT),
+        "{e}"
+    );
+    assert!(e.is_retryable());
+
+    // The whole-request bound (kubectl's --request-timeout) ends it when it is the smaller.
+    let mut config = server.config();
+    config.request_timeout = Some(SHORT);
+    let pods: Api<Pod> = Api::all(Client::new(config).unwrap());
+    let e = within(pods.list(&ListParams::default())).await.unwrap_err();
+    assert!(
+        matches!(e, Error::Timeout { waiting_for: "the whole request", limit } if limit == SHORT),
+        "{e}"
+    );
+    assert!(e.is_retryable());
+}
+
+#[tokio::test]
+async fn an_error_answer_whose_body_stalls_still_maps_to_its_status() {
+    let stalled = b"HTTP/1.1 503 Service Unavailable\r\ncontent-length: 1000\r\nretry-after: 4\r\n\r\n{\"kind\"".to_vec();
+    let server = Hostile::start(true, move |_| Reply::ThenSilence(stalled.clone())).await;
+    let mut config = server.config();
+    config.list_progress_timeout = SHORT;
+    let pods: Api<Pod> = Api::all(Client::new(config).unwrap());
+    let e = within(pods.list(&ListParams::default())).await.unwrap_err();
+    assert!(matches!(e, Error::ServerError { code: 503, .. }), "{e}");
+    assert_eq!(e.retry_after(), Some(Duration::from_secs(4)));
+}
+
+#[tokio::test]
+async fn a_silent_watch_ends_with_an_idle_timeout_tied_to_timeout_seconds() {
+    let server = Hostile::start(true, |_| Reply::ThenSilence(watch_answer(&[]))).await;
+    let mut config = server.config();
+    config.watch_idle_timeout = SHORT;
+    config.watch_idle_margin = Duration::from_millis(200);
+    let pods: Api<Pod> = Api::all(Client::new(config).unwrap());
+    let mut events = within(pods.watch(&WatchParams::default())).await.unwrap();
+    match within(events.next()).await {
+        Some(Err(e @ Error::IdleTimeout { idle })) => {
+            assert_eq!(idle, SHORT);
+            assert!(e.is_resumable() && e.is_retryable());
+        }
+        other => panic!("{other:?}"),
+    }
+    assert!(within(events.next()).await.is_none());
+
+    let mut events = within(pods.watch(&WatchParams {
+        timeout_seconds: Some(1),
+        ..WatchParams::default()
+    }))
+    .await
+    .unwrap();
+    match within(events.next()).await {
+        Some(Err(Error::IdleTimeout { idle })) => assert_eq!(idle, Duration::from_millis(1200)),
+        other => panic!("{other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn the_defaults_bound_every_wait() {
+    let config = Config::new("https://127.0.0.1:6443");
+    assert_eq!(config.connect_timeout, Duration::from_secs(30));
+    assert_eq!(config.response_header_timeout, Duration::from_secs(60));
+    assert_eq!(config.request_timeout, None);
+    assert_eq!(config.list_progress_timeout, Duration::from_secs(60));
+    assert_eq!(config.max_list_body, 256 << 20);
+    assert_eq!(config.exec_timeout, Duration::from_secs(60));
+    assert_eq!(config.watch_idle_margin, Duration::from_secs(30));
+    assert_eq!(config.watch_idle_timeout, Duration::from_secs(600));
+    assert_eq!(config.max_watch_line, 16 << 20);
+}
+
+#[tokio::test]
+async fn a_bad_url_is_not_retryable() {
+    let pods: Api<Pod> = Api::all(Client::new(Config::new("http://exa mple:80")).unwrap());
+    let e = within(pods.list(&ListParams::default())).await.unwrap_err();
+    assert!(matches!(e, Error::InvalidRequest { .. }), "{e:?}");
+    assert!(!e.is_retryable(), "{e}");
+}
+
+/// Writes an executable script into `dir`.
+fn script(dir: &std::path::Path, name: &str, body: &str) -> std::path::PathBuf {
+    use std::os::unix::fs::PermissionsExt as _;
+    let path = dir.join(name);
+    std::fs::write(&path, body).unwrap();
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    path
+}
+
+fn exec_config(server: &Hostile, command: &std::path::Path) -> Config {
+    let mut config = server.config();
+    config.auth = AuthConfig::Exec {
+        exec: Box::new(kinformer_client::ExecConfig {
+            command: command.display().to_string(),
+            api_version: "client.authentication.k8s.io/v1".into(),
+            ..Default::default()
+        }),
+        cluster: None,
+    };
+    config
+}
+
+#[tokio::test]
+async fn a_hung_exec_plugin_is_killed_after_its_timeout() {
+    let server = Hostile::start(true, |_| {
+        Reply::Bytes(answer("200 OK", "", POD_LIST.as_bytes()))
+    })
+    .await;
+    let dir = tempfile::tempdir().unwrap();
+    let pid_file = dir.path().join("pid");
+    let hung = script(
+        dir.path(),
+        "hung.sh",
+        &format!(
+            "#!/bin/sh\necho $$ > '{}.tmp'\nmv '{0}.tmp' '{0}'\nexec sleep 600\n",
+            pid_file.display()
+        ),
+    );
+    let mut config = exec_config(&server, &hung);
+    config.exec_timeout = Duration::from_millis(500);
+    let pods: Api<Pod> = Api::all(Client::new(config).unwrap());
+    let e = within(pods.list(&ListParams::default())).await.unwrap_err();
+    match &e {
+        Error::ExecTimeout { command, timeout } => {
+            assert_eq!(command, &hung.display().to_string());
+            assert_eq!(*timeout, Duration::from_millis(500));
+        }
+        other => panic!("{other:?}"),
+    }
+    assert!(e.to_string().contains("hung.sh"), "{e}");
+    assert!(!e.is_retryable());
+    assert_eq!(server.connections(), 0);
+    // Killed and reaped: if it got as far as writing its pid, that process is gone.
+    if let Ok(pid) = std::fs::read_to_string(&pid_file) {
+        let alive = std::process::Command::new("kill")
+            .args(["-0", pid.trim()])
+            .stderr(std::process::Stdio::null())
+            .status()
+            .unwrap()
+            .success();
+        assert!(!alive, "the plugin (pid {}) is still running", pid.trim());
+    }
+
+    // A plugin that fails is not retryable either: its login needs fixing first.
+    let failing = script(
+        dir.path(),
+        "failing.sh",
+        "#!/bin/sh\necho 'login expired' >&2\nexit 1\n",
+    );
+    let pods: Api<Pod> = Api::all(Client::new(exec_config(&server, &failing)).unwrap());
+    let e = within(pods.list(&ListParams::default())).await.unwrap_err();
+    assert!(matches!(e, Error::Auth { .. }) && !e.is_retryable(), "{e}");
+    assert!(e.to_string().contains("login expired"), "{e}");
+}
+
+#[tokio::test]
+async fn nameless_objects_are_decode_errors_not_cache_entries() {
+    let server = Hostile::start(true, |head| {
+        let list = |items: &str| {
+            answer(
+                "200 OK",
+                "",
+                format!(r#"{{"kind":"PodList","apiVersion":"v1","metadata":{{"resourceVersion":"5"}},"items":[{items}]}}"#).as_bytes(),
+            )
+        };
+        let good = r#"{"metadata":{"name":"a","namespace":"shop"}}"#;
+        let reply = if head.contains("watch=true") {
+            watch_answer(&[
+                r#"{"type":"ADDED","object":{"metadata":{"name":"a","namespace":"shop","resourceVersion":"6"}}}"#,
+                r#"{"type":"ADDED","object":{"kind":"Pod"}}"#,
+            ])
+        } else if head.contains("labelselector=nameless") {
+            list(&format!(r#"{good},{{"metadata":{{"namespace":"shop"}}}}"#))
+        } else if head.contains("labelselector=no-metadata") {
+            list(&format!(r#"{good},{{"spec":{{}}}}"#))
+        } else {
+            list(&format!(r#"{good},{{"metadata":{{"name":"b"}}}}"#))
+        };
+        Reply::Bytes(reply)
+    })
+    .await;
+    let pods: Api<Pod> = Api::all(Client::new(server.config()).unwrap());
+    for (selector, want) in [
+        ("nameless", "items[1] has no metadata.name"),
+        ("no-metadata", "items[1] has no metadata.name"),
+        ("namespaceless", "items[1] has no metadata.namespace"),
+    ] {
+        let e = within(pods.list(&ListParams {
+            label_selector: Some(selector.into()),
+            ..ListParams::default()
+        }))
+        .await
+        .unwrap_err();
+        assert!(matches!(e, Error::Decode { what: "list", .. }), "{e}");
+        assert!(e.to_string().contains(want), "{selector}: {e}");
+        assert!(!e.is_retryable());
+    }
+    let mut events = within(pods.watch(&WatchParams::default())).await.unwrap();
+    assert!(matches!(
+        within(events.next()).await,
+        Some(Ok(WatchEvent::Added(_)))
+    ));
+    match within(events.next()).await {
+        Some(Err(e @ Error::Decode { line: Some(2), .. })) => {
+            assert!(e.to_string().contains("has no metadata.name"), "{e}")
+        }
+        other => panic!("{other:?}"),
+    }
+    assert!(within(events.next()).await.is_none());
+}
