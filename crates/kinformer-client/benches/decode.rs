@@ -63,7 +63,7 @@ struct PlainEvent<K> {
     _object: K,
 }
 
-fn ours<K: DeserializeOwned>(w: &Workload) -> usize {
+fn ours<K: kinformer_core::Object + DeserializeOwned>(w: &Workload) -> usize {
     let mut decoder = WatchDecoder::new(kinformer_client::DEFAULT_MAX_WATCH_LINE);
     let mut n = 0;
     for chunk in &w.chunks {

@@ -8,7 +8,8 @@ use async_trait::async_trait;
 use futures_util::StreamExt;
 use kinformer_core::list_watch::{self, ErrorKind, ListWatch};
 use kinformer_core::{
-    ApiResource, DynamicObject, ListParams, ObjectList, PartialObjectMetadata, Scope, WatchParams,
+    ApiResource, DynamicObject, ListParams, Object, ObjectList, PartialObjectMetadata, Scope,
+    WatchParams,
 };
 use serde::de::DeserializeOwned;
 
@@ -141,7 +142,7 @@ impl Api<PartialObjectMetadata> {
 
 impl<K> Api<K>
 where
-    K: DeserializeOwned + Send + Sync + 'static,
+    K: Object + DeserializeOwned,
 {
     /// Lists one page (`limit`/`continue` in `params` select it), with the client's rich error.
     /// Through [`ListWatch`], the same request answers with the neutral error.
@@ -171,7 +172,7 @@ where
 #[async_trait]
 impl<K> ListWatch<K> for Api<K>
 where
-    K: DeserializeOwned + Send + Sync + 'static,
+    K: Object + DeserializeOwned,
 {
     async fn list(&self, params: &ListParams) -> Result<ObjectList<K>, list_watch::Error> {
         Ok(Api::list(self, params).await?)

@@ -4,7 +4,9 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use kinformer_core::{ApiResource, ListParams, ObjectList, Scope, Status, WatchParams, validation};
+use kinformer_core::{
+    ApiResource, ListParams, Object, ObjectList, Scope, Status, WatchParams, validation,
+};
 use reqwest::StatusCode;
 use reqwest::header::{ACCEPT, ACCEPT_ENCODING, AUTHORIZATION, RETRY_AFTER};
 use serde::de::DeserializeOwned;
@@ -121,7 +123,7 @@ impl Client {
     /// The namespace and the resource's path segments are checked first
     /// ([`Error::InvalidName`], before any request). An item without a name, or of a namespaced
     /// resource without a namespace, is an [`Error::Decode`] naming the item.
-    pub async fn list<K: DeserializeOwned>(
+    pub async fn list<K: Object + DeserializeOwned>(
         &self,
         resource: &ApiResource,
         namespace: Option<&str>,
@@ -130,7 +132,7 @@ impl Client {
         self.list_as(resource, namespace, params, ACCEPT_JSON).await
     }
 
-    pub(crate) async fn list_as<K: DeserializeOwned>(
+    pub(crate) async fn list_as<K: Object + DeserializeOwned>(
         &self,
         resource: &ApiResource,
         namespace: Option<&str>,
@@ -163,7 +165,7 @@ impl Client {
         params: &WatchParams,
     ) -> Result<WatchStream<K>, Error>
     where
-        K: DeserializeOwned + Send + Sync + 'static,
+        K: Object + DeserializeOwned,
     {
         self.watch_as(resource, namespace, params, ACCEPT_JSON)
             .await
@@ -177,7 +179,7 @@ impl Client {
         accept: &'static str,
     ) -> Result<WatchStream<K>, Error>
     where
-        K: DeserializeOwned + Send + Sync + 'static,
+        K: Object + DeserializeOwned,
     {
         let path = with_query(checked_list_path(resource, namespace)?, &params.to_query());
         let response = self.send(&path, accept, true).await?;

@@ -1,13 +1,12 @@
 //! Decoding a watch response: newline-delimited JSON, decoded as the bytes arrive.
 
-use std::borrow::Cow;
 use std::fmt;
 use std::pin::Pin;
 use std::time::Duration;
 
 use bytes::Bytes;
 use futures_util::{Stream, StreamExt as _};
-use kinformer_core::WatchEvent;
+use kinformer_core::{Object, WatchEvent, missing_identity};
 use serde::de::DeserializeOwned;
 
 use crate::Error;
@@ -113,7 +112,9 @@ impl WatchDecoder {
     }
 
     /// The next complete event, `None` when more bytes are needed (or after an error).
-    pub fn next_event<K: DeserializeOwned>(&mut self) -> Option<Result<WatchEvent<K>, Error>> {
+    pub fn next_event<K: Object + DeserializeOwned>(
+        &mut self,
+    ) -> Option<Result<WatchEvent<K>, Error>> {
         while !self.done {
             let rest = &self.chunk[self.pos..];
             if rest.is_empty() {
@@ -168,7 +169,7 @@ impl WatchDecoder {
 
     /// Ends the stream: a complete last line without its newline is decoded; an incomplete one
     /// means the connection was cut mid-line, reported as [`Error::Interrupted`] (resumable).
-    pub fn finish<K: DeserializeOwned>(&mut self) -> Option<Result<WatchEvent<K>, Error>> {
+    pub fn finish<K: Object + DeserializeOwned>(&mut self) -> Option<Result<WatchEvent<K>, Error>> {
         if self.done {
             return None;
         }
@@ -205,7 +206,7 @@ impl WatchDecoder {
 
 /// Decodes one line; `None` for a blank one. The object of an added, modified or deleted event
 /// must have a name (and a namespace when `require_namespace`).
-fn decode_line<K: DeserializeOwned>(
+fn decode_line<K: Object + DeserializeOwned>(
     line: &[u8],
     require_namespace: bool,
 ) -> Option<Result<WatchEvent<K>, kinformer_core::Error>> {
@@ -216,63 +217,17 @@ fn decode_line<K: DeserializeOwned>(
         Ok(event) => event,
         Err(e) => return Some(Err(e)),
     };
-    if matches!(
-        event,
-        WatchEvent::Added(_) | WatchEvent::Modified(_) | WatchEvent::Deleted(_)
-    ) && let Some(field) = missing_identity(line, require_namespace)
-    {
+    let object = match &event {
+        WatchEvent::Added(o) | WatchEvent::Modified(o) | WatchEvent::Deleted(o) => Some(&**o),
+        WatchEvent::Bookmark(_) | WatchEvent::Error(_) => None,
+    };
+    if let Some(field) = object.and_then(|o| missing_identity(o, require_namespace)) {
         return Some(Err(kinformer_core::Error::Decode {
             what: "watch event",
             source: serde::de::Error::custom(format_args!("the object has no {field}")),
         }));
     }
     Some(Ok(event))
-}
-
-/// Just the identity of a watch event's object, read without decoding the rest.
-#[derive(serde::Deserialize)]
-struct EventProbe<'a> {
-    #[serde(default, borrow)]
-    object: Option<ObjectProbe<'a>>,
-}
-
-#[derive(serde::Deserialize)]
-struct ObjectProbe<'a> {
-    #[serde(default, borrow)]
-    metadata: Option<MetaProbe<'a>>,
-}
-
-#[derive(serde::Deserialize)]
-struct MetaProbe<'a> {
-    #[serde(default, borrow)]
-    name: Option<Cow<'a, str>>,
-    #[serde(default, borrow)]
-    namespace: Option<Cow<'a, str>>,
-}
-
-/// What is missing from the identity of a watch event's object: the API server always sends a
-/// name, and a namespace for a namespaced resource.
-fn missing_identity(line: &[u8], require_namespace: bool) -> Option<&'static str> {
-    let Ok(probe) = serde_json::from_slice::<EventProbe<'_>>(line) else {
-        return Some("metadata.name");
-    };
-    let meta = probe.object.and_then(|o| o.metadata);
-    if meta
-        .as_ref()
-        .and_then(|m| m.name.as_deref())
-        .is_none_or(str::is_empty)
-    {
-        return Some("metadata.name");
-    }
-    if require_namespace
-        && meta
-            .and_then(|m| m.namespace)
-            .as_deref()
-            .is_none_or(str::is_empty)
-    {
-        return Some("metadata.namespace");
-    }
-    None
 }
 
 /// Decodes a watch body (any stream of byte chunks) into events as they arrive.
@@ -303,7 +258,7 @@ fn missing_identity(line: &[u8], require_namespace: bool) -> Option<&'static str
 /// ```
 pub fn decode_watch<K, S, E>(body: S, max_line: usize, idle: Option<Duration>) -> WatchStream<K>
 where
-    K: DeserializeOwned + Send + Sync + 'static,
+    K: Object + DeserializeOwned,
     S: Stream<Item = Result<Bytes, E>> + Send + 'static,
     E: std::error::Error + Send + Sync + 'static,
 {
@@ -317,7 +272,7 @@ pub(crate) fn decode_watch_with<K, S, E>(
     idle: Option<Duration>,
 ) -> WatchStream<K>
 where
-    K: DeserializeOwned + Send + Sync + 'static,
+    K: Object + DeserializeOwned,
     S: Stream<Item = Result<Bytes, E>> + Send + 'static,
     E: std::error::Error + Send + Sync + 'static,
 {

@@ -69,7 +69,7 @@ pub use error::{Error, StoreError};
 pub use key::ObjectKey;
 pub use list::{ListParams, ObjectList, ResourceVersionMatch, WatchParams};
 pub use list_watch::{BoxListWatch, ListWatch, WatchStream};
-pub use object::{Object, OwnerRef};
+pub use object::{Object, OwnerRef, missing_identity};
 pub use queue::{
     Applied, DeltaQueue, Notification, PopFuture, PopIntoFuture, Popped, PoppedItem, ReplaceStep,
     apply_popped,

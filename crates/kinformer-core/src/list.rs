@@ -1,6 +1,5 @@
 //! List results and the options of list and watch requests.
 
-use std::borrow::Cow;
 use std::fmt;
 use std::sync::Arc;
 
@@ -9,7 +8,7 @@ use serde::de::DeserializeOwned;
 
 use serde_json::value::RawValue;
 
-use crate::{Error, ResourceVersion, Scope};
+use crate::{Error, Object, ResourceVersion, Scope, missing_identity};
 
 /// One page of a list response.
 ///
@@ -79,46 +78,6 @@ struct RawListMeta {
     remaining_item_count: Option<i64>,
 }
 
-/// Just the identity of an object, read without decoding the rest.
-#[derive(Deserialize)]
-struct IdentityProbe<'a> {
-    #[serde(default, borrow)]
-    metadata: Option<IdentityMeta<'a>>,
-}
-
-#[derive(Deserialize)]
-struct IdentityMeta<'a> {
-    #[serde(default, borrow)]
-    name: Option<Cow<'a, str>>,
-    #[serde(default, borrow)]
-    namespace: Option<Cow<'a, str>>,
-}
-
-/// What is missing from an object's identity: every object the API server sends has a name,
-/// and every object of a namespaced resource a namespace (also when listed across namespaces).
-fn missing_identity(object: &str, scope: Option<Scope>) -> Option<&'static str> {
-    let Ok(probe) = serde_json::from_str::<IdentityProbe<'_>>(object) else {
-        return Some("metadata.name");
-    };
-    let meta = probe.metadata;
-    if meta
-        .as_ref()
-        .and_then(|m| m.name.as_deref())
-        .is_none_or(str::is_empty)
-    {
-        return Some("metadata.name");
-    }
-    if scope == Some(Scope::Namespaced)
-        && meta
-            .and_then(|m| m.namespace)
-            .as_deref()
-            .is_none_or(str::is_empty)
-    {
-        return Some("metadata.namespace");
-    }
-    None
-}
-
 impl<K> ObjectList<K> {
     /// A complete list (no continue token, no remaining count) of `items` at `resource_version`.
     ///
@@ -137,7 +96,7 @@ impl<K> ObjectList<K> {
     }
 }
 
-impl<K: DeserializeOwned> ObjectList<K> {
+impl<K: Object + DeserializeOwned> ObjectList<K> {
     /// Decodes a list response body (`PodList`, `PartialObjectMetadataList`, any `*List`). An empty
     /// continue token counts as none.
     ///
@@ -174,7 +133,7 @@ impl<K: DeserializeOwned> ObjectList<K> {
             let object: K = serde_json::from_str(item.get()).map_err(|e| {
                 decode_error(serde::de::Error::custom(format_args!("items[{i}]: {e}")))
             })?;
-            if let Some(field) = missing_identity(item.get(), scope) {
+            if let Some(field) = missing_identity(&object, scope == Some(Scope::Namespaced)) {
                 return Err(decode_error(serde::de::Error::custom(format_args!(
                     "items[{i}] has no {field}"
                 ))));
@@ -440,8 +399,8 @@ mod tests {
         for (item, scope, want) in cases {
             let body = list(&format!("{good},{item}"));
             let result = match scope {
-                None => ObjectList::<serde_json::Value>::from_json(body.as_bytes()),
-                Some(s) => ObjectList::<serde_json::Value>::from_json_scoped(body.as_bytes(), s),
+                None => ObjectList::<DynamicObject>::from_json(body.as_bytes()),
+                Some(s) => ObjectList::<DynamicObject>::from_json_scoped(body.as_bytes(), s),
             };
             match result {
                 Err(e @ Error::Decode { what: "list", .. }) => {

@@ -147,3 +147,27 @@ where
 }
 
 object_from_meta!(impl<T> for T where T: k8s_openapi::Metadata<Ty = ObjectMeta> + Send + Sync + 'static);
+
+/// What `object` lacks that every object the API server sends has: a `metadata.name`, and for a
+/// namespaced resource (`namespaced`) a `metadata.namespace`. `None` when nothing is missing. A
+/// decoder refuses such an object rather than let a cache file it under an empty key; it reads
+/// the decoded object, so the JSON is parsed once.
+///
+/// ```
+/// use kinformer_core::{DynamicObject, missing_identity};
+///
+/// let mut o = DynamicObject::default();
+/// assert_eq!(missing_identity(&o, false), Some("metadata.name"));
+/// o.metadata.name = Some("a".into());
+/// assert_eq!(missing_identity(&o, false), None);
+/// assert_eq!(missing_identity(&o, true), Some("metadata.namespace"));
+/// ```
+pub fn missing_identity<K: Object + ?Sized>(object: &K, namespaced: bool) -> Option<&'static str> {
+    if object.name().is_empty() {
+        return Some("metadata.name");
+    }
+    if namespaced && object.namespace().is_none_or(str::is_empty) {
+        return Some("metadata.namespace");
+    }
+    None
+}
