@@ -1,6 +1,6 @@
 //! The real `kubectl` against the simulated server. These tests need `kubectl` on `PATH` and fail
-//! (they do not skip) without it: CI installs it. (`kinformer sim` is tested with kubectl in
-//! kinformer-cli.)
+//! (they do not skip) without it; on Debian and Ubuntu it comes with the `kubernetes-client`
+//! package, which CI installs. (`kinformer sim` is tested with kubectl in kinformer-cli.)
 
 use std::path::PathBuf;
 use std::process::Stdio;
@@ -61,7 +61,8 @@ impl Kubectl {
             c.stdin(Stdio::piped());
         }
         c.spawn().expect(
-            "kubectl must be installed and on PATH for these tests (CI installs kubernetes-client)",
+            "kubectl must be on PATH for these tests: install it, for example with \
+             `apt-get install kubernetes-client` on Debian or Ubuntu, as .ci/run does",
         )
     }
 
