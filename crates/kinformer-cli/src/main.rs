@@ -71,6 +71,9 @@ enum Error {
     /// Waiting for Ctrl-C (or SIGTERM) could not be set up.
     #[error("cannot listen for Ctrl-C: {0}")]
     Signal(std::io::Error),
+    /// Ctrl-C arrived while the watch was retrying a failure; the failure is what is reported.
+    #[error("interrupted while retrying after: {0}")]
+    InterruptedWhileRetrying(String),
     /// Writing the output failed. A closed pipe is not reported: the tool stops quietly.
     #[error("writing output: {0}")]
     Output(#[from] std::io::Error),
@@ -279,10 +282,8 @@ async fn run(q: Query, watch: bool) -> Result<(), Error> {
     let mut out = stdout.lock();
     let selectors = q.selectors();
     let result = if watch {
-        tokio::select! {
-            r = watch::watch(&api, &selectors, q.max_events, &mut out) => r,
-            r = tokio::signal::ctrl_c() => r.map_err(Error::Signal),
-        }
+        let interrupt = tokio::signal::ctrl_c();
+        watch::watch(&api, &selectors, q.max_events, &mut out, interrupt).await
     } else {
         watch::get(&api, &selectors, &mut out).await
     };
