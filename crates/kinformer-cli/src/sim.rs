@@ -112,25 +112,50 @@ impl Drop for OwnedFile {
     }
 }
 
-/// Waits for Ctrl-C, or on Unix for SIGTERM too.
-async fn stop_signal() -> Result<(), Error> {
+/// Ctrl-C, or on Unix SIGTERM too, listened for from the moment it is made: a signal that
+/// arrives right after the address is printed is not lost to the default handler.
+#[derive(Debug)]
+struct StopSignal {
     #[cfg(unix)]
-    {
-        use tokio::signal::unix::{SignalKind, signal};
-        let mut term = signal(SignalKind::terminate()).map_err(Error::Signal)?;
-        tokio::select! {
-            r = tokio::signal::ctrl_c() => r.map_err(Error::Signal),
-            _ = term.recv() => Ok(()),
+    interrupt: tokio::signal::unix::Signal,
+    #[cfg(unix)]
+    terminate: tokio::signal::unix::Signal,
+}
+
+impl StopSignal {
+    fn listen() -> Result<Self, Error> {
+        #[cfg(unix)]
+        {
+            use tokio::signal::unix::{SignalKind, signal};
+            Ok(Self {
+                interrupt: signal(SignalKind::interrupt()).map_err(Error::Signal)?,
+                terminate: signal(SignalKind::terminate()).map_err(Error::Signal)?,
+            })
+        }
+        #[cfg(not(unix))]
+        {
+            Ok(Self {})
         }
     }
-    #[cfg(not(unix))]
-    {
-        tokio::signal::ctrl_c().await.map_err(Error::Signal)
+
+    async fn wait(mut self) -> Result<(), Error> {
+        #[cfg(unix)]
+        {
+            tokio::select! {
+                _ = self.interrupt.recv() => Ok(()),
+                _ = self.terminate.recv() => Ok(()),
+            }
+        }
+        #[cfg(not(unix))]
+        {
+            tokio::signal::ctrl_c().await.map_err(Error::Signal)
+        }
     }
 }
 
 /// Runs `kinformer sim` until Ctrl-C or SIGTERM.
 pub(crate) async fn run(args: SimArgs) -> Result<(), Error> {
+    let stop = StopSignal::listen()?;
     // An explicit path is claimed before anything starts, so a refusal costs nothing.
     let explicit = args
         .kubeconfig
@@ -171,7 +196,7 @@ pub(crate) async fn run(args: SimArgs) -> Result<(), Error> {
         .and_then(|()| writeln!(out, "try: kubectl --kubeconfig {path} get pods -A"))
         .and_then(|()| out.flush());
     drop(out);
-    let stopped = stop_signal().await;
+    let stopped = stop.wait().await;
     tracing::info!("stopping");
     drop(churn);
     let _ = tokio::time::timeout(Duration::from_secs(5), sim.shutdown()).await;
