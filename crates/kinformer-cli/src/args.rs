@@ -15,7 +15,7 @@ pub(crate) const MAX_CHURN_PER_SEC: f64 = 100_000.0;
 
 /// Lists and watches Kubernetes resources through kinformer, or runs its simulated API server.
 #[derive(Debug, Parser)]
-#[command(name = "kinformer", version, about, propagate_version = true)]
+#[command(name = "kinformer", version, propagate_version = true)]
 pub(crate) struct Cli {
     /// What to do.
     #[command(subcommand)]
