@@ -8,7 +8,7 @@ mod support;
 use std::process::Stdio;
 use std::time::Duration;
 
-use support::{BIN, BOUND, KillOnDrop, drain, signal, wait_bounded};
+use support::{BIN, BOUND, KillOnDrop, Lines, drain, signal, wait_bounded};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpListener;
 use tokio::sync::mpsc;
@@ -235,4 +235,36 @@ async fn the_scripted_server_counts_lists_and_watches() {
     }
     assert_eq!(requests.recv().await, Some(Kind::List));
     assert_eq!(requests.recv().await, Some(Kind::Watch));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unreachable_server_is_retried_with_its_cause_and_ctrl_c_reports_it() {
+    // A port nothing listens on any more: every connection is refused.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let dir = tempfile::tempdir().unwrap();
+    let path = kubeconfig(dir.path(), &format!("http://127.0.0.1:{port}"), "{}");
+    let mut child = KillOnDrop(watch_command(dir.path(), &path).spawn().unwrap());
+    let stderr = Lines::new(child.0.stderr.take().unwrap());
+    let (warning, stderr) = tokio::task::spawn_blocking(move || (stderr.next(), stderr))
+        .await
+        .unwrap();
+    assert!(warning.contains("WARN"), "{warning}");
+    assert!(warning.contains("cannot connect"), "{warning}");
+    signal(&child.0, "INT");
+    let (status, rest) = tokio::task::spawn_blocking(move || {
+        let status = wait_bounded(&mut child.0);
+        (status, stderr.rest())
+    })
+    .await
+    .unwrap();
+    assert_eq!(status.code(), Some(1), "{rest:?}");
+    let last = rest.last().cloned().unwrap_or_default();
+    assert!(
+        last.starts_with("kinformer: interrupted while retrying after: list: cannot connect"),
+        "{rest:?}"
+    );
 }

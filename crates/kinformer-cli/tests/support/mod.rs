@@ -4,7 +4,7 @@
 #![allow(dead_code, unreachable_pub)]
 
 use std::io::{BufRead, BufReader, Read};
-use std::process::{Child, ChildStdout, Command, ExitStatus, Stdio};
+use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
@@ -73,15 +73,15 @@ pub fn run(mut cmd: Command) -> (ExitStatus, String, String) {
     (status, out.join().unwrap(), err.join().unwrap())
 }
 
-/// The lines of a child's stdout, delivered through a channel so each wait is bounded.
+/// The lines of a child's stdout or stderr, delivered through a channel so each wait is bounded.
 pub struct Lines(mpsc::Receiver<String>);
 
 impl Lines {
-    /// Starts reading `stdout` line by line on a thread of its own.
-    pub fn new(stdout: ChildStdout) -> Self {
+    /// Starts reading `pipe` line by line on a thread of its own.
+    pub fn new(pipe: impl Read + Send + 'static) -> Self {
         let (tx, rx) = mpsc::channel();
         std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines() {
+            for line in BufReader::new(pipe).lines() {
                 let Ok(line) = line else { break };
                 if tx.send(line).is_err() {
                     break;
@@ -96,6 +96,19 @@ impl Lines {
         self.0
             .recv_timeout(BOUND)
             .expect("a line from kinformer within the bound")
+    }
+
+    /// The lines until the pipe closes (the child exited), within the bound.
+    pub fn rest(&self) -> Vec<String> {
+        let deadline = Instant::now() + BOUND;
+        let mut lines = Vec::new();
+        while let Ok(line) = self
+            .0
+            .recv_timeout(deadline.saturating_duration_since(Instant::now()))
+        {
+            lines.push(line);
+        }
+        lines
     }
 }
 
