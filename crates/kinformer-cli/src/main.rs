@@ -267,7 +267,7 @@ async fn run(q: Query, watch: bool) -> Result<(), Error> {
             config
         }
     };
-    if let Some(args::RequestTimeout(Some(timeout))) = q.request_timeout {
+    if let Some(args::RequestTimeout(timeout)) = q.request_timeout {
         config.request_timeout = timeout;
     }
     let client = Client::new(config)?;

@@ -28,6 +28,8 @@ enum Script {
     FlappingWatch,
     /// Every list answers this status code.
     ListStatus(u16),
+    /// Requests are read and never answered.
+    Silent,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -73,13 +75,19 @@ async fn serve(script: Script) -> (u16, mpsc::UnboundedReceiver<Kind>) {
                     Kind::List
                 };
                 let _ = tx.send(kind);
+                if let Script::Silent = script {
+                    // Hold the connection open, unanswered, until the test ends.
+                    std::future::pending::<()>().await;
+                }
                 let (code, body) = match (script, kind) {
                     (Script::ListStatus(code), Kind::List) => (code, status(code)),
                     (_, Kind::List) => (200, LIST.to_owned()),
                     (Script::EmptyWatch, Kind::Watch) => (200, String::new()),
                     (Script::GoneWatch, Kind::Watch) => (410, status(410)),
                     (Script::FlappingWatch, Kind::Watch) => (200, EVENT.to_owned()),
-                    (Script::ListStatus(_), Kind::Watch) => (500, status(500)),
+                    (Script::ListStatus(_), Kind::Watch) | (Script::Silent, _) => {
+                        (500, status(500))
+                    }
                 };
                 let answer = format!(
                     "HTTP/1.1 {code} Scripted\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
@@ -267,4 +275,27 @@ async fn an_unreachable_server_is_retried_with_its_cause_and_ctrl_c_reports_it()
         last.starts_with("kinformer: interrupted while retrying after: list: cannot connect"),
         "{rest:?}"
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn request_timeout_bounds_a_list_that_is_never_answered() {
+    let (port, mut requests) = serve(Script::Silent).await;
+    let dir = tempfile::tempdir().unwrap();
+    let path = kubeconfig(dir.path(), &format!("http://127.0.0.1:{port}"), "{}");
+    let mut cmd = std::process::Command::new(BIN);
+    cmd.env("HOME", dir.path())
+        .env_remove("KUBECONFIG")
+        .env_remove("KUBERNETES_SERVICE_HOST")
+        .args(["get", "pods", "--request-timeout", "1s", "--kubeconfig"])
+        .arg(&path);
+    let (status, out, err) = tokio::task::spawn_blocking(move || support::run(cmd))
+        .await
+        .unwrap();
+    assert_eq!(status.code(), Some(1), "{err}");
+    assert!(out.is_empty(), "{out}");
+    assert!(
+        err.contains("timed out") || err.contains("timeout"),
+        "{err}"
+    );
+    assert_eq!(requests.try_recv().ok(), Some(Kind::List));
 }
