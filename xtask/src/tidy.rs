@@ -247,8 +247,7 @@ fn rust_files(dir: &Path) -> Vec<PathBuf> {
 mod tests {
     use super::*;
 
-    // Holds on the workspace as it is. While kinformer-lister still depends on kinformer-indexer
-    // (a dependency being removed), rule 4 reports it here; the rule itself is tested below.
+    // Holds on the workspace as it is; each rule is also tested on its own below.
     #[test]
     fn workspace_is_tidy() {
         if let Err(problems) = check(&crate::workspace_root()) {
