@@ -37,7 +37,7 @@ fn indexer() -> Indexer<Pod> {
 
 /// Steady state and peak, in bytes, of one relist.
 fn measure(mode: Option<Mode>) -> (usize, usize) {
-    let pods = kinformer_sim::typed_pods(PODS);
+    let pods = kinformer_test_support::typed_pods(PODS);
     let cache = Arc::new(indexer());
     // The steady state: the cache holds every pod, and nothing else does.
     relist(&*cache, &pods);

@@ -1,72 +1,142 @@
-//! The command line: `kinformer <watch|get> <resource> [flags]`.
+//! The command line, parsed by clap: `kinformer <watch|get> <resource> [flags]`,
+//! `kinformer sim [flags]` and `kinformer completions <shell>`.
 
 use std::path::PathBuf;
+use std::time::Duration;
 
+use clap::{Args as ClapArgs, Parser, Subcommand};
 use k8s_openapi::api::apps::v1::{DaemonSet, Deployment, ReplicaSet, StatefulSet};
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Node, Pod, Secret, Service};
 use kinformer_core::{ApiResource, FieldSelector, LabelSelector, ListParams};
 
-use crate::Error;
+/// The most writes per second `--churn` and `--sim-churn` accept. The simulated server applies
+/// every write under one lock; far above this it spends all its time writing.
+pub(crate) const MAX_CHURN_PER_SEC: f64 = 100_000.0;
 
-pub(crate) const USAGE: &str = "\
-usage: kinformer <watch|get> <resource> [flags]
-
-resources: pods, services, configmaps, secrets, namespaces, nodes, deployments, replicasets,
-           statefulsets, daemonsets (and their kubectl short names)
-
-flags:
-  -n, --namespace NS       only this namespace (default: all namespaces)
-  -A, --all-namespaces     all namespaces (the default)
-  -l, --selector S         label selector, e.g. app=web,tier!=db
-      --field-selector S   field selector, e.g. spec.nodeName=node-1
-      --kubeconfig PATH    use this kubeconfig
-      --context NAME       use this context of the kubeconfig
-      --max-events N       watch: stop after N events (initial objects included)
-      --sim                use an embedded simulated cluster even if a kubeconfig exists
-      --sim-pods N         pods the simulated cluster starts with (default 200)
-      --sim-churn RATE     writes per second in the simulated cluster (default 20/s)
-      --seed N             seed of the simulated cluster's pods and writes (default 1)";
-
-/// What to do.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Command {
-    /// List, then watch, printing every change.
-    Watch,
-    /// List once.
-    Get,
+/// Lists and watches Kubernetes resources through kinformer, or runs its simulated API server.
+#[derive(Debug, Parser)]
+#[command(name = "kinformer", version, propagate_version = true)]
+pub(crate) struct Cli {
+    /// What to do.
+    #[command(subcommand)]
+    pub(crate) command: Command,
 }
 
-/// The parsed command line.
-#[derive(Debug)]
-pub(crate) struct Args {
-    pub(crate) command: Command,
+/// The subcommands.
+#[derive(Debug, Subcommand)]
+pub(crate) enum Command {
+    /// List, then watch, printing every change (ADDED, MODIFIED, DELETED) until Ctrl-C.
+    Watch(Query),
+    /// List once, one line per object, sorted by key.
+    Get(Query),
+    /// Run the simulated API server until Ctrl-C, and write a kubeconfig for it.
+    Sim(SimArgs),
+    /// Print a shell completion script (for example: `kinformer completions bash`).
+    Completions {
+        /// The shell to complete for.
+        shell: clap_complete::Shell,
+    },
+}
+
+/// What `watch` and `get` ask for, and from where.
+#[derive(Debug, ClapArgs)]
+pub(crate) struct Query {
+    /// The resource: pods, services, configmaps, secrets, namespaces, nodes, deployments,
+    /// replicasets, statefulsets, daemonsets (or their kubectl short names)
+    #[arg(value_parser = parse_resource)]
     pub(crate) resource: ApiResource,
+    /// Only this namespace (default: all namespaces; an empty value means the context's namespace)
+    #[arg(short = 'n', long, value_name = "NS")]
     pub(crate) namespace: Option<String>,
-    pub(crate) label_selector: Option<String>,
+    /// All namespaces (the default; overrides --namespace)
+    #[arg(short = 'A', long)]
+    pub(crate) all_namespaces: bool,
+    /// Label selector, e.g. app=web,tier!=db
+    #[arg(short = 'l', long, value_name = "S", value_parser = parse_label_selector)]
+    pub(crate) selector: Option<String>,
+    /// Field selector, e.g. spec.nodeName=node-1
+    #[arg(long, value_name = "S", value_parser = parse_field_selector)]
     pub(crate) field_selector: Option<String>,
+    /// Use this kubeconfig
+    #[arg(long, value_name = "PATH")]
     pub(crate) kubeconfig: Option<PathBuf>,
+    /// Use this context of the kubeconfig
+    #[arg(long, value_name = "NAME")]
     pub(crate) context: Option<String>,
+    /// Give up on a request (a list page) after this long: 30s, 1m, or a number of seconds; 0 means
+    /// no limit
+    #[arg(long, value_name = "DURATION", value_parser = parse_request_timeout)]
+    pub(crate) request_timeout: Option<RequestTimeout>,
+    /// watch: stop after N events (initial objects included)
+    #[arg(long, value_name = "N")]
     pub(crate) max_events: Option<u64>,
+    /// Use an embedded simulated cluster even if a kubeconfig exists
+    #[arg(long)]
     pub(crate) sim: bool,
+    /// Pods the simulated cluster starts with
+    #[arg(long, value_name = "N", default_value_t = 200)]
     pub(crate) sim_pods: usize,
+    /// Writes per second in the simulated cluster (20/s, 600/m, or a number per second)
+    #[arg(long, value_name = "RATE", default_value = "20/s", value_parser = parse_churn)]
     pub(crate) sim_churn: f64,
+    /// Seed of the simulated cluster's pods and writes
+    #[arg(long, value_name = "N", default_value_t = 1)]
     pub(crate) seed: u64,
 }
 
-impl Args {
+impl Query {
+    /// The namespace asked for: `None` for all namespaces, `Some("")` for the context's.
+    pub(crate) fn namespace(&self) -> Option<&str> {
+        if self.all_namespaces {
+            None
+        } else {
+            self.namespace.as_deref()
+        }
+    }
+
     /// The list options the selectors make.
     pub(crate) fn selectors(&self) -> ListParams {
         ListParams {
-            label_selector: self.label_selector.clone(),
+            label_selector: self.selector.clone(),
             field_selector: self.field_selector.clone(),
             ..ListParams::default()
         }
     }
 }
 
+/// `kinformer sim`'s flags.
+#[derive(Debug, ClapArgs)]
+pub(crate) struct SimArgs {
+    /// The port to listen on, on 127.0.0.1 (0 picks a free one)
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    pub(crate) port: u16,
+    /// Pods to start with
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    pub(crate) pods: usize,
+    /// Writes per second (50/s, 600/m, or a number per second)
+    #[arg(long, value_name = "RATE", default_value = "0", value_parser = parse_churn)]
+    pub(crate) churn: f64,
+    /// Seed of the pods and of the writes
+    #[arg(long, value_name = "N", default_value_t = 1)]
+    pub(crate) seed: u64,
+    /// Serve HTTPS with a generated CA
+    #[arg(long)]
+    pub(crate) tls: bool,
+    /// Require this bearer token
+    #[arg(long, value_name = "T")]
+    pub(crate) token: Option<String>,
+    /// Write the kubeconfig here (it must not exist yet; it is removed on exit)
+    #[arg(long, value_name = "PATH")]
+    pub(crate) kubeconfig: Option<PathBuf>,
+}
+
+/// A parsed `--request-timeout`: a bound, or none at all (`0`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct RequestTimeout(pub(crate) Option<Duration>);
+
 /// The resource a name or kubectl short name stands for.
-fn resource(name: &str) -> Option<ApiResource> {
-    Some(match name {
+fn parse_resource(name: &str) -> Result<ApiResource, String> {
+    Ok(match name {
         "pods" | "pod" | "po" => ApiResource::of::<Pod>(),
         "services" | "service" | "svc" => ApiResource::of::<Service>(),
         "configmaps" | "configmap" | "cm" => ApiResource::of::<ConfigMap>(),
@@ -77,107 +147,104 @@ fn resource(name: &str) -> Option<ApiResource> {
         "replicasets" | "replicaset" | "rs" => ApiResource::of::<ReplicaSet>(),
         "statefulsets" | "statefulset" | "sts" => ApiResource::of::<StatefulSet>(),
         "daemonsets" | "daemonset" | "ds" => ApiResource::of::<DaemonSet>(),
-        _ => return None,
+        _ => {
+            return Err(
+                "unknown resource (known: pods, services, configmaps, secrets, \
+                 namespaces, nodes, deployments, replicasets, statefulsets, daemonsets)"
+                    .to_owned(),
+            );
+        }
     })
 }
 
-/// Parses the arguments after the program name.
-pub(crate) fn parse(mut it: impl Iterator<Item = String>) -> Result<Args, Error> {
-    let usage = |what: String| Error::Usage(format!("kinformer: {what}\n\n{USAGE}"));
-    let command = match it.next().as_deref() {
-        Some("watch") => Command::Watch,
-        Some("get") => Command::Get,
-        None => return Err(Error::Usage(USAGE.to_owned())),
-        Some(other) => return Err(usage(format!("unknown command {other:?}"))),
-    };
-    let name = it
-        .next()
-        .ok_or_else(|| usage("which resource? (for example: pods)".to_owned()))?;
-    let resource = resource(&name).ok_or_else(|| usage(format!("unknown resource {name:?}")))?;
-    let mut a = Args {
-        command,
-        resource,
-        namespace: None,
-        label_selector: None,
-        field_selector: None,
-        kubeconfig: None,
-        context: None,
-        max_events: None,
-        sim: false,
-        sim_pods: 200,
-        sim_churn: 20.0,
-        seed: 1,
-    };
-    while let Some(flag) = it.next() {
-        let (flag, inline) = match flag.split_once('=') {
-            Some((f, v)) if f.starts_with("--") => (f.to_owned(), Some(v.to_owned())),
-            _ => (flag, None),
-        };
-        match flag.as_str() {
-            "-A" | "--all-namespaces" => {
-                a.namespace = None;
-                continue;
-            }
-            "--sim" => {
-                a.sim = true;
-                continue;
-            }
-            "-n" | "--namespace" | "-l" | "--selector" | "--field-selector" | "--kubeconfig"
-            | "--context" | "--max-events" | "--sim-pods" | "--sim-churn" | "--seed" => {}
-            other => return Err(usage(format!("unknown flag {other}"))),
-        }
-        let value = inline
-            .or_else(|| it.next())
-            .ok_or_else(|| usage(format!("{flag} needs a value")))?;
-        let number = |v: &str| {
-            v.parse::<u64>()
-                .map_err(|_| usage(format!("{flag}: {v:?} is not a whole number")))
-        };
-        match flag.as_str() {
-            "-n" | "--namespace" => a.namespace = Some(value),
-            "-l" | "--selector" => {
-                value
-                    .parse::<LabelSelector>()
-                    .map_err(|e| usage(e.to_string()))?;
-                a.label_selector = Some(value);
-            }
-            "--field-selector" => {
-                value
-                    .parse::<FieldSelector>()
-                    .map_err(|e| usage(e.to_string()))?;
-                a.field_selector = Some(value);
-            }
-            "--kubeconfig" => a.kubeconfig = Some(PathBuf::from(value)),
-            "--context" => a.context = Some(value),
-            "--max-events" => a.max_events = Some(number(&value)?),
-            "--sim-pods" => {
-                a.sim_pods = usize::try_from(number(&value)?)
-                    .map_err(|_| usage("--sim-pods is too large".to_owned()))?;
-            }
-            "--sim-churn" => {
-                a.sim_churn = kinformer_sim::ChurnConfig::parse_rate(&value)
-                    .map_err(|e| usage(format!("--sim-churn: {e}")))?;
-            }
-            _ => a.seed = number(&value)?,
-        }
+fn parse_label_selector(s: &str) -> Result<String, String> {
+    s.parse::<LabelSelector>().map_err(|e| e.to_string())?;
+    Ok(s.to_owned())
+}
+
+fn parse_field_selector(s: &str) -> Result<String, String> {
+    s.parse::<FieldSelector>().map_err(|e| e.to_string())?;
+    Ok(s.to_owned())
+}
+
+/// A churn rate (`50/s`, `600/m`, `3600/h`, or a bare number per second), at most
+/// [`MAX_CHURN_PER_SEC`].
+fn parse_churn(s: &str) -> Result<f64, String> {
+    // The sim's own messages quote the value; clap already shows it, so keep only the reason.
+    let rate = kinformer_sim::ChurnConfig::parse_rate(s).map_err(|_| {
+        "not a rate: write a number of writes per second (50/s), minute (600/m) or hour (3600/h)"
+            .to_owned()
+    })?;
+    if rate > MAX_CHURN_PER_SEC {
+        return Err(format!(
+            "more than the maximum of {MAX_CHURN_PER_SEC}/s writes"
+        ));
     }
-    Ok(a)
+    Ok(rate)
+}
+
+/// A kubectl-style `--request-timeout`: `0` (no limit), a bare number of seconds, or a sequence
+/// of numbers with units `ms`, `s`, `m`, `h` (`1m30s`).
+fn parse_request_timeout(s: &str) -> Result<RequestTimeout, String> {
+    const HINT: &str = "not a duration: write 30s, 1m, 1h, 500ms, 1m30s, or a number of seconds";
+    if let Ok(secs) = s.parse::<u64>() {
+        return Ok(RequestTimeout(
+            (secs > 0).then(|| Duration::from_secs(secs)),
+        ));
+    }
+    let mut total = Duration::ZERO;
+    let mut rest = s;
+    if rest.is_empty() {
+        return Err(HINT.to_owned());
+    }
+    while !rest.is_empty() {
+        let digits = rest
+            .find(|c: char| !c.is_ascii_digit())
+            .unwrap_or(rest.len());
+        if digits == 0 {
+            return Err(HINT.to_owned());
+        }
+        let n: u64 = rest[..digits].parse().map_err(|_| HINT.to_owned())?;
+        rest = &rest[digits..];
+        let unit_len = rest
+            .find(|c: char| c.is_ascii_digit())
+            .unwrap_or(rest.len());
+        let part = match &rest[..unit_len] {
+            "ms" => Duration::from_millis(n),
+            "s" => Duration::from_secs(n),
+            "m" => Duration::from_secs(n.saturating_mul(60)),
+            "h" => Duration::from_secs(n.saturating_mul(3600)),
+            _ => return Err(HINT.to_owned()),
+        };
+        rest = &rest[unit_len..];
+        total = total.saturating_add(part);
+    }
+    Ok(RequestTimeout((!total.is_zero()).then_some(total)))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn parse_str(s: &str) -> Result<Args, Error> {
-        parse(s.split_whitespace().map(str::to_owned))
+    fn parse(line: &str) -> Result<Cli, clap::Error> {
+        Cli::try_parse_from(std::iter::once("kinformer").chain(line.split_whitespace()))
+    }
+
+    fn query(line: &str) -> Query {
+        match parse(line).unwrap().command {
+            Command::Watch(q) | Command::Get(q) => q,
+            other => panic!("{other:?}"),
+        }
     }
 
     #[test]
     fn parses_commands_resources_and_flags() {
-        let a = parse_str("watch po -n shop -l app=web --field-selector=spec.nodeName=n1 --max-events 10 --sim --sim-pods 5 --sim-churn 100/s --seed 7").unwrap();
-        assert_eq!(a.command, Command::Watch);
+        let cli = parse("watch po -n shop -l app=web --field-selector=spec.nodeName=n1 --max-events 10 --sim --sim-pods 5 --sim-churn 100/s --seed 7 --request-timeout 1m").unwrap();
+        let Command::Watch(a) = cli.command else {
+            panic!("not watch")
+        };
         assert_eq!(a.resource.plural, "pods");
-        assert_eq!(a.namespace.as_deref(), Some("shop"));
+        assert_eq!(a.namespace(), Some("shop"));
         assert_eq!(a.selectors().label_selector.as_deref(), Some("app=web"));
         assert_eq!(
             a.selectors().field_selector.as_deref(),
@@ -186,31 +253,99 @@ mod tests {
         assert_eq!(a.max_events, Some(10));
         assert!(a.sim);
         assert_eq!((a.sim_pods, a.sim_churn, a.seed), (5, 100.0, 7));
+        assert_eq!(
+            a.request_timeout,
+            Some(RequestTimeout(Some(Duration::from_secs(60))))
+        );
 
-        let a = parse_str("get deploy -n x -A --kubeconfig /k --context c").unwrap();
-        assert_eq!(a.command, Command::Get);
+        let cli = parse("get deploy -n x -A --kubeconfig /k --context c").unwrap();
+        let Command::Get(a) = cli.command else {
+            panic!("not get")
+        };
         assert_eq!(a.resource.group, "apps");
-        assert_eq!(a.namespace, None);
+        assert_eq!(a.namespace(), None);
         assert_eq!(a.kubeconfig, Some(PathBuf::from("/k")));
         assert_eq!(a.context.as_deref(), Some("c"));
+        assert_eq!((a.sim_pods, a.sim_churn, a.seed), (200, 20.0, 1));
+
+        // An empty namespace is kept as empty: the context's namespace, as in kubectl.
+        assert_eq!(query("get pods --namespace=").namespace(), Some(""));
+        assert_eq!(query("get pods --all-namespaces").namespace(), None);
     }
 
     #[test]
-    fn rejects_bad_command_lines_with_the_usage() {
+    fn every_short_name_is_known() {
+        for (names, plural) in [
+            ("pods pod po", "pods"),
+            ("services service svc", "services"),
+            ("configmaps configmap cm", "configmaps"),
+            ("secrets secret", "secrets"),
+            ("namespaces namespace ns", "namespaces"),
+            ("nodes node no", "nodes"),
+            ("deployments deployment deploy", "deployments"),
+            ("replicasets replicaset rs", "replicasets"),
+            ("statefulsets statefulset sts", "statefulsets"),
+            ("daemonsets daemonset ds", "daemonsets"),
+        ] {
+            for name in names.split(' ') {
+                assert_eq!(parse_resource(name).unwrap().plural, plural, "{name}");
+            }
+        }
+    }
+
+    #[test]
+    fn parses_sim_flags() {
+        let cli = parse("sim --port 0 --pods=1000 --churn 50/s --tls --token t --seed 9").unwrap();
+        let Command::Sim(a) = cli.command else {
+            panic!("not sim")
+        };
+        assert_eq!((a.port, a.pods, a.churn, a.tls), (0, 1000, 50.0, true));
+        assert_eq!((a.token.as_deref(), a.seed), (Some("t"), 9));
+        assert!(a.kubeconfig.is_none());
+    }
+
+    #[test]
+    fn rejects_bad_command_lines() {
         for (line, says) in [
-            ("", "usage:"),
-            ("frob pods", "unknown command \"frob\""),
-            ("watch", "which resource?"),
-            ("watch widgets", "unknown resource \"widgets\""),
-            ("watch pods -n", "-n needs a value"),
-            ("watch pods --max-events ten", "not a whole number"),
+            ("", "Usage"),
+            ("frob pods", "unrecognized subcommand 'frob'"),
+            ("watch", "<RESOURCE>"),
+            ("watch widgets", "unknown resource"),
+            ("watch pods -n", "a value is required"),
+            ("watch pods --max-events ten", "invalid digit"),
             ("watch pods -l a==b==c", "invalid selector"),
             ("watch pods --field-selector nope", "invalid selector"),
-            ("watch pods --colour", "unknown flag --colour"),
+            ("watch pods --colour", "unexpected argument '--colour'"),
+            ("watch pods --sim-churn 1e12/s", "maximum"),
+            ("sim --churn 100001/s", "maximum"),
+            ("sim --churn fast", "not a rate"),
+            ("sim --port 70000", "70000"),
+            ("get pods --request-timeout 5x", "not a duration"),
         ] {
-            let err = parse_str(line).unwrap_err().to_string();
+            let err = parse(line).unwrap_err().to_string();
             assert!(err.contains(says), "{line:?}: {err}");
-            assert!(err.contains("usage:"), "{line:?}: {err}");
         }
+    }
+
+    #[test]
+    fn parses_request_timeouts_like_kubectl() {
+        let t = |s: &str| parse_request_timeout(s).map(|t| t.0);
+        assert_eq!(t("0"), Ok(None));
+        assert_eq!(t("0s"), Ok(None));
+        assert_eq!(t("30"), Ok(Some(Duration::from_secs(30))));
+        assert_eq!(t("30s"), Ok(Some(Duration::from_secs(30))));
+        assert_eq!(t("1m"), Ok(Some(Duration::from_secs(60))));
+        assert_eq!(t("1m30s"), Ok(Some(Duration::from_secs(90))));
+        assert_eq!(t("2h"), Ok(Some(Duration::from_secs(7200))));
+        assert_eq!(t("250ms"), Ok(Some(Duration::from_millis(250))));
+        for bad in ["", "s", "1x", "-1", "1.5s", "m1"] {
+            assert!(t(bad).is_err(), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn the_command_definition_is_consistent() {
+        use clap::CommandFactory;
+        Cli::command().debug_assert();
     }
 }

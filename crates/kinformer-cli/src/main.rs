@@ -1,8 +1,11 @@
-//! The `kinformer` command-line tool: lists and watches a resource and prints what it sees.
+//! The `kinformer` command-line tool: lists and watches a resource and prints what it sees, or runs
+//! the simulated API server.
 //!
 //! ```text
 //! kinformer watch pods                 # against your kubeconfig, or an embedded simulated cluster
 //! kinformer get nodes --kubeconfig k   # list once
+//! kinformer sim --pods 1000 --churn 50/s   # serve a simulated cluster for kubectl and friends
+//! kinformer completions bash           # a shell completion script
 //! ```
 //!
 //! Configuration is found where kubectl finds it (`--kubeconfig`, `KUBECONFIG`, `~/.kube/config`,
@@ -12,64 +15,94 @@
 //!
 //! Until the reflector and shared informer layers exist, `watch` runs its own small list-then-watch
 //! loop over `kinformer-client` (re-watch from the last resourceVersion, relist on 410, back off
-//! on retryable errors). It prints metadata only: the tool asks the server for
+//! on retryable errors, stop on the others). It prints metadata only: the tool asks the server for
 //! `PartialObjectMetadata`, which is all it shows.
+//!
+//! It behaves as a Unix tool: a closed stdout (`kinformer get pods | head -1`) ends it quietly
+//! with exit 0; log lines on stderr are coloured only on a terminal and never with `NO_COLOR` set;
+//! usage errors exit 2 with the message and a `--help` hint; other failures exit 1 with one line.
 
 #![forbid(unsafe_code)]
 
 mod args;
+mod sim;
 mod watch;
 
-use std::io::Write;
+use std::borrow::Cow;
+use std::io::{IsTerminal, Write};
+use std::path::PathBuf;
 use std::process::ExitCode;
+use std::time::Duration;
 
+use clap::{CommandFactory, Parser};
 use kinformer_client::{Api, Client, Config, KubeconfigOptions};
 use kinformer_core::PartialObjectMetadata;
 use kinformer_sim::{ChurnConfig, SimConfig, SimServer};
 
-use crate::args::{Args, Command};
+use crate::args::{Cli, Command, Query};
 
 /// Everything that can stop the tool.
 #[derive(Debug, thiserror::Error)]
 enum Error {
-    /// The command line is wrong; the message includes the usage.
-    #[error("{0}")]
-    Usage(String),
     /// The API server, the connection or the configuration failed.
     #[error(transparent)]
     Client(#[from] kinformer_client::Error),
     /// Listing or watching failed in a way retrying cannot fix.
     #[error(transparent)]
     ListWatch(#[from] kinformer_core::list_watch::Error),
-    /// The embedded simulated cluster could not start.
-    #[error("embedded simulated cluster: {0}")]
+    /// The simulated API server could not start.
+    #[error("simulated API server: {0}")]
     Sim(#[from] kinformer_sim::Error),
-    /// Writing the output failed (a closed pipe, say).
+    /// `kinformer sim --kubeconfig PATH` named a file that exists; it is never overwritten.
+    #[error(
+        "{}: already exists; kinformer sim never overwrites a file (name a new one with --kubeconfig)",
+        .0.display()
+    )]
+    KubeconfigExists(PathBuf),
+    /// The simulated server's kubeconfig could not be written.
+    #[error("cannot write the kubeconfig {}: {source}", path.display())]
+    KubeconfigWrite {
+        /// The file.
+        path: PathBuf,
+        /// The operating system's error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// Waiting for Ctrl-C (or SIGTERM) could not be set up.
+    #[error("cannot listen for Ctrl-C: {0}")]
+    Signal(std::io::Error),
+    /// Ctrl-C arrived while the watch was retrying a failure; the failure is what is reported.
+    #[error("interrupted while retrying after: {0}")]
+    InterruptedWhileRetrying(String),
+    /// Writing the output failed. A closed pipe is not reported: the tool stops quietly.
     #[error("writing output: {0}")]
     Output(#[from] std::io::Error),
 }
 
+/// The longest line an error message prints; longer ones (a 100 KB argument echoed back) are cut
+/// in the middle.
+const MAX_MESSAGE_LINE: usize = 300;
+
 fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => return usage_error(&e),
+    };
+    let default_level = match cli.command {
+        Command::Sim(_) => "info",
+        _ => "warn",
+    };
     tracing_subscriber::fmt()
         .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "warn".into()),
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| default_level.into()),
         )
+        .with_ansi(colour_on_stderr(
+            std::io::stderr().is_terminal(),
+            std::env::var_os("NO_COLOR"),
+        ))
         .with_writer(std::io::stderr)
         .init();
-    if matches!(
-        std::env::args().nth(1).as_deref(),
-        Some("-h" | "--help" | "help")
-    ) {
-        println!("{}", args::USAGE);
-        return ExitCode::SUCCESS;
-    }
-    let args = match args::parse(std::env::args().skip(1)) {
-        Ok(a) => a,
-        Err(e) => {
-            eprintln!("{e}");
-            return ExitCode::from(2);
-        }
-    };
     let runtime = match tokio::runtime::Runtime::new() {
         Ok(r) => r,
         Err(e) => {
@@ -77,79 +110,226 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    match runtime.block_on(run(args)) {
+    let result = match cli.command {
+        Command::Completions { shell } => completions(shell),
+        Command::Sim(args) => runtime.block_on(sim::run(args)),
+        Command::Watch(q) => runtime.block_on(run(q, true)),
+        Command::Get(q) => runtime.block_on(run(q, false)),
+    };
+    // A task that does not yield (a busy simulated churn) must not keep the process alive.
+    runtime.shutdown_timeout(Duration::from_secs(1));
+    match result {
         Ok(()) => ExitCode::SUCCESS,
-        Err(Error::Usage(u)) => {
-            eprintln!("{u}");
-            ExitCode::from(2)
-        }
+        Err(Error::Output(e)) if e.kind() == std::io::ErrorKind::BrokenPipe => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("kinformer: {e}");
+            let _ = writeln!(
+                std::io::stderr(),
+                "kinformer: {}",
+                shorten_lines(&e.to_string())
+            );
             ExitCode::FAILURE
         }
     }
 }
 
-async fn run(args: Args) -> Result<(), Error> {
+/// Whether log lines get ANSI colours: only on a terminal, and never when `NO_COLOR` is set to a
+/// non-empty value (<https://no-color.org>).
+fn colour_on_stderr(is_terminal: bool, no_color: Option<std::ffi::OsString>) -> bool {
+    is_terminal && no_color.is_none_or(|v| v.is_empty())
+}
+
+/// Prints clap's answer: help and version on stdout (exit 0); a usage error as its message and a
+/// `--help` hint on stderr (exit 2), without the usage block.
+fn usage_error(e: &clap::Error) -> ExitCode {
+    use clap::error::ErrorKind;
+    match e.kind() {
+        ErrorKind::DisplayHelp | ErrorKind::DisplayVersion => {
+            let _ = e.print();
+            ExitCode::SUCCESS
+        }
+        ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
+            let _ = e.print();
+            ExitCode::from(2)
+        }
+        _ => {
+            let text = e.render().to_string();
+            let _ = write!(
+                std::io::stderr(),
+                "{}",
+                without_usage(&shorten_lines(&text))
+            );
+            ExitCode::from(2)
+        }
+    }
+}
+
+/// Drops the `Usage:` block from a clap error, keeping the message and the hint.
+fn without_usage(text: &str) -> String {
+    let mut out = String::new();
+    let mut in_usage = false;
+    for line in text.lines() {
+        if line.starts_with("Usage:") {
+            in_usage = true;
+            continue;
+        }
+        if in_usage {
+            if line.trim().is_empty() {
+                in_usage = false;
+            }
+            continue;
+        }
+        if line.trim().is_empty() && (out.is_empty() || out.ends_with("\n\n")) {
+            continue;
+        }
+        out.push_str(line);
+        out.push('\n');
+    }
+    out
+}
+
+/// Cuts every line longer than [`MAX_MESSAGE_LINE`] characters in the middle, marking the cut
+/// with `…`.
+fn shorten_lines(text: &str) -> Cow<'_, str> {
+    if text.lines().all(|l| l.chars().count() <= MAX_MESSAGE_LINE) {
+        return Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(MAX_MESSAGE_LINE * 2);
+    for (i, line) in text.split('\n').enumerate() {
+        if i > 0 {
+            out.push('\n');
+        }
+        let n = line.chars().count();
+        if n <= MAX_MESSAGE_LINE {
+            out.push_str(line);
+        } else {
+            let head = MAX_MESSAGE_LINE * 2 / 3;
+            let tail = MAX_MESSAGE_LINE - head - 1;
+            out.extend(line.chars().take(head));
+            out.push('…');
+            out.extend(line.chars().skip(n - tail));
+        }
+    }
+    Cow::Owned(out)
+}
+
+/// Prints a completion script for `shell`.
+fn completions(shell: clap_complete::Shell) -> Result<(), Error> {
+    // Generated into memory first: the generator panics on a failed write, and a closed pipe
+    // must end the tool quietly instead.
+    let mut script = Vec::new();
+    clap_complete::generate(shell, &mut Cli::command(), "kinformer", &mut script);
+    let mut out = std::io::stdout().lock();
+    out.write_all(&script)?;
+    out.flush()?;
+    Ok(())
+}
+
+/// `watch` (when `watch` is true) or `get`.
+async fn run(q: Query, watch: bool) -> Result<(), Error> {
     let options = KubeconfigOptions {
-        context: args.context.clone(),
+        context: q.context.clone(),
         ..KubeconfigOptions::default()
     };
-    let config = if args.sim {
+    let config = if q.sim {
         None
-    } else if let Some(path) = &args.kubeconfig {
+    } else if let Some(path) = &q.kubeconfig {
         Some(Config::from_path(path, &options)?)
     } else {
         Config::find(&options)?
     };
     // Keep the embedded server and its churn alive for as long as the command runs.
     let mut embedded = None;
-    let config = match config {
+    let mut config = match config {
         Some(c) => c,
         None => {
             let sim = SimServer::start(SimConfig::default()).await?;
             let store = sim.store();
-            store.seed_pods(args.sim_pods, args.seed);
-            let churn = (args.sim_churn > 0.0).then(|| {
+            store.seed_pods(q.sim_pods, q.seed);
+            let churn = (q.sim_churn > 0.0).then(|| {
                 store.churn(ChurnConfig {
-                    rate_per_sec: args.sim_churn,
-                    seed: args.seed,
+                    rate_per_sec: q.sim_churn,
+                    seed: q.seed,
                 })
             });
             eprintln!(
                 "kinformer: {}: using an embedded simulated cluster at {} ({} pods, {} writes/s)",
-                if args.sim {
+                if q.sim {
                     "--sim"
                 } else {
                     "no kubeconfig found"
                 },
                 sim.url(),
-                args.sim_pods,
-                args.sim_churn,
+                q.sim_pods,
+                q.sim_churn,
             );
             let config = Config::new(sim.url());
             embedded = Some((sim, churn));
             config
         }
     };
+    if let Some(args::RequestTimeout(timeout)) = q.request_timeout {
+        config.request_timeout = timeout;
+    }
     let client = Client::new(config)?;
-    // An informer watches every namespace unless told otherwise.
-    let api: Api<PartialObjectMetadata> =
-        Api::metadata(client, &args.resource, args.namespace.as_deref());
+    // An informer watches every namespace unless told otherwise; an empty namespace is the
+    // context's, as in kubectl.
+    let namespace = match q.namespace() {
+        Some("") => Some(client.default_namespace().to_owned()),
+        other => other.map(str::to_owned),
+    };
+    let api: Api<PartialObjectMetadata> = Api::metadata(client, &q.resource, namespace.as_deref());
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
-    let selectors = args.selectors();
-    let result = match args.command {
-        Command::Get => watch::get(&api, &selectors, &mut out).await,
-        Command::Watch => tokio::select! {
-            r = watch::watch(&api, &selectors, args.max_events, &mut out) => r,
-            r = tokio::signal::ctrl_c() => r.map_err(Error::from),
-        },
+    let selectors = q.selectors();
+    let result = if watch {
+        let interrupt = tokio::signal::ctrl_c();
+        watch::watch(&api, &selectors, q.max_events, &mut out, interrupt).await
+    } else {
+        watch::get(&api, &selectors, &mut out).await
     };
-    out.flush()?;
+    let flushed = out.flush();
     if let Some((sim, churn)) = embedded {
         drop(churn);
-        sim.shutdown().await;
+        let _ = tokio::time::timeout(Duration::from_secs(5), sim.shutdown()).await;
     }
-    result
+    result?;
+    flushed?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn long_lines_are_cut_in_the_middle() {
+        let long = format!(
+            "error: invalid value '{}' for '<RESOURCE>'",
+            "x".repeat(130_000)
+        );
+        let short = shorten_lines(&long);
+        assert!(short.chars().count() <= MAX_MESSAGE_LINE, "{short}");
+        assert!(short.starts_with("error: invalid value 'xxx"));
+        assert!(short.ends_with("' for '<RESOURCE>'"));
+        assert!(short.contains('…'));
+        assert_eq!(shorten_lines("short\nlines"), "short\nlines");
+    }
+
+    #[test]
+    fn usage_errors_keep_the_message_and_the_hint() {
+        let e = Cli::try_parse_from(["kinformer", "watch", "widgets"]).unwrap_err();
+        let text = without_usage(&e.render().to_string());
+        assert!(text.starts_with("error: invalid value 'widgets'"), "{text}");
+        assert!(text.contains("--help"), "{text}");
+        assert!(!text.contains("Usage:"), "{text}");
+        assert!(text.lines().count() <= 3, "{text}");
+    }
+
+    #[test]
+    fn colour_only_on_a_terminal_without_no_color() {
+        assert!(colour_on_stderr(true, None));
+        assert!(colour_on_stderr(true, Some("".into())));
+        assert!(!colour_on_stderr(true, Some("1".into())));
+        assert!(!colour_on_stderr(false, None));
+    }
 }

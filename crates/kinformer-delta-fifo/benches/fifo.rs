@@ -1,5 +1,5 @@
 //! Delta FIFO benchmarks at 100k pods (k8s-openapi `Pod`s with realistic metadata, built in
-//! memory by `kinformer_sim::typed_pods`): push then pop every pod, in classic and in-order mode, through the reflector's and
+//! memory by `kinformer_test_support::typed_pods`): push then pop every pod, in classic and in-order mode, through the reflector's and
 //! the consumer's traits. Ends with a table of the target against measured figures.
 
 use std::collections::BTreeMap;
@@ -65,7 +65,7 @@ fn interleaved(mode: Mode, pods: &[Arc<Pod>]) -> Duration {
 }
 
 fn main() {
-    let pods = kinformer_sim::typed_pods(PODS);
+    let pods = kinformer_test_support::typed_pods(PODS);
     let mut c = Criterion::default().configure_from_args();
     {
         let mut g = c.benchmark_group("delta-fifo");

@@ -1,6 +1,6 @@
 //! Indexer benchmarks at 100k pods (k8s-openapi `Pod`s with realistic metadata, a container and
-//! a node, built in memory by `kinformer_sim::typed_pods`): add, update, delete, `replace_all` and
-//! an unchanged relist by pages; `get` and `by_index` latency with
+//! a node, built in memory by `kinformer_test_support::typed_pods`): add, update, delete,
+//! `replace_all` and an unchanged relist by pages; `get` and `by_index` latency with
 //! four concurrent readers while a writer updates. Ends with a table of targets against measured
 //! figures.
 
@@ -326,7 +326,7 @@ fn summary(pods: &[Arc<Pod>]) {
 }
 
 fn main() {
-    let pods = kinformer_sim::typed_pods(PODS);
+    let pods = kinformer_test_support::typed_pods(PODS);
     let mut c = Criterion::default().configure_from_args();
     benches(&mut c, &pods);
     c.final_summary();

@@ -1,5 +1,5 @@
 //! Lister benchmarks at 100k pods (k8s-openapi `Pod`s with realistic metadata, built in memory
-//! by `kinformer_sim::typed_pods`: 100 namespaces of 1000, a quarter of each in tier `web`): a
+//! by `kinformer_test_support::typed_pods`: 100 namespaces of 1000, a quarter of each in tier `web`): a
 //! namespace list with and without the namespace index, with and without a label selector, and a
 //! cluster-wide selector list.
 
@@ -15,8 +15,8 @@ use kinformer_lister::Lister;
 const PODS: usize = 100_000;
 
 fn main() {
-    let pods = kinformer_sim::typed_pods(PODS);
-    let name_42 = kinformer_sim::typed_pod_name(42);
+    let pods = kinformer_test_support::typed_pods(PODS);
+    let name_42 = kinformer_test_support::typed_pod_name(42);
     let indexed =
         Indexer::with_indexers([(index::NAMESPACE.to_string(), index::namespace())]).unwrap();
     let replaced = indexed.replace_all(pods.clone());

@@ -3,7 +3,6 @@
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::{Arc, OnceLock};
-use std::time::{SystemTime, UNIX_EPOCH};
 
 use bytes::Bytes;
 use kinformer_core::{ApiResource, Scope, Status, StatusDetails};
@@ -380,34 +379,18 @@ pub(crate) fn too_large(requested: u64, current: u64) -> Status {
     s
 }
 
-/// Formats seconds since the Unix epoch as RFC 3339 UTC (`2024-05-01T10:00:00Z`).
+/// Formats seconds since the Unix epoch as RFC 3339 UTC (`2024-05-01T10:00:00Z`), the way the
+/// API server writes `creationTimestamp`.
 pub(crate) fn rfc3339(secs: u64) -> String {
-    let days = (secs / 86_400) as i64;
-    let rem = secs % 86_400;
-    // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    format!(
-        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z",
-        rem / 3600,
-        rem % 3600 / 60,
-        rem % 60
-    )
+    i64::try_from(secs)
+        .ok()
+        .and_then(|s| jiff::Timestamp::from_second(s).ok())
+        .map_or_else(|| "9999-12-31T23:59:59Z".to_owned(), |t| t.to_string())
 }
 
+/// The current time in whole seconds, as RFC 3339 UTC.
 pub(crate) fn now_rfc3339() -> String {
-    rfc3339(
-        SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map_or(0, |d| d.as_secs()),
-    )
+    rfc3339(u64::try_from(jiff::Timestamp::now().as_second()).unwrap_or(0))
 }
 
 /// A deterministic, well-formed UUID (version 4 layout) from a counter.
@@ -1103,6 +1086,9 @@ mod tests {
         assert_eq!(rfc3339(0), "1970-01-01T00:00:00Z");
         assert_eq!(rfc3339(1_714_557_600), "2024-05-01T10:00:00Z");
         assert_eq!(rfc3339(951_782_400), "2000-02-29T00:00:00Z");
+        assert_eq!(rfc3339(u64::MAX), "9999-12-31T23:59:59Z");
+        let now = now_rfc3339();
+        assert!(now.len() == 20 && now.ends_with('Z'), "{now}");
     }
 
     #[test]

@@ -16,8 +16,8 @@ pub const TIERS: [&str; 4] = ["web", "api", "db", "cache"];
 /// The name of pod `i` of [`typed_pods`], for lookups by name.
 ///
 /// ```
-/// let pods = kinformer_sim::typed_pods(300);
-/// assert_eq!(pods[142].metadata.name.as_deref(), Some(kinformer_sim::typed_pod_name(142).as_str()));
+/// let pods = kinformer_test_support::typed_pods(300);
+/// assert_eq!(pods[142].metadata.name.as_deref(), Some(kinformer_test_support::typed_pod_name(142).as_str()));
 /// ```
 pub fn typed_pod_name(i: usize) -> String {
     let app = format!("app-{:04}", i % 2000);
@@ -33,7 +33,7 @@ pub fn typed_pod_name(i: usize) -> String {
 /// ```
 /// use kinformer_core::Object;
 ///
-/// let pods = kinformer_sim::typed_pods(1000);
+/// let pods = kinformer_test_support::typed_pods(1000);
 /// assert_eq!(pods[42].namespace(), Some("team-042"));
 /// let web_in_team_042 = pods
 ///     .iter()

@@ -1,0 +1,205 @@
+//! `kinformer sim`: runs the simulated API server until Ctrl-C (or SIGTERM) and writes a
+//! kubeconfig that `kubectl` and kinformer accept.
+//!
+//! The kubeconfig holds the server's credentials, so it is created exclusively with mode 0600: an
+//! existing file is never overwritten (the command refuses and names it), and on exit only the
+//! file this process created is removed.
+
+use std::fs::{File, OpenOptions};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use kinformer_sim::{Auth, ChurnConfig, SimConfig, SimServer};
+
+use crate::Error;
+use crate::args::SimArgs;
+
+/// A kubeconfig file this process created; removed on drop if it is still that file.
+#[derive(Debug)]
+struct OwnedFile {
+    path: PathBuf,
+    file: Option<File>,
+    /// The device, inode and change time of the file as written, so a file put in its place
+    /// (which may reuse the inode number) is left alone.
+    #[cfg(unix)]
+    id: Option<(u64, u64, i64, i64)>,
+}
+
+impl OwnedFile {
+    /// Creates `path`, which must not exist, readable and writable by its owner only.
+    fn create(path: &Path) -> Result<Self, Error> {
+        let mut options = OpenOptions::new();
+        options.write(true).create_new(true);
+        #[cfg(unix)]
+        std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+        let file = options.open(path).map_err(|source| {
+            if source.kind() == std::io::ErrorKind::AlreadyExists {
+                Error::KubeconfigExists(path.to_owned())
+            } else {
+                Error::KubeconfigWrite {
+                    path: path.to_owned(),
+                    source,
+                }
+            }
+        })?;
+        let mut created = Self {
+            path: path.to_owned(),
+            file: Some(file),
+            #[cfg(unix)]
+            id: None,
+        };
+        created.remember()?;
+        Ok(created)
+    }
+
+    /// Records the identity of the file as it is now.
+    fn remember(&mut self) -> Result<(), Error> {
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::MetadataExt;
+            let meta = self
+                .file
+                .as_ref()
+                .expect("open")
+                .metadata()
+                .map_err(|source| Error::KubeconfigWrite {
+                    path: self.path.clone(),
+                    source,
+                })?;
+            self.id = Some((meta.dev(), meta.ino(), meta.ctime(), meta.ctime_nsec()));
+        }
+        Ok(())
+    }
+
+    /// Writes the contents and closes the file.
+    fn write(&mut self, contents: &str) -> Result<(), Error> {
+        let file = self.file.as_mut().expect("written once");
+        file.write_all(contents.as_bytes())
+            .and_then(|()| file.sync_all())
+            .map_err(|source| Error::KubeconfigWrite {
+                path: self.path.clone(),
+                source,
+            })?;
+        self.remember()?;
+        self.file = None;
+        Ok(())
+    }
+
+    /// Whether the path still names the file this process created.
+    fn still_ours(&self) -> bool {
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::MetadataExt;
+            std::fs::symlink_metadata(&self.path)
+                .is_ok_and(|m| Some((m.dev(), m.ino(), m.ctime(), m.ctime_nsec())) == self.id)
+        }
+        #[cfg(not(unix))]
+        {
+            true
+        }
+    }
+}
+
+impl Drop for OwnedFile {
+    fn drop(&mut self) {
+        self.file.take();
+        if self.still_ours()
+            && let Err(e) = std::fs::remove_file(&self.path)
+        {
+            tracing::warn!(path = %self.path.display(), error = %e, "cannot remove the kubeconfig");
+        }
+    }
+}
+
+/// Ctrl-C, or on Unix SIGTERM too, listened for from the moment it is made: a signal that
+/// arrives right after the address is printed is not lost to the default handler.
+#[derive(Debug)]
+struct StopSignal {
+    #[cfg(unix)]
+    interrupt: tokio::signal::unix::Signal,
+    #[cfg(unix)]
+    terminate: tokio::signal::unix::Signal,
+}
+
+impl StopSignal {
+    fn listen() -> Result<Self, Error> {
+        #[cfg(unix)]
+        {
+            use tokio::signal::unix::{SignalKind, signal};
+            Ok(Self {
+                interrupt: signal(SignalKind::interrupt()).map_err(Error::Signal)?,
+                terminate: signal(SignalKind::terminate()).map_err(Error::Signal)?,
+            })
+        }
+        #[cfg(not(unix))]
+        {
+            Ok(Self {})
+        }
+    }
+
+    async fn wait(mut self) -> Result<(), Error> {
+        #[cfg(unix)]
+        {
+            tokio::select! {
+                _ = self.interrupt.recv() => Ok(()),
+                _ = self.terminate.recv() => Ok(()),
+            }
+        }
+        #[cfg(not(unix))]
+        {
+            tokio::signal::ctrl_c().await.map_err(Error::Signal)
+        }
+    }
+}
+
+/// Runs `kinformer sim` until Ctrl-C or SIGTERM.
+pub(crate) async fn run(args: SimArgs) -> Result<(), Error> {
+    let stop = StopSignal::listen()?;
+    // An explicit path is claimed before anything starts, so a refusal costs nothing.
+    let explicit = args
+        .kubeconfig
+        .as_deref()
+        .map(OwnedFile::create)
+        .transpose()?;
+    let sim = SimServer::start(SimConfig {
+        tls: args.tls,
+        auth: args.token.clone().map_or(Auth::None, Auth::BearerToken),
+        port: args.port,
+        ..SimConfig::default()
+    })
+    .await?;
+    let mut kubeconfig = match explicit {
+        Some(file) => file,
+        None => OwnedFile::create(&std::env::temp_dir().join(format!(
+            "kinformer-sim-{}-{}.kubeconfig",
+            sim.addr().port(),
+            std::process::id()
+        )))?,
+    };
+    kubeconfig.write(&sim.kubeconfig_yaml())?;
+    let store = sim.store();
+    if args.pods > 0 {
+        store.seed_pods(args.pods, args.seed);
+    }
+    let churn = (args.churn > 0.0).then(|| {
+        store.churn(ChurnConfig {
+            rate_per_sec: args.churn,
+            seed: args.seed,
+        })
+    });
+    let path = kubeconfig.path.display();
+    // A closed stdout does not stop the server: the kubeconfig is still there to be used.
+    let mut out = std::io::stdout().lock();
+    let _ = writeln!(out, "kinformer sim listening on {}", sim.url())
+        .and_then(|()| writeln!(out, "kubeconfig: {path}"))
+        .and_then(|()| writeln!(out, "try: kubectl --kubeconfig {path} get pods -A"))
+        .and_then(|()| out.flush());
+    drop(out);
+    let stopped = stop.wait().await;
+    tracing::info!("stopping");
+    drop(churn);
+    let _ = tokio::time::timeout(Duration::from_secs(5), sim.shutdown()).await;
+    drop(kubeconfig);
+    stopped
+}

@@ -1,0 +1,123 @@
+//! Running the built `kinformer` binary in tests: bounded waits, and children that never outlive
+//! their test.
+
+#![allow(dead_code, unreachable_pub)]
+
+use std::io::{BufRead, BufReader, Read};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+/// The binary under test.
+pub const BIN: &str = env!("CARGO_BIN_EXE_kinformer");
+/// No step of these tests should take this long; it only bounds a hung child.
+pub const BOUND: Duration = Duration::from_secs(60);
+
+/// A command with no kubeconfig, no home kubeconfig and no in-cluster environment.
+pub fn bare(home: &std::path::Path) -> Command {
+    let mut cmd = Command::new(BIN);
+    cmd.env("HOME", home)
+        .env_remove("KUBECONFIG")
+        .env_remove("KUBERNETES_SERVICE_HOST")
+        .env_remove("NO_COLOR")
+        .env("RUST_LOG", "warn")
+        .stdin(Stdio::null());
+    cmd
+}
+
+/// A child that is killed if the test ends early (a failed assertion), so none outlives its test.
+pub struct KillOnDrop(pub Child);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Waits for a child to exit, killing it past the bound.
+pub fn wait_bounded(child: &mut Child) -> ExitStatus {
+    let deadline = Instant::now() + BOUND;
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            return status;
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("kinformer did not exit within {BOUND:?}");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Reads a pipe to its end on a thread of its own.
+pub fn drain(mut pipe: impl Read + Send + 'static) -> std::thread::JoinHandle<String> {
+    std::thread::spawn(move || {
+        let mut bytes = Vec::new();
+        let _ = pipe.read_to_end(&mut bytes);
+        String::from_utf8_lossy(&bytes).into_owned()
+    })
+}
+
+/// Runs to completion; returns (exit status, stdout, stderr).
+pub fn run(mut cmd: Command) -> (ExitStatus, String, String) {
+    let child = cmd
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut child = KillOnDrop(child);
+    let out = drain(child.0.stdout.take().unwrap());
+    let err = drain(child.0.stderr.take().unwrap());
+    let status = wait_bounded(&mut child.0);
+    (status, out.join().unwrap(), err.join().unwrap())
+}
+
+/// The lines of a child's stdout or stderr, delivered through a channel so each wait is bounded.
+pub struct Lines(mpsc::Receiver<String>);
+
+impl Lines {
+    /// Starts reading `pipe` line by line on a thread of its own.
+    pub fn new(pipe: impl Read + Send + 'static) -> Self {
+        let (tx, rx) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(pipe).lines() {
+                let Ok(line) = line else { break };
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        Self(rx)
+    }
+
+    /// The next line, within the bound; panics if the child closed its stdout first.
+    pub fn next(&self) -> String {
+        self.0
+            .recv_timeout(BOUND)
+            .expect("a line from kinformer within the bound")
+    }
+
+    /// The lines until the pipe closes (the child exited), within the bound.
+    pub fn rest(&self) -> Vec<String> {
+        let deadline = Instant::now() + BOUND;
+        let mut lines = Vec::new();
+        while let Ok(line) = self
+            .0
+            .recv_timeout(deadline.saturating_duration_since(Instant::now()))
+        {
+            lines.push(line);
+        }
+        lines
+    }
+}
+
+/// Sends a signal (`INT`, `TERM`) to a child.
+pub fn signal(child: &Child, name: &str) {
+    let status = Command::new("kill")
+        .arg(format!("-{name}"))
+        .arg(child.id().to_string())
+        .status()
+        .unwrap();
+    assert!(status.success(), "kill -{name} failed");
+}
