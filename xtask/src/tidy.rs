@@ -30,12 +30,14 @@ const LAYERS: &[&str] = &[
     "kinformer-lister",
 ];
 
-/// Layers that stand on the shared vocabulary alone.
+/// Crates that stand on the shared vocabulary alone: the leaf layers, and the test support, whose
+/// scripted `ListWatch` proves that a source needs no HTTP client.
 const LEAF_LAYERS: &[&str] = &[
     "kinformer-reflector",
     "kinformer-delta-fifo",
     "kinformer-indexer",
     "kinformer-lister",
+    "kinformer-test-support",
 ];
 
 /// Crates allowed to wire several layers together.
