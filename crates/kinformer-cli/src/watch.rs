@@ -76,15 +76,9 @@ enum Action {
     Fatal,
 }
 
-/// What the loop does about a list or watch error: what its kind says, except that a credential
-/// that cannot be obtained (a failing exec plugin) is final for a command-line tool: the person
-/// running it has to fix it.
+/// What the loop does about a list or watch error: what its kind says (a credential that cannot
+/// be obtained, such as a failing exec plugin, is `Fatal` already).
 fn action(e: &list_watch::Error) -> Action {
-    if let Some(kinformer_client::Error::Auth { .. }) =
-        e.get_ref().downcast_ref::<kinformer_client::Error>()
-    {
-        return Action::Fatal;
-    }
     match e.kind() {
         ErrorKind::Relist => Action::Relist,
         ErrorKind::Resume => Action::Resume,
