@@ -480,7 +480,7 @@ forward_queue!(&Q, Arc<Q>, Box<Q>);
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{DeltaObject, DeltaType, DynamicObject, ObjectKey};
+    use crate::{CacheWrite, DeltaObject, DeltaType, DynamicObject, ObjectKey};
 
     #[test]
     fn popped_counts_its_deltas() {
@@ -504,5 +504,138 @@ mod tests {
         };
         assert!(Arc::ptr_eq(&r.objects[0], &obj), "clone shares objects");
         let _ = DeltaObject::Object(obj);
+    }
+
+    fn at(name: &str, rv: &str) -> Arc<DynamicObject> {
+        let mut o = DynamicObject::default();
+        o.metadata.name = Some(name.into());
+        o.metadata.resource_version = Some(rv.into());
+        Arc::new(o)
+    }
+
+    fn heard(applied: &Applied<DynamicObject>) -> Vec<String> {
+        let show = |o: &DynamicObject| {
+            format!(
+                "{}@{}",
+                o.metadata.name.as_deref().unwrap_or(""),
+                o.metadata.resource_version.as_deref().unwrap_or("")
+            )
+        };
+        applied
+            .notifications
+            .iter()
+            .map(|n| match n {
+                Notification::Added {
+                    object,
+                    is_in_initial_list,
+                } => format!(
+                    "+{}{}",
+                    show(object),
+                    if *is_in_initial_list { "*" } else { "" }
+                ),
+                Notification::Updated { old, new } => format!("~{}>{}", show(old), show(new)),
+                Notification::Deleted { object } if object.is_tombstone() => {
+                    format!("-?{}", show(object.object()))
+                }
+                Notification::Deleted { object } => format!("-{}", show(object.object())),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn the_consumer_contract_applies_each_kind_of_pop_and_says_what_changed() {
+        type Map = std::collections::BTreeMap<ObjectKey, Arc<DynamicObject>>;
+        let cache: std::sync::Mutex<Map> = Default::default();
+        let mut initial = Delta::of(DeltaType::Replaced, at("a", "1"));
+        initial.is_initial_list = true;
+        let steps: Vec<(Popped<DynamicObject>, &[&str], &[&str])> = vec![
+            (
+                Popped::Batch(vec![initial, Delta::of(DeltaType::Added, at("b", "1"))]),
+                &["+a@1*", "+b@1"],
+                &["a@1", "b@1"],
+            ),
+            (
+                // One key's deltas: an update of a held key, then its delete.
+                Popped::Key(vec![
+                    Delta::of(DeltaType::Updated, at("a", "2")),
+                    Delta::of(DeltaType::Deleted, at("a", "3")),
+                ]),
+                &["~a@1>a@2", "-a@3"],
+                &["b@1"],
+            ),
+            (
+                // A delete of a key the store does not hold tells nobody.
+                Popped::Batch(vec![Delta::of(DeltaType::Deleted, at("zz", "4"))]),
+                &[],
+                &["b@1"],
+            ),
+            (
+                Popped::Batch(vec![Delta::of(DeltaType::Sync, at("b", "1"))]),
+                &["~b@1>b@1"],
+                &["b@1"],
+            ),
+            (
+                // A relist: tombstones for what it lacks first, then the list in order.
+                Popped::Replace(ReplaceStep {
+                    objects: vec![at("c", "5"), at("b", "5")],
+                    resource_version: "5".into(),
+                    tombstones: Vec::new(),
+                    is_initial_list: false,
+                }),
+                &["~b@1>b@5", "+c@5"],
+                &["b@5", "c@5"],
+            ),
+            (Popped::Resync, &["~b@5>b@5", "~c@5>c@5"], &["b@5", "c@5"]),
+            (
+                Popped::Replace(ReplaceStep {
+                    objects: vec![at("c", "6")],
+                    resource_version: "6".into(),
+                    tombstones: Vec::new(),
+                    is_initial_list: false,
+                }),
+                &["-?b@5", "~c@5>c@6"],
+                &["c@6"],
+            ),
+        ];
+        for (i, (popped, want_heard, want_held)) in steps.into_iter().enumerate() {
+            let applied = apply_popped(&popped, &cache);
+            assert!(applied.errors.is_empty());
+            // What is heard, as a set: the order within a relist has its own test below.
+            let mut got = heard(&applied);
+            got.sort();
+            let mut want: Vec<String> = want_heard.iter().map(|s| s.to_string()).collect();
+            want.sort();
+            assert_eq!(got, want, "step {i}");
+            let held: Vec<String> = cache
+                .lock()
+                .unwrap()
+                .values()
+                .map(|o| {
+                    format!(
+                        "{}@{}",
+                        o.metadata.name.as_deref().unwrap(),
+                        o.metadata.resource_version.as_deref().unwrap()
+                    )
+                })
+                .collect();
+            assert_eq!(held, want_held, "step {i}");
+        }
+    }
+
+    #[test]
+    fn a_relist_tells_of_deletions_before_the_list_in_list_order() {
+        type Map = std::collections::BTreeMap<ObjectKey, Arc<DynamicObject>>;
+        let cache: std::sync::Mutex<Map> = Default::default();
+        cache.upsert(at("gone", "1")).unwrap();
+        let applied = apply_popped(
+            &Popped::Replace(ReplaceStep {
+                objects: vec![at("z", "2"), at("a", "2")],
+                resource_version: "2".into(),
+                tombstones: Vec::new(),
+                is_initial_list: true,
+            }),
+            &cache,
+        );
+        assert_eq!(heard(&applied), ["-?gone@1", "+z@2*", "+a@2*"]);
     }
 }
