@@ -219,6 +219,28 @@ async fn back_off(backoff: &RefCell<Backoff>, cause: &str, asked: Option<Duratio
     tokio::time::sleep(wait).await;
 }
 
+/// Where the loop goes on after a failure it retries.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Next {
+    /// List again.
+    Relist,
+    /// Watch again from the last resourceVersion.
+    Watch,
+}
+
+/// After a failure: `None` when retrying cannot fix it; else backs off (as long as the server
+/// asked, when it did) and says where to go on.
+async fn recover(backoff: &RefCell<Backoff>, action: Action, cause: &str) -> Option<Next> {
+    let (next, asked) = match action {
+        Action::Fatal => return None,
+        Action::Relist => (Next::Relist, None),
+        Action::Resume => (Next::Watch, None),
+        Action::Retry(asked) => (Next::Watch, asked),
+    };
+    back_off(backoff, cause, asked).await;
+    Some(next)
+}
+
 async fn watch_loop(
     api: &dyn ListWatch<PartialObjectMetadata>,
     params: &ListParams,
@@ -238,16 +260,10 @@ async fn watch_loop(
     'relist: loop {
         let list = match list_all(api, params, DEFAULT_PAGE_SIZE).await {
             Ok(list) => list,
-            Err(e) => match action(&e) {
-                Action::Fatal => return Err(e.into()),
-                Action::Relist | Action::Resume => {
-                    back_off(backoff, &format!("list: {e}"), None).await;
-                    continue 'relist;
-                }
-                Action::Retry(asked) => {
-                    back_off(backoff, &format!("list: {e}"), asked).await;
-                    continue 'relist;
-                }
+            // Whatever the failure, the list is what is tried again.
+            Err(e) => match recover(backoff, action(&e), &format!("list: {e}")).await {
+                None => return Err(e.into()),
+                Some(_) => continue 'relist,
             },
         };
         // A list alone does not end a retry episode: the watch after it may fail the same way.
@@ -267,20 +283,10 @@ async fn watch_loop(
             let opened = Instant::now();
             let mut events = match api.watch(&wp).await {
                 Ok(s) => s,
-                Err(e) => match action(&e) {
-                    Action::Fatal => return Err(e.into()),
-                    Action::Relist => {
-                        back_off(backoff, &format!("watch: {e}"), None).await;
-                        continue 'relist;
-                    }
-                    Action::Resume => {
-                        back_off(backoff, &format!("watch: {e}"), None).await;
-                        continue 'watch;
-                    }
-                    Action::Retry(asked) => {
-                        back_off(backoff, &format!("watch: {e}"), asked).await;
-                        continue 'watch;
-                    }
+                Err(e) => match recover(backoff, action(&e), &format!("watch: {e}")).await {
+                    None => return Err(e.into()),
+                    Some(Next::Relist) => continue 'relist,
+                    Some(Next::Watch) => continue 'watch,
                 },
             };
             let mut delivered = 0u64;
@@ -313,38 +319,18 @@ async fn watch_loop(
                             "watch ended with {} {}: {}",
                             status.code, status.reason, status.message
                         );
-                        match status_action(&status) {
-                            Action::Fatal => {
+                        match recover(backoff, status_action(&status), &cause).await {
+                            None => {
                                 return Err(list_watch::Error::new(ErrorKind::Fatal, cause).into());
                             }
-                            Action::Relist => {
-                                back_off(backoff, &cause, None).await;
-                                continue 'relist;
-                            }
-                            Action::Resume => {
-                                back_off(backoff, &cause, None).await;
-                                continue 'watch;
-                            }
-                            Action::Retry(asked) => {
-                                back_off(backoff, &cause, asked).await;
-                                continue 'watch;
-                            }
+                            Some(Next::Relist) => continue 'relist,
+                            Some(Next::Watch) => continue 'watch,
                         }
                     }
-                    Err(e) => match action(&e) {
-                        Action::Fatal => return Err(e.into()),
-                        Action::Relist => {
-                            back_off(backoff, &format!("watch: {e}"), None).await;
-                            continue 'relist;
-                        }
-                        Action::Resume => {
-                            back_off(backoff, &format!("watch: {e}"), None).await;
-                            continue 'watch;
-                        }
-                        Action::Retry(asked) => {
-                            back_off(backoff, &format!("watch: {e}"), asked).await;
-                            continue 'watch;
-                        }
+                    Err(e) => match recover(backoff, action(&e), &format!("watch: {e}")).await {
+                        None => return Err(e.into()),
+                        Some(Next::Relist) => continue 'relist,
+                        Some(Next::Watch) => continue 'watch,
                     },
                 };
                 delivered += 1;
