@@ -451,34 +451,42 @@ impl<K: Object> Indexer<K> {
     }
 }
 
-impl<K: Object> CacheRead<K> for Indexer<K> {
-    fn get_by_key(&self, key: &str) -> Option<Arc<K>> {
-        self.shared.get_by_key(key)
-    }
+/// Both handles read the cache the same way, through the shared state.
+macro_rules! reads_through_shared {
+    ($($handle:ident),*) => {$(
+        impl<K: Object> CacheRead<K> for $handle<K> {
+            fn get_by_key(&self, key: &str) -> Option<Arc<K>> {
+                self.shared.get_by_key(key)
+            }
 
-    fn list_keys(&self) -> Vec<ObjectKey> {
-        self.shared.list_keys()
-    }
+            /// Sorted.
+            fn list_keys(&self) -> Vec<ObjectKey> {
+                self.shared.list_keys()
+            }
 
-    fn for_each(&self, f: &mut dyn FnMut(&Arc<K>)) {
-        self.shared.for_each(f)
-    }
+            fn for_each(&self, f: &mut dyn FnMut(&Arc<K>)) {
+                self.shared.for_each(f)
+            }
+        }
+
+        impl<K: Object> IndexRead<K> for $handle<K> {
+            fn for_each_indexed(
+                &self,
+                index: &str,
+                value: &str,
+                f: &mut dyn FnMut(&Arc<K>),
+            ) -> Result<(), StoreError> {
+                self.shared.for_each_indexed(index, value, f)
+            }
+
+            fn index_names(&self) -> Vec<String> {
+                self.shared.index_names()
+            }
+        }
+    )*};
 }
 
-impl<K: Object> IndexRead<K> for Indexer<K> {
-    fn for_each_indexed(
-        &self,
-        index: &str,
-        value: &str,
-        f: &mut dyn FnMut(&Arc<K>),
-    ) -> Result<(), StoreError> {
-        self.shared.for_each_indexed(index, value, f)
-    }
-
-    fn index_names(&self) -> Vec<String> {
-        self.shared.index_names()
-    }
-}
+reads_through_shared!(Indexer, IndexerReader);
 
 /// The cache's writes. Each computes the index values before it takes the lock, and holds the
 /// lock only to apply them; an entry keeps its values, so an update never runs an index
@@ -832,43 +840,5 @@ impl<K: Object> IndexerReader<K> {
         drop(inner);
         values.sort_unstable();
         Ok(values)
-    }
-}
-
-impl<K: Object> CacheRead<K> for IndexerReader<K> {
-    fn get_by_key(&self, key: &str) -> Option<Arc<K>> {
-        IndexerReader::get_by_key(self, key)
-    }
-
-    /// Sorted, as [`IndexerReader::list_keys`].
-    fn list_keys(&self) -> Vec<ObjectKey> {
-        IndexerReader::list_keys(self)
-    }
-
-    fn for_each(&self, f: &mut dyn FnMut(&Arc<K>)) {
-        self.shared.for_each(f)
-    }
-
-    fn list(&self) -> Vec<Arc<K>> {
-        IndexerReader::list(self)
-    }
-}
-
-impl<K: Object> IndexRead<K> for IndexerReader<K> {
-    fn for_each_indexed(
-        &self,
-        index: &str,
-        value: &str,
-        f: &mut dyn FnMut(&Arc<K>),
-    ) -> Result<(), StoreError> {
-        self.shared.for_each_indexed(index, value, f)
-    }
-
-    fn index_names(&self) -> Vec<String> {
-        IndexerReader::index_names(self)
-    }
-
-    fn by_index(&self, index: &str, value: &str) -> Result<Vec<Arc<K>>, StoreError> {
-        IndexerReader::by_index(self, index, value)
     }
 }
