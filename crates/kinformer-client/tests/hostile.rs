@@ -166,63 +166,32 @@ async fn invalid_namespaces_are_refused_before_any_request() {
             .await
             .err()
             .unwrap();
-        assert!(
-            matches!(
-                e,
-                Error::InvalidName {
-                    what: "namespace",
-                    ..
-                }
-            ),
-            "{ns:?}: {e}"
-        );
+        assert_invalid(&e, "namespace", ns);
         let dynamic =
             Api::<DynamicObject>::namespaced_with(client.clone(), ns, &ApiResource::of::<Pod>());
         let e = within(dynamic.list(&ListParams::default()))
             .await
             .unwrap_err();
-        assert!(
-            matches!(
-                e,
-                Error::InvalidName {
-                    what: "namespace",
-                    ..
-                }
-            ),
-            "{ns:?}: {e}"
-        );
+        assert_invalid(&e, "namespace", ns);
     }
     // A resource chosen at run time is checked too.
-    let odd = ApiResource::new("example.com/../..", "v1", "Odd", "odds", Scope::Namespaced);
-    let e =
-        within(Api::<DynamicObject>::all_with(client.clone(), &odd).list(&ListParams::default()))
-            .await
-            .unwrap_err();
-    assert!(
-        matches!(
-            e,
-            Error::InvalidName {
-                what: "API group",
-                ..
-            }
+    for (odd, what) in [
+        (
+            ApiResource::new("example.com/../..", "v1", "Odd", "odds", Scope::Namespaced),
+            "API group",
         ),
-        "{e}"
-    );
-    let odd = ApiResource::new("", "v1", "Odd", "..", Scope::Cluster);
-    let e =
-        within(Api::<DynamicObject>::all_with(client.clone(), &odd).list(&ListParams::default()))
-            .await
-            .unwrap_err();
-    assert!(
-        matches!(
-            e,
-            Error::InvalidName {
-                what: "resource",
-                ..
-            }
+        (
+            ApiResource::new("", "v1", "Odd", "..", Scope::Cluster),
+            "resource",
         ),
-        "{e}"
-    );
+    ] {
+        let e = within(
+            Api::<DynamicObject>::all_with(client.clone(), &odd).list(&ListParams::default()),
+        )
+        .await
+        .unwrap_err();
+        assert_invalid(&e, what, &odd.plural);
+    }
     assert_eq!(server.connections(), 0, "no request reached the server");
 
     // A valid namespace goes through, in its own path segment.
@@ -570,4 +539,12 @@ async fn nameless_objects_are_decode_errors_not_cache_entries() {
         other => panic!("{other:?}"),
     }
     assert!(within(events.next()).await.is_none());
+}
+
+/// `e` is the typed refusal of an invalid `what` (a namespace, an API group, a resource).
+fn assert_invalid(e: &Error, what: &str, case: &str) {
+    assert!(
+        matches!(e, Error::InvalidName { what: w, .. } if *w == what),
+        "{case:?}: {e}"
+    );
 }
