@@ -2,73 +2,20 @@
 //! `watch` against a kubeconfig over TLS with a token, and a watch that converges through a
 //! compaction (410) by relisting, printing the delete it could not see.
 
+mod support;
+
 use std::collections::BTreeSet;
 use std::io::{BufRead, BufReader};
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::Stdio;
 
 use kinformer_core::{ApiResource, Scope};
 use kinformer_sim::{Auth, RequestKind, SimConfig, SimServer};
 use serde_json::json;
+use support::{BOUND, KillOnDrop, bare, run, wait_bounded};
 use tokio::sync::mpsc;
-
-const BIN: &str = env!("CARGO_BIN_EXE_kinformer");
-/// No step of these tests should take this long; it only bounds a hung child.
-const BOUND: Duration = Duration::from_secs(60);
 
 fn pods() -> ApiResource {
     ApiResource::new("", "v1", "Pod", "pods", Scope::Namespaced)
-}
-
-/// A command with no kubeconfig, no home kubeconfig and no in-cluster environment.
-fn bare(home: &std::path::Path) -> Command {
-    let mut cmd = Command::new(BIN);
-    cmd.env("HOME", home)
-        .env_remove("KUBECONFIG")
-        .env_remove("KUBERNETES_SERVICE_HOST")
-        .env("RUST_LOG", "warn");
-    cmd
-}
-
-/// A child that is killed if the test ends early (a failed assertion), so none outlives its test.
-struct KillOnDrop(Child);
-
-impl Drop for KillOnDrop {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-/// Waits for a child to exit, killing it past the bound.
-fn wait_bounded(child: &mut Child) -> std::process::ExitStatus {
-    let deadline = Instant::now() + BOUND;
-    loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            return status;
-        }
-        if Instant::now() > deadline {
-            let _ = child.kill();
-            panic!("kinformer did not exit within {BOUND:?}");
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
-
-/// Runs to completion; returns (exit status, stdout, stderr).
-fn run(mut cmd: Command) -> (std::process::ExitStatus, String, String) {
-    let child = cmd
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut child = KillOnDrop(child);
-    let out = child.0.stdout.take().unwrap();
-    let err = child.0.stderr.take().unwrap();
-    let out = std::thread::spawn(move || std::io::read_to_string(out).unwrap());
-    let err = std::thread::spawn(move || std::io::read_to_string(err).unwrap());
-    let status = wait_bounded(&mut child.0);
-    (status, out.join().unwrap(), err.join().unwrap())
 }
 
 /// The keys of `kinformer get` output lines (`key<TAB>rv=...`).
