@@ -198,21 +198,28 @@ fn reindex(
         remove_from(values, value, key);
     }
     new.into_iter()
-        .map(|value| match values.get_key_value(value.as_str()) {
-            Some((shared, _)) => {
-                let shared = Arc::clone(shared);
-                if let Some(keys) = values.get_mut(&shared) {
-                    keys.insert(key.clone());
-                }
-                shared
-            }
-            None => {
-                let shared: Arc<str> = value.into();
-                values.insert(Arc::clone(&shared), HashSet::from_iter([key.clone()]));
-                shared
-            }
-        })
+        .map(|value| file_under(values, key, &value, || value.as_str().into()))
         .collect()
+}
+
+/// Files `key` under `value` and returns the value string the index keeps: the index's own when
+/// it has one, else `make()` (which becomes the index's).
+fn file_under(
+    values: &mut Values,
+    key: &ObjectKey,
+    value: &str,
+    make: impl FnOnce() -> Arc<str>,
+) -> Arc<str> {
+    if let Some((shared, _)) = values.get_key_value(value) {
+        let shared = Arc::clone(shared);
+        if let Some(keys) = values.get_mut(&shared) {
+            keys.insert(key.clone());
+        }
+        return shared;
+    }
+    let shared = make();
+    values.insert(Arc::clone(&shared), HashSet::from_iter([key.clone()]));
+    shared
 }
 
 /// Files `key` under values computed already (another cache's entry): no index function runs.
@@ -221,19 +228,7 @@ fn reindex(
 fn index_computed(values: &mut Values, key: &ObjectKey, computed: &[Arc<str>]) -> Box<[Arc<str>]> {
     computed
         .iter()
-        .map(|value| match values.get_key_value(&**value) {
-            Some((shared, _)) => {
-                let shared = Arc::clone(shared);
-                if let Some(keys) = values.get_mut(&shared) {
-                    keys.insert(key.clone());
-                }
-                shared
-            }
-            None => {
-                values.insert(Arc::clone(value), HashSet::from_iter([key.clone()]));
-                Arc::clone(value)
-            }
-        })
+        .map(|value| file_under(values, key, value, || Arc::clone(value)))
         .collect()
 }
 
