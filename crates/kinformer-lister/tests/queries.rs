@@ -218,19 +218,19 @@ impl<K, R: IndexRead<K>> IndexRead<K> for Counting<R> {
     }
 }
 
+/// `n` objects: 10 in namespace `small`, the rest in `big`.
+fn fill_small_and_big(indexer: &Indexer<DynamicObject>, n: usize) {
+    for i in 0..n {
+        let ns = if i < 10 { "small" } else { "big" };
+        indexer.upsert(obj(ns, &format!("o{i}"), &[])).unwrap();
+    }
+}
+
 #[test]
 fn a_namespace_list_costs_that_namespace_only_when_indexed() {
     let indexer =
         Indexer::with_indexers([(index::NAMESPACE.to_string(), index::namespace())]).unwrap();
-    for i in 0..1000 {
-        indexer
-            .upsert(obj(
-                if i < 10 { "small" } else { "big" },
-                &format!("o{i}"),
-                &[],
-            ))
-            .unwrap();
-    }
+    fill_small_and_big(&indexer, 1000);
     let lister = Lister::new(
         Counting {
             inner: indexer.reader(),
@@ -317,15 +317,7 @@ impl<K, R: IndexRead<K>> IndexRead<K> for Renamed<R> {
 #[test]
 fn the_namespace_index_is_the_one_the_cache_names() {
     let indexer = Indexer::with_indexers([("by-ns".to_string(), index::namespace())]).unwrap();
-    for i in 0..100 {
-        indexer
-            .upsert(obj(
-                if i < 10 { "small" } else { "big" },
-                &format!("o{i}"),
-                &[],
-            ))
-            .unwrap();
-    }
+    fill_small_and_big(&indexer, 100);
     let lister = Lister::new(
         Counting {
             inner: Renamed(indexer.reader()),
