@@ -25,7 +25,7 @@ const MAX_BODY: usize = 3 * 1024 * 1024;
 
 /// A decoded URL query.
 #[derive(Debug, Default)]
-pub(crate) struct Query(Vec<(String, String)>);
+pub(crate) struct Query(pub(crate) Vec<(String, String)>);
 
 impl Query {
     pub(crate) fn parse(q: &str) -> Self {

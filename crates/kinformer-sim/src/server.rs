@@ -11,7 +11,7 @@ use http_body_util::combinators::BoxBody;
 use hyper::body::Incoming;
 use hyper::{Request, Response};
 use hyper_util::rt::{TokioExecutor, TokioIo};
-use parking_lot::RwLock;
+use parking_lot::{Mutex, RwLock};
 use tokio::net::TcpListener;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
@@ -70,9 +70,39 @@ impl Default for SimConfig {
     }
 }
 
+/// How many requests [`SimServer::requests`] remembers: the most recent ones.
+pub const REQUEST_LOG_CAPACITY: usize = 10_000;
+
+/// One request the server received, as [`SimServer::requests`] lists it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RecordedRequest {
+    /// The HTTP method, e.g. `GET`.
+    pub method: String,
+    /// The path, e.g. `/api/v1/pods`.
+    pub path: String,
+    /// The query parameters in the order sent, percent-decoded.
+    pub query: Vec<(String, String)>,
+}
+
+impl RecordedRequest {
+    /// The value of query parameter `name`, if it was sent.
+    pub fn param(&self, name: &str) -> Option<&str> {
+        self.query
+            .iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.as_str())
+    }
+
+    /// `true` for a watch (`watch=true` or `watch=1`).
+    pub fn is_watch(&self) -> bool {
+        matches!(self.param("watch"), Some("true" | "1"))
+    }
+}
+
 /// What every request handler shares.
 pub(crate) struct Shared {
     pub(crate) store: Store,
+    pub(crate) requests: Mutex<std::collections::VecDeque<RecordedRequest>>,
     pub(crate) faults: Arc<FaultState>,
     pub(crate) auth: RwLock<Auth>,
     pub(crate) config: SimConfig,
@@ -126,6 +156,7 @@ impl SimServer {
         let store = Store::new(config.history_window);
         let shared = Arc::new(Shared {
             store,
+            requests: Mutex::new(std::collections::VecDeque::new()),
             faults: Arc::new(FaultState::new()),
             auth: RwLock::new(config.auth.clone()),
             config,
@@ -184,6 +215,17 @@ impl SimServer {
     /// not affected.
     pub fn set_auth(&self, auth: Auth) {
         *self.shared.auth.write() = auth;
+    }
+
+    /// The requests received so far (after authentication), oldest first: the most recent
+    /// [`REQUEST_LOG_CAPACITY`]. Tests assert what a client asked for, in order.
+    pub fn requests(&self) -> Vec<RecordedRequest> {
+        self.shared.requests.lock().iter().cloned().collect()
+    }
+
+    /// Forgets the requests received so far.
+    pub fn clear_requests(&self) {
+        self.shared.requests.lock().clear();
     }
 
     /// The in-process handle to the storage.
@@ -288,6 +330,19 @@ async fn serve<IO>(
     }
 }
 
+fn record(shared: &Shared, parts: &http::request::Parts) {
+    let query = api::Query::parse(parts.uri.query().unwrap_or_default()).0;
+    let mut log = shared.requests.lock();
+    if log.len() == REQUEST_LOG_CAPACITY {
+        log.pop_front();
+    }
+    log.push_back(RecordedRequest {
+        method: parts.method.to_string(),
+        path: parts.uri.path().to_owned(),
+        query,
+    });
+}
+
 async fn handle(shared: Arc<Shared>, client_cert: bool, req: Request<Incoming>) -> Response<Body> {
     let authorization = req
         .headers()
@@ -306,5 +361,6 @@ async fn handle(shared: Arc<Shared>, client_cert: bool, req: Request<Incoming>) 
         ));
     }
     let (parts, body) = req.into_parts();
+    record(&shared, &parts);
     api::route(&shared, parts, body.map_err(std::io::Error::other).boxed()).await
 }

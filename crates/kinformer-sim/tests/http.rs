@@ -1435,3 +1435,30 @@ fn public_handles_and_futures_are_send_and_sync() {
     drop(start);
     send_sync(&SimConfig::default());
 }
+
+#[tokio::test]
+async fn the_request_log_lists_what_clients_asked_in_order() {
+    let sim = SimServer::start(SimConfig::default()).await.unwrap();
+    let http = client();
+    for q in [
+        "limit=2&resourceVersion=0",
+        "labelSelector=app%3Dweb&limit=1",
+    ] {
+        http.get(format!("{}/api/v1/pods?{q}", sim.url()))
+            .send()
+            .await
+            .unwrap();
+    }
+    let log = sim.requests();
+    assert_eq!(log.len(), 2);
+    assert_eq!(
+        (log[0].method.as_str(), log[0].path.as_str()),
+        ("GET", "/api/v1/pods")
+    );
+    assert_eq!(log[0].param("resourceVersion"), Some("0"));
+    assert_eq!(log[1].param("labelSelector"), Some("app=web"), "decoded");
+    assert!(!log[1].is_watch());
+    sim.clear_requests();
+    assert!(sim.requests().is_empty());
+    sim.shutdown().await;
+}
