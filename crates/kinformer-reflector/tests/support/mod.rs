@@ -1,0 +1,218 @@
+//! What the reflector's HTTP tests share: a simulated server, a client for its pods, a store
+//! that records the protocol calls, and readers of the requests the server saw.
+
+#![allow(dead_code, unreachable_pub)]
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1::Pod;
+use kinformer_client::{Api, Client, Config as ClientConfig};
+use kinformer_core::{
+    ApiResource, CacheRead, Object, ReflectorStore, ResourceVersion, Scope, StoreError,
+};
+use kinformer_indexer::Indexer;
+use kinformer_reflector::{BackoffConfig, Config, Reflector, ReflectorHandle};
+use kinformer_sim::{RecordedRequest, SimConfig, SimServer};
+use serde_json::json;
+
+pub const PODS_PATH: &str = "/api/v1/pods";
+
+pub fn pods_resource() -> ApiResource {
+    ApiResource::new("", "v1", "Pod", "pods", Scope::Namespaced)
+}
+
+pub async fn sim() -> SimServer {
+    SimServer::start(SimConfig::default()).await.unwrap()
+}
+
+pub fn pods_api(sim: &SimServer) -> Api<Pod> {
+    Api::all(Client::new(ClientConfig::new(sim.url())).unwrap())
+}
+
+/// A reflector configuration for tests: fixed seed, quick backoff.
+pub fn config() -> Config {
+    Config {
+        name: "pods".into(),
+        seed: Some(7),
+        backoff: BackoffConfig {
+            initial: Duration::from_millis(5),
+            max: Duration::from_millis(50),
+            ..BackoffConfig::default()
+        },
+        ..Config::default()
+    }
+}
+
+/// An indexer behind a log of every protocol call the reflector made.
+#[derive(Default)]
+pub struct Recorder {
+    pub cache: Indexer<Pod>,
+    log: Mutex<Vec<String>>,
+}
+
+impl Recorder {
+    pub fn log(&self) -> Vec<String> {
+        self.log.lock().unwrap().clone()
+    }
+
+    fn note(&self, entry: String) {
+        self.log.lock().unwrap().push(entry);
+    }
+
+    /// Every key the cache holds, with its resourceVersion.
+    pub fn state(&self) -> BTreeMap<String, String> {
+        let mut out = BTreeMap::new();
+        self.cache.for_each(&mut |o: &Arc<Pod>| {
+            out.insert(
+                o.key().to_string(),
+                o.resource_version().unwrap_or_default().to_owned(),
+            );
+        });
+        out
+    }
+}
+
+impl ReflectorStore<Pod> for Recorder {
+    fn add(&self, object: Arc<Pod>) -> Result<(), StoreError> {
+        self.note(format!("add {}", object.name()));
+        self.cache.add(object)
+    }
+    fn update(&self, object: Arc<Pod>) -> Result<(), StoreError> {
+        self.note(format!("update {}", object.name()));
+        self.cache.update(object)
+    }
+    fn delete(&self, object: Arc<Pod>) -> Result<(), StoreError> {
+        self.note(format!("delete {}", object.name()));
+        self.cache.delete(object)
+    }
+    fn begin_relist(&self) -> Result<(), StoreError> {
+        self.note("begin".into());
+        self.cache.begin_relist()
+    }
+    fn relist_page(&self, objects: Vec<Arc<Pod>>) -> Result<(), StoreError> {
+        self.note(format!("page {}", objects.len()));
+        self.cache.relist_page(objects)
+    }
+    fn end_relist(&self, rv: ResourceVersion) -> Result<(), StoreError> {
+        self.note("end".into());
+        self.cache.end_relist(rv)
+    }
+    fn abandon_relist(&self) {
+        self.note("abandon".into());
+        self.cache.abandon_relist();
+    }
+    fn resync(&self) -> Result<(), StoreError> {
+        self.note("resync".into());
+        Ok(())
+    }
+    fn bookmark(&self, rv: &ResourceVersion) {
+        self.note(format!("bookmark {rv}"));
+    }
+    fn poll_ready(&self, _: &mut Context<'_>) -> Poll<Result<(), StoreError>> {
+        Poll::Ready(Ok(()))
+    }
+}
+
+/// Every key the server holds for pods, with its resourceVersion.
+pub fn server_state(sim: &SimServer) -> BTreeMap<String, String> {
+    sim.store()
+        .list(&pods_resource(), None)
+        .into_iter()
+        .map(|p| {
+            let m = &p["metadata"];
+            (
+                format!(
+                    "{}/{}",
+                    m["namespace"].as_str().unwrap(),
+                    m["name"].as_str().unwrap()
+                ),
+                m["resourceVersion"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect()
+}
+
+pub fn create_pod(sim: &SimServer, name: &str) -> String {
+    let created = sim
+        .store()
+        .create(
+            &pods_resource(),
+            json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": "default"}}),
+        )
+        .unwrap();
+    created["metadata"]["resourceVersion"]
+        .as_str()
+        .unwrap()
+        .to_owned()
+}
+
+/// Starts `reflector` on its own task.
+pub fn spawn<L>(
+    reflector: Reflector<Pod, L, Arc<Recorder>>,
+) -> (
+    ReflectorHandle,
+    tokio::task::JoinHandle<kinformer_reflector::Result<()>>,
+)
+where
+    L: kinformer_core::ListWatch<Pod> + 'static,
+{
+    let handle = reflector.handle();
+    (handle, tokio::spawn(async move { reflector.run().await }))
+}
+
+/// Waits for `cond`, checking every few milliseconds, for at most 20 s.
+pub async fn eventually(what: &str, mut cond: impl FnMut() -> bool) {
+    for _ in 0..4000 {
+        if cond() {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    panic!("timed out waiting for {what}");
+}
+
+/// The pod list and watch requests the server saw, each summarised as `list rv=0 limit=500`,
+/// `list continue`, `watch rv=12`, `watch rv= initial`.
+pub fn pod_requests(sim: &SimServer) -> Vec<String> {
+    sim.requests()
+        .iter()
+        .filter(|r| r.path == PODS_PATH)
+        .map(summary)
+        .collect()
+}
+
+pub fn summary(r: &RecordedRequest) -> String {
+    let mut s = String::from(if r.is_watch() { "watch" } else { "list" });
+    if r.param("continue").is_some() {
+        s.push_str(" continue");
+    } else if let Some(rv) = r.param("resourceVersion") {
+        s.push_str(&format!(" rv={rv}"));
+    } else {
+        s.push_str(" rv=");
+    }
+    if let Some(limit) = r.param("limit") {
+        s.push_str(&format!(" limit={limit}"));
+    }
+    if r.param("sendInitialEvents") == Some("true") {
+        s.push_str(" initial");
+    }
+    s
+}
+
+/// The last watch request the server saw.
+pub fn last_watch(sim: &SimServer) -> RecordedRequest {
+    sim.requests()
+        .into_iter()
+        .rfind(|r| r.path == PODS_PATH && r.is_watch())
+        .expect("a watch")
+}
+
+pub fn watches(sim: &SimServer) -> usize {
+    pod_requests(sim)
+        .iter()
+        .filter(|r| r.starts_with("watch"))
+        .count()
+}
