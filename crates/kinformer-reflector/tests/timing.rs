@@ -15,7 +15,7 @@ use kinformer_core::{
     Bookmark, ListParams, ObjectList, ReflectorStore, ResourceVersion, StoreError, WatchEvent,
     WatchParams,
 };
-use kinformer_reflector::{BackoffConfig, Config, Event, Reflector, metric_names, watcher};
+use kinformer_reflector::{Config, Event, Reflector, metric_names, watcher};
 use kinformer_test_support::{ScriptedListWatch, typed_pods};
 use tokio::time::Instant;
 
