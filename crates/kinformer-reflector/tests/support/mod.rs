@@ -51,6 +51,8 @@ pub fn config() -> Config {
 pub struct Recorder {
     pub cache: Indexer<Pod>,
     log: Mutex<Vec<String>>,
+    /// Every resourceVersion seen per key, in order (events and relist pages alike).
+    history: Mutex<BTreeMap<String, Vec<u64>>>,
 }
 
 impl Recorder {
@@ -60,6 +62,20 @@ impl Recorder {
 
     fn note(&self, entry: String) {
         self.log.lock().unwrap().push(entry);
+    }
+
+    fn saw(&self, object: &Pod) {
+        let rv = object.resource_version().unwrap_or("0").parse().unwrap();
+        self.history
+            .lock()
+            .unwrap()
+            .entry(object.key().to_string())
+            .or_default()
+            .push(rv);
+    }
+
+    pub fn history(&self) -> BTreeMap<String, Vec<u64>> {
+        self.history.lock().unwrap().clone()
     }
 
     /// Every key the cache holds, with its resourceVersion.
@@ -78,14 +94,17 @@ impl Recorder {
 impl ReflectorStore<Pod> for Recorder {
     fn add(&self, object: Arc<Pod>) -> Result<(), StoreError> {
         self.note(format!("add {}", object.name()));
+        self.saw(&object);
         self.cache.add(object)
     }
     fn update(&self, object: Arc<Pod>) -> Result<(), StoreError> {
         self.note(format!("update {}", object.name()));
+        self.saw(&object);
         self.cache.update(object)
     }
     fn delete(&self, object: Arc<Pod>) -> Result<(), StoreError> {
         self.note(format!("delete {}", object.name()));
+        self.saw(&object);
         self.cache.delete(object)
     }
     fn begin_relist(&self) -> Result<(), StoreError> {
@@ -94,6 +113,7 @@ impl ReflectorStore<Pod> for Recorder {
     }
     fn relist_page(&self, objects: Vec<Arc<Pod>>) -> Result<(), StoreError> {
         self.note(format!("page {}", objects.len()));
+        objects.iter().for_each(|o| self.saw(o));
         self.cache.relist_page(objects)
     }
     fn end_relist(&self, rv: ResourceVersion) -> Result<(), StoreError> {
