@@ -25,7 +25,7 @@ async fn case(seed: u64) {
     let store = Arc::new(Recorder::default());
     let config = Config {
         page_size: 7,
-        streaming_list: if seed % 2 == 0 {
+        streaming_list: if seed.is_multiple_of(2) {
             StreamingList::Off
         } else {
             StreamingList::On
