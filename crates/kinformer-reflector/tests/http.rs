@@ -415,3 +415,69 @@ async fn stopping_returns_after_dropping_the_request_in_flight() {
         .unwrap();
     assert!(handle.is_stopped());
 }
+
+/// The pods of the server, compacting its history after the first page is served, so the
+/// continue token of that page has expired when the next page is asked for.
+struct CompactsAfterFirstPage {
+    api: kinformer_client::Api<k8s_openapi::api::core::v1::Pod>,
+    sim: Arc<kinformer_sim::SimServer>,
+    done: std::sync::atomic::AtomicBool,
+}
+
+#[async_trait::async_trait]
+impl kinformer_core::ListWatch<k8s_openapi::api::core::v1::Pod> for CompactsAfterFirstPage {
+    async fn list(
+        &self,
+        params: &kinformer_core::ListParams,
+    ) -> Result<
+        kinformer_core::ObjectList<k8s_openapi::api::core::v1::Pod>,
+        kinformer_core::list_watch::Error,
+    > {
+        let page = kinformer_core::ListWatch::list(&self.api, params).await?;
+        if !self.done.swap(true, Ordering::SeqCst) {
+            create_pod(&self.sim, "after-the-first-page");
+            self.sim.faults().compact_now();
+        }
+        Ok(page)
+    }
+    async fn watch(
+        &self,
+        params: &kinformer_core::WatchParams,
+    ) -> Result<
+        kinformer_core::WatchStream<k8s_openapi::api::core::v1::Pod>,
+        kinformer_core::list_watch::Error,
+    > {
+        kinformer_core::ListWatch::watch(&self.api, params).await
+    }
+}
+
+#[tokio::test]
+async fn a_continue_token_that_expires_mid_list_restarts_the_list_whole() {
+    let sim = Arc::new(sim().await);
+    sim.store().seed_pods(5, 1);
+    let store = Arc::new(Recorder::default());
+    let source = CompactsAfterFirstPage {
+        api: pods_api(&sim),
+        sim: Arc::clone(&sim),
+        done: std::sync::atomic::AtomicBool::new(false),
+    };
+    let config = Config {
+        page_size: 2,
+        ..config()
+    };
+    let (handle, run) = spawn(Reflector::new(source, Arc::clone(&store), config));
+    eventually("the watch", || watches(&sim) == 1).await;
+    assert_eq!(
+        pod_requests(&sim),
+        [
+            "list rv=0 limit=2".to_owned(),
+            "list continue limit=2".to_owned(),
+            "list rv=0".to_owned(),
+            format!("watch rv={}", sim.store().resource_version()),
+        ]
+    );
+    assert_eq!(store.log(), ["begin", "page 2", "begin", "page 6", "end"]);
+    assert_eq!(store.state(), server_state(&sim));
+    handle.stop();
+    run.await.unwrap().unwrap();
+}
