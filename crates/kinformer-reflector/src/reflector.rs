@@ -368,9 +368,16 @@ where
         }
     }
 
-    fn healthy(&mut self) {
-        if let Some((phase, kind)) = self.episode.take() {
-            tracing::info!(?phase, %kind, "list/watch recovered");
+    /// Progress in `phase` ends an episode of failures in that phase; progress of the watch
+    /// (an event, a bookmark) ends any episode. A list that succeeds does not end an episode of
+    /// failing watches (a credential allowed to list but not to watch fails on every cycle).
+    fn healthy(&mut self, phase: Phase) {
+        match self.episode {
+            Some((failing, kind)) if failing == phase || phase == Phase::Watch => {
+                self.episode = None;
+                tracing::info!(phase = ?failing, %kind, "list/watch recovered");
+            }
+            _ => {}
         }
     }
 
@@ -504,7 +511,7 @@ where
         }
         self.last_sync_unavailable = false;
         self.synced_to(version.as_str());
-        self.healthy();
+        self.healthy(Phase::List);
         tracing::debug!(objects, resource_version = %version, "list complete");
         Ok(())
     }
@@ -587,7 +594,7 @@ where
                     relist.end(version.clone())?;
                     self.last_sync_unavailable = false;
                     self.synced_to(version.as_str());
-                    self.healthy();
+                    self.healthy(Phase::List);
                     tracing::debug!(objects = received, resource_version = %version, "streaming list complete");
                     return Ok(stream);
                 }
@@ -715,7 +722,7 @@ where
                 self.metrics.bookmarks.increment(1);
                 self.store.bookmark(&bookmark.resource_version);
                 self.synced_to(bookmark.resource_version.as_str());
-                self.healthy();
+                self.healthy(Phase::Watch);
                 return Ok(());
             }
             WatchEvent::Error(status) => {
@@ -737,7 +744,7 @@ where
         if let Some(rv) = object.resource_version() {
             self.synced_to(rv);
         }
-        self.healthy();
+        self.healthy(Phase::Watch);
         Ok(())
     }
 
