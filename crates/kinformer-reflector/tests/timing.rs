@@ -510,3 +510,21 @@ fn counters_go_through_the_metrics_facade() {
     );
     assert_eq!(counters.get(metric_names::BACKOFF_MILLISECONDS, r), 2000);
 }
+
+#[test]
+fn handles_and_futures_are_send_and_sync() {
+    fn send<T: Send>(_: &T) {}
+    fn send_sync<T: Send + Sync>() {}
+    send_sync::<kinformer_reflector::ReflectorHandle>();
+    send_sync::<Reflector<Pod, ScriptedListWatch<Pod>, Arc<Notes>>>();
+    send_sync::<Config>();
+    send_sync::<kinformer_reflector::Error>();
+    let reflector = Reflector::new(
+        ScriptedListWatch::new(typed_pods(1), "1"),
+        Arc::new(Notes::default()),
+        config(),
+    );
+    send(&reflector.run());
+    let w = watcher(ScriptedListWatch::<Pod>::new(vec![], "1"), config());
+    send(&w);
+}
