@@ -1,11 +1,80 @@
-//! The shared informer: one list/watch per resource, shared by many event handlers.
+//! The shared informer: one list/watch of a resource shared by many event handlers, with a cache
+//! that is updated before any handler hears of a change.
 //!
-//! What it will do: pop deltas from the queue, update the indexer first, then fan each change out to
-//! every registered handler, each with its own buffer and task, so a slow or panicking handler never
-//! holds up the others; replay the cache to late handlers; report `has_synced`.
-//! What it does not do: talk to the API server (the reflector and client do) or answer queries (the
-//! lister does).
+//! What it does, as client-go's `SharedIndexInformer`:
+//! - Runs a reflector into a queue (normally the delta FIFO) and pops it into a cache (normally
+//!   the indexer) by the consumer contract of `kinformer-core`, so a delete can never be lost
+//!   between the queue and the cache. Each layer is a core trait and can be replaced.
+//! - Hands each change to every handler ([`ResourceEventHandler`], or closures through
+//!   [`HandlerFns`]). Each handler has its own buffer and thread: a slow or stuck handler never
+//!   delays the cache, the other handlers or the watch. A handler that panics is logged with its
+//!   name and the object's key, counted, and called again for the next event (aborting instead
+//!   is a setting).
+//! - Replays the cache to a handler added after start (`on_add(obj, true)` for each object, then
+//!   live events, with no gap and no duplicate); each [`Registration`] has its own `has_synced`
+//!   and can be removed.
+//! - Resyncs per handler with client-go's rules, and gives updates whose old and new
+//!   resourceVersions are equal only to handlers due for a resync, so a relist does not flood
+//!   every handler with no-op updates.
+//! - `has_synced`, [`wait_for_cache_sync`] over any number of informers (event-driven, with a
+//!   timeout), the last synced resourceVersion, a transform applied once before an object is
+//!   stored, and a shutdown that stops the watch, drains or drops the buffers, and waits for
+//!   every handler thread.
 //!
-//! This crate is not implemented yet; it is a placeholder in the workspace layout.
+//! What it does not do yet: the factory (one informer per type), dynamic and metadata-only
+//! informers, a `Stream` of events, and filtering handlers.
+//!
+//! # Example
+//! ```
+//! # #[tokio::main(flavor = "current_thread")] async fn main() {
+//! use std::sync::Arc;
+//! use std::sync::atomic::{AtomicUsize, Ordering};
+//! use k8s_openapi::api::core::v1::Pod;
+//! use kinformer_delta_fifo::DeltaFifo;
+//! use kinformer_indexer::Indexer;
+//! use kinformer_shared_informer::{HandlerFns, InformerConfig, SharedIndexInformer, wait_for_cache_sync};
+//! use kinformer_test_support::{ScriptedListWatch, typed_pods};
+//!
+//! let cache = Arc::new(Indexer::<Pod>::new());
+//! let queue = Arc::new(DeltaFifo::new(cache.clone()));
+//! let informer = Arc::new(SharedIndexInformer::new(
+//!     ScriptedListWatch::new(typed_pods(3), "7"),
+//!     queue,
+//!     cache,
+//!     InformerConfig::default(),
+//! ));
+//! let added = Arc::new(AtomicUsize::new(0));
+//! let seen = added.clone();
+//! let registration = informer.add_handler(HandlerFns::new().on_add(move |_, _| {
+//!     seen.fetch_add(1, Ordering::SeqCst);
+//! }));
+//! let run = tokio::spawn({
+//!     let informer = informer.clone();
+//!     async move { informer.run().await }
+//! });
+//! assert!(wait_for_cache_sync(&[&*informer], None).await);
+//! while !registration.has_synced() {
+//!     tokio::task::yield_now().await;
+//! }
+//! assert_eq!(added.load(Ordering::SeqCst), 3);
+//! informer.shutdown().await;
+//! run.await.unwrap();
+//! # }
+//! ```
 
 #![forbid(unsafe_code)]
+
+mod handler;
+mod informer;
+
+pub use handler::{HandlerFns, ResourceEventHandler};
+pub use informer::{
+    HasSynced, InformerConfig, MIN_RESYNC_PERIOD, Registration, SharedIndexInformer, Transform,
+    wait_for_cache_sync,
+};
+
+/// The names of the informer's counters, through the `metrics` facade.
+pub mod metric_names {
+    /// Handler panics, labelled `handler`.
+    pub const HANDLER_PANICS: &str = "kinformer_informer_handler_panics_total";
+}

@@ -1,0 +1,295 @@
+//! Event handlers, and the listener that gives each one its own buffer and thread.
+
+use std::collections::VecDeque;
+use std::fmt;
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use kinformer_core::{DeltaObject, Notification, Object};
+use parking_lot::{Condvar, Mutex};
+
+/// What a controller does when the cache changes: client-go's `ResourceEventHandler`. Every
+/// method has an empty default, so a handler implements what it needs.
+///
+/// The informer calls a handler on a thread of its own, one call at a time, in the order the
+/// cache changed, after the cache holds the change. A slow handler delays only itself; a handler
+/// that panics is logged, counted and called again for the next event.
+pub trait ResourceEventHandler<K>: Send + Sync + 'static {
+    /// An object appeared: created, or listed. `is_in_initial_list` is `true` for objects of the
+    /// informer's first list, and for the cache's objects replayed to a handler added later.
+    fn on_add(&self, object: &Arc<K>, is_in_initial_list: bool) {
+        let _ = (object, is_in_initial_list);
+    }
+
+    /// An object changed. With equal resourceVersions it is a resync: the same object again.
+    fn on_update(&self, old: &Arc<K>, new: &Arc<K>) {
+        let _ = (old, new);
+    }
+
+    /// An object left: its last state, or a tombstone carrying the last state the informer knew
+    /// when the delete was only seen through a relist.
+    fn on_delete(&self, object: &DeltaObject<K>) {
+        let _ = object;
+    }
+}
+
+type AddFn<K> = Box<dyn Fn(&Arc<K>, bool) + Send + Sync>;
+type UpdateFn<K> = Box<dyn Fn(&Arc<K>, &Arc<K>) + Send + Sync>;
+type DeleteFn<K> = Box<dyn Fn(&DeltaObject<K>) + Send + Sync>;
+
+/// A handler built from closures: client-go's `ResourceEventHandlerFuncs`.
+///
+/// ```
+/// use std::sync::Arc;
+/// use k8s_openapi::api::core::v1::Pod;
+/// use kinformer_core::Object;
+/// use kinformer_shared_informer::{HandlerFns, ResourceEventHandler};
+///
+/// let handler = HandlerFns::<Pod>::new()
+///     .on_add(|pod, _| println!("Pod Added: {}", pod.key()))
+///     .on_delete(|pod| println!("Pod Deleted: {}", pod.key()));
+/// ResourceEventHandler::on_add(&handler, &Arc::new(Pod::default()), false);
+/// ```
+pub struct HandlerFns<K> {
+    add: Option<AddFn<K>>,
+    update: Option<UpdateFn<K>>,
+    delete: Option<DeleteFn<K>>,
+}
+
+impl<K> fmt::Debug for HandlerFns<K> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("HandlerFns")
+            .field("add", &self.add.is_some())
+            .field("update", &self.update.is_some())
+            .field("delete", &self.delete.is_some())
+            .finish()
+    }
+}
+
+impl<K> Default for HandlerFns<K> {
+    fn default() -> Self {
+        Self {
+            add: None,
+            update: None,
+            delete: None,
+        }
+    }
+}
+
+impl<K> HandlerFns<K> {
+    /// A handler that does nothing yet.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Called for each added object.
+    #[must_use]
+    pub fn on_add(mut self, f: impl Fn(&Arc<K>, bool) + Send + Sync + 'static) -> Self {
+        self.add = Some(Box::new(f));
+        self
+    }
+
+    /// Called for each changed object (and each resync).
+    #[must_use]
+    pub fn on_update(mut self, f: impl Fn(&Arc<K>, &Arc<K>) + Send + Sync + 'static) -> Self {
+        self.update = Some(Box::new(f));
+        self
+    }
+
+    /// Called for each deleted object or tombstone.
+    #[must_use]
+    pub fn on_delete(mut self, f: impl Fn(&DeltaObject<K>) + Send + Sync + 'static) -> Self {
+        self.delete = Some(Box::new(f));
+        self
+    }
+}
+
+impl<K: Send + Sync + 'static> ResourceEventHandler<K> for HandlerFns<K> {
+    fn on_add(&self, object: &Arc<K>, is_in_initial_list: bool) {
+        if let Some(f) = &self.add {
+            f(object, is_in_initial_list);
+        }
+    }
+    fn on_update(&self, old: &Arc<K>, new: &Arc<K>) {
+        if let Some(f) = &self.update {
+            f(old, new);
+        }
+    }
+    fn on_delete(&self, object: &DeltaObject<K>) {
+        if let Some(f) = &self.delete {
+            f(object);
+        }
+    }
+}
+
+/// What a listener's buffer holds: a notification, and whether it counts towards the
+/// registration's initial sync.
+struct Item<K> {
+    notification: Notification<K>,
+    initial: bool,
+}
+
+struct Buffer<K> {
+    items: VecDeque<Item<K>>,
+    /// Stop after the buffer is empty (drain) or at once (drop).
+    stopping: Option<bool>,
+}
+
+/// One handler's buffer, thread and bookkeeping.
+pub(crate) struct Listener<K> {
+    pub(crate) id: u64,
+    pub(crate) name: String,
+    buffer: Mutex<Buffer<K>>,
+    wake: Condvar,
+    /// Initial notifications pushed and not yet handled.
+    initial_pending: AtomicUsize,
+    /// Every initial notification has been pushed (the informer's first list is distributed, or
+    /// the cache was replayed to a late handler).
+    initial_pushed: AtomicBool,
+    panics: AtomicU64,
+    handled: AtomicU64,
+    pub(crate) resync_period: Option<Duration>,
+    abort_on_panic: bool,
+    thread: Mutex<Option<JoinHandle<()>>>,
+}
+
+impl<K: Object + Send + Sync + 'static> Listener<K> {
+    pub(crate) fn spawn(
+        id: u64,
+        name: String,
+        handler: Arc<dyn ResourceEventHandler<K>>,
+        resync_period: Option<Duration>,
+        abort_on_panic: bool,
+    ) -> Arc<Self> {
+        let listener = Arc::new(Self {
+            id,
+            name,
+            buffer: Mutex::new(Buffer {
+                items: VecDeque::new(),
+                stopping: None,
+            }),
+            wake: Condvar::new(),
+            initial_pending: AtomicUsize::new(0),
+            initial_pushed: AtomicBool::new(false),
+            panics: AtomicU64::new(0),
+            handled: AtomicU64::new(0),
+            resync_period,
+            abort_on_panic,
+            thread: Mutex::new(None),
+        });
+        let worker = Arc::clone(&listener);
+        let thread = std::thread::Builder::new()
+            .name(format!("handler-{id}"))
+            .spawn(move || worker.work(&*handler))
+            .expect("spawning a handler thread");
+        *listener.thread.lock() = Some(thread);
+        listener
+    }
+
+    /// Queues a notification; never blocks on the handler.
+    pub(crate) fn push(&self, notification: Notification<K>, initial: bool) {
+        if initial {
+            self.initial_pending.fetch_add(1, Ordering::AcqRel);
+        }
+        let mut buffer = self.buffer.lock();
+        buffer.items.push_back(Item {
+            notification,
+            initial,
+        });
+        drop(buffer);
+        self.wake.notify_one();
+    }
+
+    pub(crate) fn mark_initial_pushed(&self) {
+        self.initial_pushed.store(true, Ordering::Release);
+    }
+
+    /// Every initial notification was pushed and handled.
+    pub(crate) fn has_synced(&self) -> bool {
+        self.initial_pushed.load(Ordering::Acquire)
+            && self.initial_pending.load(Ordering::Acquire) == 0
+    }
+
+    pub(crate) fn backlog(&self) -> usize {
+        self.buffer.lock().items.len()
+    }
+
+    pub(crate) fn panics(&self) -> u64 {
+        self.panics.load(Ordering::Relaxed)
+    }
+
+    pub(crate) fn handled(&self) -> u64 {
+        self.handled.load(Ordering::Relaxed)
+    }
+
+    /// Stops the thread: after handling what is buffered (`drain`) or at once. Waits for it.
+    pub(crate) fn stop(&self, drain: bool) {
+        {
+            let mut buffer = self.buffer.lock();
+            buffer.stopping = Some(drain);
+            if !drain {
+                buffer.items.clear();
+            }
+        }
+        self.wake.notify_one();
+        let thread = self.thread.lock().take();
+        if let Some(thread) = thread
+            && thread.thread().id() != std::thread::current().id()
+        {
+            let _ = thread.join();
+        }
+    }
+
+    fn next(&self) -> Option<Item<K>> {
+        let mut buffer = self.buffer.lock();
+        loop {
+            if let Some(item) = buffer.items.pop_front() {
+                return Some(item);
+            }
+            if buffer.stopping.is_some() {
+                return None;
+            }
+            self.wake.wait(&mut buffer);
+        }
+    }
+
+    fn work(&self, handler: &dyn ResourceEventHandler<K>) {
+        while let Some(item) = self.next() {
+            let key = match &item.notification {
+                Notification::Added { object, .. } => object.key().to_string(),
+                Notification::Updated { new, .. } => new.key().to_string(),
+                Notification::Deleted { object } => object.key().to_string(),
+            };
+            let outcome = catch_unwind(AssertUnwindSafe(|| match &item.notification {
+                Notification::Added {
+                    object,
+                    is_in_initial_list,
+                } => handler.on_add(object, *is_in_initial_list),
+                Notification::Updated { old, new } => handler.on_update(old, new),
+                Notification::Deleted { object } => handler.on_delete(object),
+            }));
+            if let Err(panic) = outcome {
+                self.panics.fetch_add(1, Ordering::Relaxed);
+                let message = panic
+                    .downcast_ref::<&str>()
+                    .map(|s| (*s).to_owned())
+                    .or_else(|| panic.downcast_ref::<String>().cloned())
+                    .unwrap_or_default();
+                tracing::error!(handler = %self.name, %key, %message, "event handler panicked");
+                metrics::counter!(crate::metric_names::HANDLER_PANICS, "handler" => self.name.clone())
+                    .increment(1);
+                if self.abort_on_panic {
+                    tracing::error!(handler = %self.name, "aborting, as configured");
+                    std::process::abort();
+                }
+            }
+            self.handled.fetch_add(1, Ordering::Relaxed);
+            if item.initial {
+                self.initial_pending.fetch_sub(1, Ordering::AcqRel);
+            }
+        }
+    }
+}

@@ -1,0 +1,523 @@
+//! The shared index informer: one reflector, one queue, one cache, many handlers.
+
+use std::collections::HashSet;
+use std::fmt;
+use std::future::poll_fn;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, OnceLock};
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use kinformer_core::{
+    CacheWrite, DeltaQueue, ListWatch, Notification, Object, Popped, ReflectorStore,
+    ResourceVersion, StoreError, apply_popped,
+};
+use kinformer_reflector::{Reflector, ReflectorHandle};
+use parking_lot::Mutex;
+use tokio::sync::watch;
+use tokio::time::Instant;
+
+use crate::handler::{Listener, ResourceEventHandler};
+
+/// The smallest resync period a handler can ask for, as client-go.
+pub const MIN_RESYNC_PERIOD: Duration = Duration::from_secs(1);
+
+/// A function applied once to every object before it is stored (for example to drop
+/// `managedFields`); never to tombstones, never on a resync.
+pub type Transform<K> = Arc<dyn Fn(Arc<K>) -> Arc<K> + Send + Sync>;
+
+/// How a [`SharedIndexInformer`] behaves. Build it with struct update syntax from `Default`.
+#[derive(Clone)]
+pub struct InformerConfig<K> {
+    /// The reflector's configuration (name, selectors, page size, backoff, streaming lists,
+    /// watch-error hook). Its `resync_period` is ignored: the informer sets it from its handlers.
+    pub reflector: kinformer_reflector::Config,
+    /// The resync period of handlers added without one, and the informer's resync check period;
+    /// `None` (the default): no resync.
+    pub resync_period: Option<Duration>,
+    /// Applied once to each object before it is stored.
+    pub transform: Option<Transform<K>>,
+    /// On shutdown, let each handler finish what its buffer holds (`true`, the default) or drop it.
+    pub drain_on_shutdown: bool,
+    /// Abort the process when a handler panics, as client-go does; `false` (the default) logs,
+    /// counts, and goes on.
+    pub abort_on_handler_panic: bool,
+}
+
+impl<K> Default for InformerConfig<K> {
+    fn default() -> Self {
+        Self {
+            reflector: kinformer_reflector::Config::default(),
+            resync_period: None,
+            transform: None,
+            drain_on_shutdown: true,
+            abort_on_handler_panic: false,
+        }
+    }
+}
+
+impl<K> fmt::Debug for InformerConfig<K> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("InformerConfig")
+            .field("reflector", &self.reflector)
+            .field("resync_period", &self.resync_period)
+            .field("transform", &self.transform.is_some())
+            .field("drain_on_shutdown", &self.drain_on_shutdown)
+            .field("abort_on_handler_panic", &self.abort_on_handler_panic)
+            .finish()
+    }
+}
+
+struct Handlers<K> {
+    listeners: Vec<Arc<Listener<K>>>,
+    /// Listeners due for the resync being delivered (client-go's `syncingListeners`).
+    syncing: HashSet<u64>,
+    next_resync: Vec<(u64, Instant)>,
+    next_id: u64,
+    /// The first list has been handed to the listeners.
+    initial_done: bool,
+    /// The informer has started: handlers added now get the cache replayed.
+    started: bool,
+}
+
+struct Inner<K> {
+    handlers: Mutex<Handlers<K>>,
+    synced: watch::Sender<bool>,
+    stop: watch::Sender<bool>,
+    done: watch::Sender<bool>,
+    check_period: Mutex<Option<Duration>>,
+    reflector: OnceLock<ReflectorHandle>,
+    transform: Option<Transform<K>>,
+    drain_on_shutdown: bool,
+    abort_on_panic: bool,
+}
+
+/// One list/watch of a resource shared by many handlers: client-go's `SharedIndexInformer`.
+///
+/// It runs a [`Reflector`] into a queue (normally the delta FIFO), pops the queue into a cache
+/// (normally the indexer) by the consumer contract, and hands each change to every handler
+/// after the cache holds it. Each layer is a core trait, so any of them can be replaced.
+///
+/// Handlers run on threads of their own with unbounded buffers, as client-go's listeners do: a
+/// slow or stuck handler never delays the cache, the other handlers or the watch.
+pub struct SharedIndexInformer<K, L, Q, C> {
+    list_watch: Mutex<Option<L>>,
+    queue: Arc<Q>,
+    cache: Arc<C>,
+    reflector_config: kinformer_reflector::Config,
+    inner: Arc<Inner<K>>,
+    running: AtomicBool,
+}
+
+impl<K, L, Q, C> fmt::Debug for SharedIndexInformer<K, L, Q, C> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("SharedIndexInformer")
+            .field("name", &self.reflector_config.name)
+            .field("synced", &*self.inner.synced.borrow())
+            .finish_non_exhaustive()
+    }
+}
+
+/// A handler's registration with an informer: its own `has_synced`, and its removal.
+pub struct Registration<K> {
+    listener: Arc<Listener<K>>,
+    inner: std::sync::Weak<Inner<K>>,
+}
+
+impl<K> fmt::Debug for Registration<K> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Registration")
+            .field("handler", &self.listener.name)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<K: Object + Send + Sync + 'static> Registration<K> {
+    /// `true` once this handler has handled every object of the informer's first list (or,
+    /// when added later, every object the cache held when it was added).
+    pub fn has_synced(&self) -> bool {
+        self.listener.has_synced()
+    }
+
+    /// Notifications waiting in this handler's buffer: its lag, in events.
+    pub fn backlog(&self) -> usize {
+        self.listener.backlog()
+    }
+
+    /// Notifications this handler has been called with.
+    pub fn handled(&self) -> u64 {
+        self.listener.handled()
+    }
+
+    /// Times this handler panicked.
+    pub fn panics(&self) -> u64 {
+        self.listener.panics()
+    }
+
+    /// Removes the handler: it gets nothing more, and what its buffer holds is dropped. Waits
+    /// for its thread to stop. Idempotent.
+    pub fn remove(&self) {
+        if let Some(inner) = self.inner.upgrade() {
+            let mut handlers = inner.handlers.lock();
+            handlers.listeners.retain(|l| l.id != self.listener.id);
+            handlers.next_resync.retain(|(id, _)| *id != self.listener.id);
+            handlers.syncing.remove(&self.listener.id);
+        }
+        self.listener.stop(false);
+    }
+}
+
+impl<K, L, Q, C> SharedIndexInformer<K, L, Q, C>
+where
+    K: Object + Send + Sync + 'static,
+    L: ListWatch<K> + 'static,
+    Q: DeltaQueue<K> + ReflectorStore<K> + 'static,
+    C: CacheWrite<K> + 'static,
+{
+    /// An informer that lists and watches through `list_watch`, queues into `queue` and keeps
+    /// `cache`. The queue must consult the cache as its known objects where it needs them (the
+    /// delta FIFO's `known_objects`).
+    pub fn new(list_watch: L, queue: Arc<Q>, cache: Arc<C>, config: InformerConfig<K>) -> Self {
+        Self {
+            list_watch: Mutex::new(Some(list_watch)),
+            queue,
+            cache,
+            reflector_config: config.reflector,
+            inner: Arc::new(Inner {
+                handlers: Mutex::new(Handlers {
+                    listeners: Vec::new(),
+                    syncing: HashSet::new(),
+                    next_resync: Vec::new(),
+                    next_id: 0,
+                    initial_done: false,
+                    started: false,
+                }),
+                synced: watch::channel(false).0,
+                stop: watch::channel(false).0,
+                done: watch::channel(false).0,
+                check_period: Mutex::new(config.resync_period),
+                reflector: OnceLock::new(),
+                transform: config.transform,
+                drain_on_shutdown: config.drain_on_shutdown,
+                abort_on_panic: config.abort_on_handler_panic,
+            }),
+            running: AtomicBool::new(false),
+        }
+    }
+
+    /// The cache: read it (or hand it to a lister) from anywhere.
+    pub fn cache(&self) -> &Arc<C> {
+        &self.cache
+    }
+
+    /// `true` once the first list has been stored and handed to the handlers.
+    pub fn has_synced(&self) -> bool {
+        *self.inner.synced.borrow()
+    }
+
+    /// The resourceVersion the cache has caught up to, once the first list is complete.
+    pub fn last_sync_resource_version(&self) -> Option<ResourceVersion> {
+        self.inner
+            .reflector
+            .get()
+            .and_then(ReflectorHandle::last_sync_resource_version)
+    }
+
+    /// Adds a handler with the informer's resync period.
+    pub fn add_handler(&self, handler: impl ResourceEventHandler<K>) -> Registration<K> {
+        let period = *self.inner.check_period.lock();
+        self.add_handler_with_resync(handler, period)
+    }
+
+    /// Adds a handler with its own resync period, by client-go's rules: at least
+    /// [`MIN_RESYNC_PERIOD`]; once the informer runs, at least its check period, and none when
+    /// it has none. A handler added after the informer started first gets `on_add(obj, true)`
+    /// for every cached object, then live events, with no gap and no duplicate.
+    pub fn add_handler_with_resync(
+        &self,
+        handler: impl ResourceEventHandler<K>,
+        resync: Option<Duration>,
+    ) -> Registration<K> {
+        let mut handlers = self.inner.handlers.lock();
+        let mut check = self.inner.check_period.lock();
+        let period = match resync.map(|p| p.max(MIN_RESYNC_PERIOD)) {
+            None => None,
+            Some(p) if handlers.started => match *check {
+                None => {
+                    tracing::warn!("the informer has no resync; the handler's resync period is ignored");
+                    None
+                }
+                Some(c) => Some(p.max(c)),
+            },
+            Some(p) => {
+                *check = Some(check.map_or(p, |c| c.min(p)));
+                Some(p)
+            }
+        };
+        drop(check);
+        let id = handlers.next_id;
+        handlers.next_id += 1;
+        let name = format!("{}#{id}", self.reflector_config.name);
+        let listener = Listener::spawn(
+            id,
+            name,
+            Arc::new(handler),
+            period,
+            self.inner.abort_on_panic,
+        );
+        if handlers.started {
+            // The cache and the distribution both change under the handlers' lock, so the
+            // replay and the live events meet with no gap and no duplicate.
+            self.cache.for_each(&mut |object| {
+                listener.push(
+                    Notification::Added {
+                        object: Arc::clone(object),
+                        is_in_initial_list: true,
+                    },
+                    true,
+                );
+            });
+        }
+        if handlers.initial_done {
+            listener.mark_initial_pushed();
+        }
+        if let Some(p) = period {
+            handlers.next_resync.push((id, Instant::now() + p));
+        }
+        handlers.listeners.push(Arc::clone(&listener));
+        Registration {
+            listener,
+            inner: Arc::downgrade(&self.inner),
+        }
+    }
+
+    /// Runs the informer until [`shutdown`](Self::shutdown): the reflector fills the queue, and
+    /// each popped item is stored in the cache and handed to the handlers. Runs once; a second
+    /// call returns at once.
+    pub async fn run(&self) {
+        if self.running.swap(true, Ordering::SeqCst) {
+            return;
+        }
+        let Some(list_watch) = self.list_watch.lock().take() else {
+            return;
+        };
+        let mut reflector_config = self.reflector_config.clone();
+        reflector_config.resync_period = *self.inner.check_period.lock();
+        let gate = Gate {
+            queue: Arc::clone(&self.queue),
+            inner: Arc::clone(&self.inner),
+        };
+        let reflector = Reflector::new(list_watch, gate, reflector_config);
+        let handle = reflector.handle();
+        let _ = self.inner.reflector.set(handle.clone());
+        self.inner.handlers.lock().started = true;
+
+        let mut stop = self.inner.stop.subscribe();
+        let reflect = async {
+            if let Err(e) = reflector.run().await {
+                tracing::debug!(error = %e, "the reflector stopped");
+            }
+        };
+        let stopper = async {
+            let _ = stop.wait_for(|s| *s).await;
+            handle.stop();
+            self.queue.close();
+        };
+        tokio::join!(reflect, self.consume(), stopper);
+        let listeners: Vec<_> = self.inner.handlers.lock().listeners.drain(..).collect();
+        let drain = self.inner.drain_on_shutdown;
+        // Joining handler threads blocks: do it off the async threads.
+        let _ = tokio::task::spawn_blocking(move || {
+            for l in listeners {
+                l.stop(drain);
+            }
+        })
+        .await;
+        self.inner.done.send_replace(true);
+    }
+
+    /// Stops the watch, closes the queue, lets the handlers drain their buffers (or drops them,
+    /// as configured) and waits until [`run`](Self::run) has returned and every handler thread
+    /// has stopped. Idempotent; returns at once if the informer never ran.
+    pub async fn shutdown(&self) {
+        self.inner.stop.send_replace(true);
+        if !self.running.load(Ordering::SeqCst) {
+            return;
+        }
+        let mut done = self.inner.done.subscribe();
+        let _ = done.wait_for(|d| *d).await;
+    }
+
+    async fn consume(&self) {
+        let queue: &Q = &self.queue;
+        let cache: &C = &self.cache;
+        let inner = &self.inner;
+        loop {
+            let open = poll_fn(|cx: &mut Context<'_>| -> Poll<bool> {
+                queue.poll_pop(cx, &mut |popped| distribute(inner, cache, &popped))
+            })
+            .await;
+            if !open {
+                return;
+            }
+            // Outside the queue's lock: its `has_synced` takes it.
+            if !*inner.synced.borrow() && queue.has_synced() {
+                let mut handlers = inner.handlers.lock();
+                handlers.initial_done = true;
+                for l in &handlers.listeners {
+                    l.mark_initial_pushed();
+                }
+                drop(handlers);
+                inner.synced.send_replace(true);
+            }
+        }
+    }
+}
+
+/// Stores a popped item and hands what changed to the listeners, under the handlers' lock.
+fn distribute<K: Object + Send + Sync + 'static>(
+    inner: &Inner<K>,
+    cache: &dyn CacheWrite<K>,
+    popped: &Popped<K>,
+) {
+    let handlers = inner.handlers.lock();
+    let applied = apply_popped(popped, cache);
+    for e in applied.errors {
+        tracing::warn!(error = %e, "the cache refused a write");
+    }
+    for notification in applied.notifications {
+        let is_sync = matches!(
+            &notification,
+            Notification::Updated { old, new }
+                if old.resource_version() == new.resource_version()
+        );
+        let initial = matches!(
+            notification,
+            Notification::Added {
+                is_in_initial_list: true,
+                ..
+            }
+        );
+        for listener in &handlers.listeners {
+            if is_sync && !handlers.syncing.contains(&listener.id) {
+                continue;
+            }
+            listener.push(notification.clone(), initial && !handlers.initial_done);
+        }
+    }
+}
+
+/// What the reflector writes into: the queue, with the transform applied and resyncs let
+/// through only when a handler is due.
+struct Gate<K, Q> {
+    queue: Arc<Q>,
+    inner: Arc<Inner<K>>,
+}
+
+impl<K: Object, Q> Gate<K, Q> {
+    fn transform(&self, object: Arc<K>) -> Arc<K> {
+        match &self.inner.transform {
+            Some(t) => t(object),
+            None => object,
+        }
+    }
+}
+
+impl<K, Q> ReflectorStore<K> for Gate<K, Q>
+where
+    K: Object + Send + Sync + 'static,
+    Q: ReflectorStore<K>,
+{
+    fn add(&self, object: Arc<K>) -> Result<(), StoreError> {
+        self.queue.add(self.transform(object))
+    }
+    fn update(&self, object: Arc<K>) -> Result<(), StoreError> {
+        self.queue.update(self.transform(object))
+    }
+    fn delete(&self, object: Arc<K>) -> Result<(), StoreError> {
+        self.queue.delete(self.transform(object))
+    }
+    fn begin_relist(&self) -> Result<(), StoreError> {
+        self.queue.begin_relist()
+    }
+    fn relist_page(&self, objects: Vec<Arc<K>>) -> Result<(), StoreError> {
+        let objects = match &self.inner.transform {
+            Some(t) => objects.into_iter().map(|o| t(o)).collect(),
+            None => objects,
+        };
+        self.queue.relist_page(objects)
+    }
+    fn end_relist(&self, resource_version: ResourceVersion) -> Result<(), StoreError> {
+        self.queue.end_relist(resource_version)
+    }
+    fn abandon_relist(&self) {
+        self.queue.abandon_relist();
+    }
+    /// client-go's `shouldResync`: picks the handlers whose period has come, and resyncs only
+    /// if there is one.
+    fn resync(&self) -> Result<(), StoreError> {
+        let now = Instant::now();
+        let due = {
+            let mut handlers = self.inner.handlers.lock();
+            let mut due = HashSet::new();
+            let periods: Vec<(u64, Option<Duration>)> = handlers
+                .listeners
+                .iter()
+                .map(|l| (l.id, l.resync_period))
+                .collect();
+            for (id, next) in &mut handlers.next_resync {
+                if *next <= now {
+                    due.insert(*id);
+                    if let Some((_, Some(p))) = periods.iter().find(|(i, _)| i == id) {
+                        *next = now + *p;
+                    }
+                }
+            }
+            let any = !due.is_empty();
+            handlers.syncing = due;
+            any
+        };
+        if due {
+            self.queue.resync()
+        } else {
+            Ok(())
+        }
+    }
+    fn bookmark(&self, resource_version: &ResourceVersion) {
+        self.queue.bookmark(resource_version);
+    }
+    fn poll_ready(&self, cx: &mut Context<'_>) -> Poll<Result<(), StoreError>> {
+        self.queue.poll_ready(cx)
+    }
+}
+
+/// Something that can say it has synced: an informer, for [`wait_for_cache_sync`].
+pub trait HasSynced {
+    /// A receiver whose value turns `true` once synced.
+    fn synced(&self) -> watch::Receiver<bool>;
+}
+
+impl<K, L, Q, C> HasSynced for SharedIndexInformer<K, L, Q, C> {
+    fn synced(&self) -> watch::Receiver<bool> {
+        self.inner.synced.subscribe()
+    }
+}
+
+/// Waits until every informer has synced, or `timeout` passes; `true` when all have. Wakes on
+/// each informer's sync, never polls. Cancel it (drop the future) to wait on a signal of your
+/// own instead, e.g. with `tokio::select!`.
+pub async fn wait_for_cache_sync(informers: &[&dyn HasSynced], timeout: Option<Duration>) -> bool {
+    let all = async {
+        for informer in informers {
+            let mut synced = informer.synced();
+            if synced.wait_for(|s| *s).await.is_err() {
+                return false;
+            }
+        }
+        true
+    };
+    match timeout {
+        Some(t) => tokio::time::timeout(t, all).await.unwrap_or(false),
+        None => all.await,
+    }
+}
