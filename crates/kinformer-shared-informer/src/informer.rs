@@ -160,7 +160,9 @@ impl<K: Object + Send + Sync + 'static> Registration<K> {
         if let Some(inner) = self.inner.upgrade() {
             let mut handlers = inner.handlers.lock();
             handlers.listeners.retain(|l| l.id != self.listener.id);
-            handlers.next_resync.retain(|(id, _)| *id != self.listener.id);
+            handlers
+                .next_resync
+                .retain(|(id, _)| *id != self.listener.id);
             handlers.syncing.remove(&self.listener.id);
         }
         self.listener.stop(false);
@@ -244,7 +246,9 @@ where
             None => None,
             Some(p) if handlers.started => match *check {
                 None => {
-                    tracing::warn!("the informer has no resync; the handler's resync period is ignored");
+                    tracing::warn!(
+                        "the informer has no resync; the handler's resync period is ignored"
+                    );
                     None
                 }
                 Some(c) => Some(p.max(c)),
@@ -477,11 +481,7 @@ where
             handlers.syncing = due;
             any
         };
-        if due {
-            self.queue.resync()
-        } else {
-            Ok(())
-        }
+        if due { self.queue.resync() } else { Ok(()) }
     }
     fn bookmark(&self, resource_version: &ResourceVersion) {
         self.queue.bookmark(resource_version);
