@@ -182,7 +182,7 @@ impl<K: Object + Send + Sync + 'static> Listener<K> {
         });
         let worker = Arc::clone(&listener);
         let thread = std::thread::Builder::new()
-            .name(format!("handler-{id}"))
+            .name(listener.name.clone())
             .spawn(move || worker.work(&*handler))
             .expect("spawning a handler thread");
         *listener.thread.lock() = Some(thread);
