@@ -238,7 +238,11 @@ async fn a_stuck_handler_delays_neither_the_cache_nor_the_other_handlers() {
     .await;
     // The stuck handler has not got past its first call, and everything else went on.
     assert_eq!(slow.handled(), 0);
-    assert_eq!(slow.backlog(), 5 + 21 - 1, "all but the call it is stuck in");
+    assert_eq!(
+        slow.backlog(),
+        5 + 21 - 1,
+        "all but the call it is stuck in"
+    );
     assert!(!slow.has_synced());
     assert!(fast_reg.has_synced());
     stuck.release();
