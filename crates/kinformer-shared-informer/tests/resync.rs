@@ -60,7 +60,7 @@ impl ResourceEventHandler<Pod> for Count {
 
 type Informer = SharedIndexInformer<Pod, Quiet, DeltaFifo<Pod>, Indexer<Pod>>;
 
-fn informer(resync: Option<Duration>) -> Arc<Informer> {
+fn new_informer(resync: Option<Duration>) -> Arc<Informer> {
     let cache = Arc::new(Indexer::<Pod>::new());
     let queue = Arc::new(DeltaFifo::new(cache.clone()));
     let source = Quiet {
@@ -95,7 +95,7 @@ fn settle(regs: &[&Registration<Pod>]) {
 
 #[tokio::test(start_paused = true)]
 async fn each_handler_is_resynced_on_its_own_period_and_no_handler_gets_anothers_resync() {
-    let informer = informer(None);
+    let informer = new_informer(None);
     let (fast, slow, never) = (Count::default(), Count::default(), Count::default());
     let fast_reg = informer.add_handler_with_resync(fast.clone(), Some(Duration::from_secs(10)));
     let slow_reg = informer.add_handler_with_resync(slow.clone(), Some(Duration::from_secs(30)));
@@ -129,7 +129,7 @@ async fn each_handler_is_resynced_on_its_own_period_and_no_handler_gets_anothers
 #[tokio::test(start_paused = true)]
 async fn an_informer_without_resync_ignores_a_late_period_and_short_periods_are_raised_to_a_second()
 {
-    let informer = informer(None);
+    let informer = new_informer(None);
     let run = tokio::spawn({
         let informer = Arc::clone(&informer);
         async move { informer.run().await }
@@ -144,7 +144,7 @@ async fn an_informer_without_resync_ignores_a_late_period_and_short_periods_are_
     run.await.unwrap();
 
     // Before start, 100 ms is raised to the 1 s minimum: 10 s of time, ten resyncs per pod.
-    let informer = informer(None);
+    let informer = new_informer(None);
     let tiny = Count::default();
     let reg = informer.add_handler_with_resync(tiny.clone(), Some(Duration::from_millis(100)));
     let run = tokio::spawn({
