@@ -15,7 +15,7 @@ use kinformer_core::{FieldSelector, LabelSelector, Scope, Status, StatusDetails}
 use serde_json::Value;
 
 use crate::faults::RequestKind;
-use crate::render::{ListChunks, ListMeta, status_json};
+use crate::render::{ListChunks, ListMeta, status_json, status_json_with_continue};
 use crate::server::{Body, Shared};
 use crate::store::{ResourceInfo, Stored, invalid, not_found, status, too_large};
 use crate::{discovery, watch};
@@ -495,20 +495,44 @@ pub(crate) fn parse_rv(s: &str) -> Result<u64, Status> {
 #[derive(serde::Serialize, serde::Deserialize)]
 struct ContinueToken {
     v: String,
-    rv: u64,
+    rv: i64,
     start: String,
 }
 
-fn encode_continue(rv: u64, last: &Stored) -> String {
+/// A continue token that goes on after `(namespace, name)` at version `rv` (-1: the latest).
+fn encode_continue_after(rv: i64, (namespace, name): &(String, String)) -> String {
     let t = ContinueToken {
         v: "meta.k8s.io/v1".to_owned(),
         rv,
-        start: format!("{}/{}\u{0}", last.namespace, last.name),
+        start: format!("{namespace}/{name}\u{0}"),
     };
     URL_SAFE_NO_PAD.encode(serde_json::to_vec(&t).unwrap_or_default())
 }
 
-fn decode_continue(s: &str) -> Result<(u64, (String, String)), Status> {
+fn encode_continue(rv: u64, last: &Stored) -> String {
+    encode_continue_after(
+        i64::try_from(rv).unwrap_or(i64::MAX),
+        &(last.namespace.clone(), last.name.clone()),
+    )
+}
+
+/// The 410 for a continue token whose version is compacted. As the real server does, it carries
+/// in `metadata.continue` a token that goes on from the same place at the latest version, for
+/// clients that accept an inconsistent list.
+fn expired_continue(start: &(String, String)) -> Response<Body> {
+    let s = status(
+        410,
+        "Expired",
+        "The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter, or use the continue token in this response to retrieve the remainder of the results. Continuing with the provided token results in an inconsistent list - objects that were created, modified, or deleted between the time the first chunk was returned and now may show up in the list.",
+    );
+    let token = encode_continue_after(-1, start);
+    json_response(
+        StatusCode::GONE,
+        status_json_with_continue(&s, Some(&token)),
+    )
+}
+
+fn decode_continue(s: &str) -> Result<(i64, (String, String)), Status> {
     let bad = || {
         status(
             400,
@@ -520,6 +544,9 @@ fn decode_continue(s: &str) -> Result<(u64, (String, String)), Status> {
         .decode(s.trim_end_matches('='))
         .map_err(|_| bad())?;
     let t: ContinueToken = serde_json::from_slice(&raw).map_err(|_| bad())?;
+    if t.rv == 0 || t.rv < -1 {
+        return Err(bad());
+    }
     let start = t.start.trim_end_matches('\u{0}');
     let (ns, name) = start.split_once('/').ok_or_else(bad)?;
     Ok((t.rv, (ns.to_owned(), name.to_owned())))
@@ -587,25 +614,34 @@ async fn list(
         _ => {}
     }
     let (current, compacted) = shared.store.versions();
+    let mut limit = limit;
     let (at, start) = if let Some(c) = continue_token {
-        let (at, start) = decode_continue(c)?;
-        if at < compacted {
-            return Err(status(
-                410,
-                "Expired",
-                "The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter, or use the continue token in this response to retrieve the remainder of the results. Continuing with the provided token results in an inconsistent list - objects that were created, modified, or deleted between the time the first chunk was returned and now may show up in the list.",
-            ));
+        let (token_rv, start) = decode_continue(c)?;
+        // A token at -1 (handed out with a 410 for an expired token) goes on at the latest version.
+        let at = u64::try_from(token_rv).unwrap_or(current);
+        if token_rv > 0 && at < compacted {
+            return Ok(expired_continue(&start));
         }
         (at, Some(start))
     } else {
         let at = match rv {
-            None | Some("0") => current,
+            None => current,
+            Some("0") => {
+                // Served from the watch cache, which ignores `limit` before 1.34's snapshots.
+                if !shared.config.version.pages_rv0_lists() {
+                    limit = None;
+                }
+                current
+            }
             Some(r) => {
                 let r = parse_rv(r)?;
                 if r > current && !wait_for_version(shared, r).await {
                     return Err(too_large(r, shared.store.resource_version()));
                 }
-                if rv_match == Some("Exact") {
+                // `Exact`, or the legacy form with a limit (KEP-2523): an exact read at `r`,
+                // served by storage, which answers 410 once `r` is compacted.
+                if rv_match == Some("Exact") || (rv_match.is_none() && limit.is_some()) {
+                    let (_, compacted) = shared.store.versions();
                     if r < compacted {
                         return Err(status(
                             410,

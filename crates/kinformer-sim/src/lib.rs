@@ -68,6 +68,6 @@ mod workload;
 pub use auth::Auth;
 pub use error::Error;
 pub use faults::{Faults, RequestKind};
-pub use server::{REQUEST_LOG_CAPACITY, RecordedRequest, SimConfig, SimServer};
+pub use server::{KubeVersion, REQUEST_LOG_CAPACITY, RecordedRequest, SimConfig, SimServer};
 pub use store::Store;
 pub use workload::{ChurnConfig, ChurnHandle, generate_pod};

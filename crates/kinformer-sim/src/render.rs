@@ -13,12 +13,21 @@ pub(crate) const CHUNK: usize = 256 * 1024;
 
 /// The JSON of a `Status` object, with `kind`, `apiVersion` and `metadata` as the server sends it.
 pub(crate) fn status_json(status: &Status) -> Bytes {
+    status_json_with_continue(status, None)
+}
+
+/// The JSON of a `Status` whose `metadata.continue` carries a continue token.
+pub(crate) fn status_json_with_continue(status: &Status, continue_token: Option<&str>) -> Bytes {
     let mut v = serde_json::to_value(status).unwrap_or(Value::Null);
     if let Value::Object(m) = &mut v {
         let mut out = serde_json::Map::new();
         out.insert("kind".into(), "Status".into());
         out.insert("apiVersion".into(), "v1".into());
-        out.insert("metadata".into(), Value::Object(serde_json::Map::new()));
+        let mut meta = serde_json::Map::new();
+        if let Some(c) = continue_token {
+            meta.insert("continue".into(), c.into());
+        }
+        out.insert("metadata".into(), Value::Object(meta));
         out.append(m);
         v = Value::Object(out);
     }
@@ -134,11 +143,14 @@ impl Iterator for ListChunks {
                 b.put_u8(b',');
             }
             self.first = false;
-            b.put_slice(if self.meta_only {
-                o.meta_json()
+            if self.meta_only {
+                // Metadata-only list items keep their kind, as the real server sends them.
+                b.put_slice(o.meta_json());
             } else {
-                &o.json
-            });
+                let (open, rest) = o.item_json();
+                b.put_slice(open);
+                b.put_slice(rest);
+            }
         }
         Some(b.freeze())
     }
@@ -179,6 +191,9 @@ mod tests {
         assert_eq!(v["metadata"]["remainingItemCount"], 3);
         assert_eq!(v["items"].as_array().unwrap().len(), 200);
         assert_eq!(v["items"][199]["metadata"]["name"], "c199");
+        // List items carry no kind or apiVersion; the list's kind says what they are.
+        assert_eq!(v["items"][0].get("kind"), None);
+        assert_eq!(v["items"][0].get("apiVersion"), None);
         let meta_only: Vec<Bytes> = ListChunks::new(
             "PartialObjectMetadataList",
             "meta.k8s.io/v1",

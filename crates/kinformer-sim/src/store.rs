@@ -23,8 +23,12 @@ pub(crate) struct Stored {
     pub(crate) namespace: String,
     pub(crate) name: String,
     pub(crate) rv: u64,
-    /// The object's JSON, exactly as every list page and watch event sends it.
+    /// The object's JSON, exactly as gets and watch events send it. It always starts with
+    /// `{"kind":"<Kind>","apiVersion":"<version>",` (or is just those two fields), so that the
+    /// form list items take, without them, is `{` followed by `json[item_offset..]`.
     pub(crate) json: Bytes,
+    /// Where the fields after `kind` and `apiVersion` start in `json` (see [`Stored::item_json`]).
+    item_offset: usize,
     pub(crate) labels: BTreeMap<String, String>,
     /// The values of the fields this resource supports in field selectors.
     pub(crate) fields: Vec<(&'static str, String)>,
@@ -45,6 +49,7 @@ impl Stored {
             .iter()
             .map(|path| (*path, field_value(value, path)))
             .collect();
+        let (json, item_offset) = render_object(value, &res.api.kind, &res.api.api_version);
         Arc::new(Self {
             namespace: s(&meta["namespace"]),
             name: s(&meta["name"]),
@@ -52,7 +57,8 @@ impl Stored {
                 .as_str()
                 .and_then(|v| v.parse().ok())
                 .unwrap_or_default(),
-            json: Bytes::from(serde_json::to_vec(value).unwrap_or_default()),
+            json,
+            item_offset,
             labels,
             fields,
             meta_json: OnceLock::new(),
@@ -61,6 +67,12 @@ impl Stored {
 
     pub(crate) fn key(&self) -> ObjKey {
         (self.namespace.clone(), self.name.clone())
+    }
+
+    /// The object as a list item carries it: without `kind` and `apiVersion` (the list's kind
+    /// says what its items are), as `(b"{", rest)`: the two slices written one after the other.
+    pub(crate) fn item_json(&self) -> (&'static [u8], &[u8]) {
+        (b"{", &self.json[self.item_offset..])
     }
 
     /// The stored object as JSON.
@@ -95,6 +107,32 @@ impl Stored {
                 .map(|(_, v)| v.as_str()),
         }
     }
+}
+
+/// Renders an object with `kind` and `apiVersion` first (as the API server writes them) and
+/// returns the JSON with the offset where the remaining fields start (see [`Stored::item_json`]).
+fn render_object(value: &Value, kind: &str, api_version: &str) -> (Bytes, usize) {
+    let mut rest = value.as_object().cloned().unwrap_or_default();
+    rest.remove("kind");
+    rest.remove("apiVersion");
+    let rest = serde_json::to_vec(&Value::Object(rest)).unwrap_or_else(|_| b"{}".to_vec());
+    let k = serde_json::to_vec(kind).unwrap_or_default();
+    let a = serde_json::to_vec(api_version).unwrap_or_default();
+    let mut out = Vec::with_capacity(rest.len() + k.len() + a.len() + 24);
+    out.extend_from_slice(b"{\"kind\":");
+    out.extend_from_slice(&k);
+    out.extend_from_slice(b",\"apiVersion\":");
+    out.extend_from_slice(&a);
+    let offset = if rest.len() > 2 {
+        out.push(b',');
+        let offset = out.len();
+        out.extend_from_slice(&rest[1..]);
+        offset
+    } else {
+        out.push(b'}');
+        out.len() - 1
+    };
+    (Bytes::from(out), offset)
 }
 
 /// Reads a dotted path (`spec.nodeName`) from JSON; missing fields read as "".

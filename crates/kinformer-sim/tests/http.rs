@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use kinformer_core::{ApiResource, Scope};
-use kinformer_sim::{Auth, RequestKind, SimConfig, SimServer};
+use kinformer_sim::{Auth, KubeVersion, RequestKind, SimConfig, SimServer};
 use rustls_pki_types::pem::PemObject as _;
 use rustls_pki_types::{CertificateDer, PrivateKeyDer};
 use serde_json::{Value, json};
@@ -245,8 +245,9 @@ async fn expired_continue_token_answers_410() {
     let c = client();
     let (_, first) = get_json(&c, &format!("{}/api/v1/pods?limit=5", sim.url())).await;
     let token = first["metadata"]["continue"].as_str().unwrap().to_owned();
+    // Sorted after every seeded pod, so the rest of the list includes it.
     sim.store()
-        .create(&pods(), pod("new", "default", json!({})))
+        .create(&pods(), pod("new", "zz", json!({})))
         .unwrap();
     sim.faults().compact_now();
     let (code, status) = get_json(
@@ -263,6 +264,22 @@ async fn expired_continue_token_answers_410() {
         ),
         (Some("Status"), Some("Expired"), Some(410))
     );
+    // The 410 carries a token that goes on, inconsistently, at the latest version.
+    let next = status["metadata"]["continue"].as_str().unwrap().to_owned();
+    let (code, rest) = get_json(
+        &c,
+        &format!("{}/api/v1/pods?limit=100&continue={next}", sim.url()),
+    )
+    .await;
+    assert_eq!(code, 200);
+    assert_eq!(
+        rest["metadata"]["resourceVersion"],
+        sim.store().resource_version().to_string()
+    );
+    let mut seen = names(&first);
+    seen.extend(names(&rest));
+    assert_eq!(seen.len(), 31, "every pod once, and the new one");
+    assert!(seen.contains(&"new".to_owned()));
     // A malformed token is a bad request.
     let (code, _) = get_json(
         &c,
@@ -1461,4 +1478,84 @@ async fn the_request_log_lists_what_clients_asked_in_order() {
     sim.clear_requests();
     assert!(sim.requests().is_empty());
     sim.shutdown().await;
+}
+
+#[tokio::test]
+async fn legacy_list_with_limit_is_an_exact_read_and_expires() {
+    let sim = start(SimConfig::default()).await;
+    let store = sim.store();
+    store
+        .create(&pods(), pod("a", "ns", json!({"v": "1"})))
+        .unwrap();
+    let at = store.resource_version();
+    store
+        .patch(
+            &pods(),
+            Some("ns"),
+            "a",
+            json!({"metadata": {"labels": {"v": "2"}}}),
+        )
+        .unwrap();
+    store.create(&pods(), pod("b", "ns", json!({}))).unwrap();
+    let c = client();
+    let base = format!("{}/api/v1/pods", sim.url());
+    // With a limit and no resourceVersionMatch, the version is read exactly.
+    let (code, l) = get_json(&c, &format!("{base}?limit=1&resourceVersion={at}")).await;
+    assert_eq!(code, 200);
+    assert_eq!(l["metadata"]["resourceVersion"], at.to_string());
+    assert_eq!(names(&l), ["a"]);
+    assert_eq!(l["items"][0]["metadata"]["labels"]["v"], "1");
+    assert_eq!(
+        l["metadata"].get("continue"),
+        None,
+        "b did not exist at {at}"
+    );
+    // Without a limit, the same request reads the current state (not older than `at`).
+    let (_, l) = get_json(&c, &format!("{base}?resourceVersion={at}")).await;
+    assert_eq!(
+        l["metadata"]["resourceVersion"],
+        store.resource_version().to_string()
+    );
+    // Once compacted, the exact read answers 410 (the not-older-than read still works).
+    sim.faults().compact_now();
+    let (code, s) = get_json(&c, &format!("{base}?limit=1&resourceVersion={at}")).await;
+    assert_eq!((code, s["reason"].as_str()), (410, Some("Expired")));
+    let (code, _) = get_json(&c, &format!("{base}?resourceVersion={at}")).await;
+    assert_eq!(code, 200);
+}
+
+#[tokio::test]
+async fn resource_version_zero_limit_follows_the_server_version() {
+    for (version, paged) in [
+        (KubeVersion::V1_32, false),
+        (KubeVersion::V1_33, false),
+        (KubeVersion::V1_34, true),
+    ] {
+        let sim = start(SimConfig {
+            version,
+            ..SimConfig::default()
+        })
+        .await;
+        sim.store().seed_pods(10, 1);
+        let c = client();
+        let (_, v) = get_json(&c, &format!("{}/version", sim.url())).await;
+        assert_eq!(v["minor"], version.minor().to_string());
+        let (code, l) = get_json(
+            &c,
+            &format!("{}/api/v1/pods?resourceVersion=0&limit=3", sim.url()),
+        )
+        .await;
+        assert_eq!(code, 200);
+        let n = l["items"].as_array().unwrap().len();
+        if paged {
+            assert_eq!(n, 3, "{version:?}");
+            assert!(l["metadata"]["continue"].is_string(), "{version:?}");
+        } else {
+            assert_eq!(n, 10, "{version:?}: the watch cache ignores the limit");
+            assert_eq!(l["metadata"].get("continue"), None, "{version:?}");
+        }
+        // Any other list honours the limit on every version.
+        let (_, l) = get_json(&c, &format!("{}/api/v1/pods?limit=3", sim.url())).await;
+        assert_eq!(l["items"].as_array().unwrap().len(), 3, "{version:?}");
+    }
 }
