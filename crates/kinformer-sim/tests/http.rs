@@ -1559,3 +1559,48 @@ async fn resource_version_zero_limit_follows_the_server_version() {
         assert_eq!(l["items"].as_array().unwrap().len(), 3, "{version:?}");
     }
 }
+
+#[tokio::test]
+async fn list_items_carry_no_kind_but_gets_watches_and_metadata_items_do() {
+    let sim = start(SimConfig::default()).await;
+    sim.store()
+        .create(&pods(), pod("a", "ns", json!({})))
+        .unwrap();
+    let c = client();
+    let (_, l) = get_json(&c, &format!("{}/api/v1/pods", sim.url())).await;
+    assert_eq!(
+        (l["kind"].as_str(), l["apiVersion"].as_str()),
+        (Some("PodList"), Some("v1"))
+    );
+    let item = l["items"][0].as_object().unwrap();
+    assert!(
+        !item.contains_key("kind") && !item.contains_key("apiVersion"),
+        "{item:?}"
+    );
+    assert_eq!(item["metadata"]["name"], "a");
+    let (_, o) = get_json(&c, &format!("{}/api/v1/namespaces/ns/pods/a", sim.url())).await;
+    assert_eq!(
+        (o["kind"].as_str(), o["apiVersion"].as_str()),
+        (Some("Pod"), Some("v1"))
+    );
+    let r = c
+        .get(format!("{}/api/v1/pods", sim.url()))
+        .header(
+            "accept",
+            "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1",
+        )
+        .send()
+        .await
+        .unwrap();
+    let m = body_json(r).await;
+    assert_eq!(m["items"][0]["kind"], "PartialObjectMetadata");
+    let mut w = Lines::open(&c, &format!("{}/api/v1/pods?watch=1", sim.url())).await;
+    let e = w.event().await;
+    assert_eq!(
+        (
+            e["object"]["kind"].as_str(),
+            e["object"]["apiVersion"].as_str()
+        ),
+        (Some("Pod"), Some("v1"))
+    );
+}
