@@ -45,8 +45,45 @@ pub(crate) fn event_line(kind: &str, object: &[u8]) -> Bytes {
     b.freeze()
 }
 
-/// A `BOOKMARK` line: kind, apiVersion and `metadata.resourceVersion` only (plus the
-/// initial-events-end annotation when it ends a streaming list).
+/// The fields besides `metadata` that an empty object of a built-in kind serialises to (Go's
+/// zero values), which is what the watch cache's bookmark objects are.
+fn empty_object_fields(kind: &str, api_version: &str) -> &'static str {
+    match (api_version, kind) {
+        ("v1", "Pod") => r#","spec":{"containers":null},"status":{}"#,
+        ("v1", "Service") => r#","spec":{},"status":{"loadBalancer":{}}"#,
+        ("v1", "Namespace") => r#","spec":{},"status":{}"#,
+        ("v1", "Node") => {
+            r#","spec":{},"status":{"daemonEndpoints":{"kubeletEndpoint":{"Port":0}},"nodeInfo":{"machineID":"","systemUUID":"","bootID":"","kernelVersion":"","osImage":"","containerRuntimeVersion":"","kubeletVersion":"","kubeProxyVersion":"","operatingSystem":"","architecture":""}}"#
+        }
+        ("v1", "Event") => {
+            r#","involvedObject":{},"reason":"","message":"","source":{},"firstTimestamp":null,"lastTimestamp":null,"type":"","eventTime":null,"reportingComponent":"","reportingInstance":"""#
+        }
+        ("apps/v1", "Deployment") => {
+            r#","spec":{"selector":null,"template":{"metadata":{"creationTimestamp":null},"spec":{"containers":null}},"strategy":{}},"status":{}"#
+        }
+        ("apps/v1", "ReplicaSet") => {
+            r#","spec":{"selector":null,"template":{"metadata":{"creationTimestamp":null},"spec":{"containers":null}}},"status":{"replicas":0}"#
+        }
+        ("apps/v1", "StatefulSet") => {
+            r#","spec":{"selector":null,"template":{"metadata":{"creationTimestamp":null},"spec":{"containers":null}},"serviceName":"","updateStrategy":{}},"status":{"replicas":0,"availableReplicas":0}"#
+        }
+        ("apps/v1", "DaemonSet") => {
+            r#","spec":{"selector":null,"template":{"metadata":{"creationTimestamp":null},"spec":{"containers":null}},"updateStrategy":{}},"status":{"currentNumberScheduled":0,"numberMisscheduled":0,"desiredNumberScheduled":0,"numberReady":0}"#
+        }
+        _ => "",
+    }
+}
+
+/// Whether the kind is one the API server serves from Go types (its zero-value fields, such as
+/// `"creationTimestamp":null`, appear in bookmarks); custom resources are unstructured.
+fn is_builtin(api_version: &str) -> bool {
+    matches!(api_version, "v1" | "apps/v1" | "meta.k8s.io/v1")
+}
+
+/// A `BOOKMARK` line shaped as the watch cache sends it: an empty object of the watched kind
+/// whose `metadata` holds only `resourceVersion` (plus the initial-events-end annotation when it
+/// ends a streaming list). Built-in kinds carry their Go zero values (`"creationTimestamp":null`,
+/// `"spec":{"containers":null}` for a pod); custom resources carry only the three fields.
 pub(crate) fn bookmark_line(
     kind: &str,
     api_version: &str,
@@ -58,8 +95,14 @@ pub(crate) fn bookmark_line(
     } else {
         String::new()
     };
+    let created = if is_builtin(api_version) {
+        ",\"creationTimestamp\":null"
+    } else {
+        ""
+    };
+    let rest = empty_object_fields(kind, api_version);
     Bytes::from(format!(
-        "{{\"type\":\"BOOKMARK\",\"object\":{{\"kind\":\"{kind}\",\"apiVersion\":\"{api_version}\",\"metadata\":{{\"resourceVersion\":\"{rv}\"{annotations}}}}}}}\n"
+        "{{\"type\":\"BOOKMARK\",\"object\":{{\"kind\":\"{kind}\",\"apiVersion\":\"{api_version}\",\"metadata\":{{\"resourceVersion\":\"{rv}\"{created}{annotations}}}{rest}}}}}\n"
     ))
 }
 
@@ -208,6 +251,29 @@ mod tests {
             ListChunks::new("PodList", "v1", &ListMeta::default(), Vec::new(), false).collect();
         let v: Value = serde_json::from_slice(&empty.concat()).unwrap();
         assert_eq!(v["items"], serde_json::json!([]));
+    }
+
+    #[test]
+    fn bookmarks_of_every_kind_are_valid_json() {
+        for (kind, api_version) in [
+            ("Pod", "v1"),
+            ("Service", "v1"),
+            ("ConfigMap", "v1"),
+            ("Namespace", "v1"),
+            ("Node", "v1"),
+            ("Event", "v1"),
+            ("Deployment", "apps/v1"),
+            ("ReplicaSet", "apps/v1"),
+            ("StatefulSet", "apps/v1"),
+            ("DaemonSet", "apps/v1"),
+            ("PartialObjectMetadata", "meta.k8s.io/v1"),
+            ("Widget", "example.com/v1"),
+        ] {
+            let b = bookmark_line(kind, api_version, 9, false);
+            let v: Value = serde_json::from_slice(&b).unwrap_or_else(|e| panic!("{kind}: {e}"));
+            assert_eq!(v["object"]["kind"], kind);
+            assert_eq!(v["object"]["metadata"]["resourceVersion"], "9");
+        }
     }
 
     #[test]

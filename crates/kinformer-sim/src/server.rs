@@ -245,6 +245,13 @@ impl SimServer {
             addr,
         });
         let (shutdown, shutdown_rx) = watch::channel(false);
+        if let Some(every) = shared.config.compaction_interval {
+            tokio::spawn(compaction_loop(
+                shared.store.clone(),
+                every,
+                shutdown_rx.clone(),
+            ));
+        }
         let accept = tokio::spawn(accept_loop(
             listener,
             Arc::clone(&shared),
@@ -335,6 +342,22 @@ impl SimServer {
 impl Drop for SimServer {
     fn drop(&mut self) {
         self.shutdown.send_replace(true);
+    }
+}
+
+/// Compacts history every `every`, up to the version seen at the previous compaction, as the API
+/// server's compactor asks etcd to: between one and two intervals of history are kept.
+async fn compaction_loop(store: Store, every: Duration, mut shutdown: watch::Receiver<bool>) {
+    let every = every.max(Duration::from_millis(1));
+    let mut seen = store.resource_version();
+    // Bounded by shutdown: the loop ends when the server is shut down or dropped.
+    loop {
+        tokio::select! {
+            () = tokio::time::sleep(every) => {}
+            _ = shutdown.wait_for(|s| *s) => return,
+        }
+        store.compact_to(seen);
+        seen = store.resource_version();
     }
 }
 

@@ -758,6 +758,23 @@ impl Store {
             .collect())
     }
 
+    /// Compacts history up to `rv`, as etcd compaction at that revision does: events up to it are
+    /// dropped and versions below it answer 410. Compacting below what is already compacted
+    /// changes nothing.
+    pub(crate) fn compact_to(&self, rv: u64) {
+        let mut s = self.inner.state.lock();
+        let rv = rv.min(s.rv);
+        if rv <= s.compacted {
+            return;
+        }
+        while s.history.front().is_some_and(|e| e.rv <= rv) {
+            s.history.pop_front();
+        }
+        s.compacted = rv;
+        s.snapshots.retain(|(_, at, _)| *at >= rv);
+        tracing::debug!(compacted = rv, "history compacted");
+    }
+
     /// Drops all history: any older version now answers 410.
     pub(crate) fn compact_now(&self) {
         let mut s = self.inner.state.lock();

@@ -334,11 +334,29 @@ async fn run(shared: Arc<Shared>, spec: Spec, mut w: Writer) {
         _ = close_all.changed() => tracing::debug!("watch closed by fault injection"),
         () = closed.closed() => {}
         () = tokio::time::sleep_until(deadline) => tracing::debug!("watch timed out"),
-        () = stream(&shared, &spec, &mut w, &close_check) => {}
+        () = stream(&shared, &spec, &mut w, &close_check, deadline) => {}
     }
 }
 
-async fn stream(shared: &Shared, spec: &Spec, w: &mut Writer, close_all: &watch::Receiver<u64>) {
+/// How long before a watch's timeout the watch cache sends its last bookmark.
+const PRE_TIMEOUT_BOOKMARK: Duration = Duration::from_secs(2);
+
+/// When the next bookmark is due, as the watch cache schedules them: one `interval` from `now`,
+/// or 2 s before the watch's deadline if that comes first; none once that moment has passed.
+fn next_bookmark(now: Instant, interval: Duration, deadline: Instant) -> Option<Instant> {
+    let heartbeat = now + interval;
+    let pre_timeout = deadline.checked_sub(PRE_TIMEOUT_BOOKMARK)?;
+    let at = heartbeat.min(pre_timeout);
+    (at > now).then_some(at)
+}
+
+async fn stream(
+    shared: &Shared,
+    spec: &Spec,
+    w: &mut Writer,
+    close_all: &watch::Receiver<u64>,
+    deadline: Instant,
+) {
     let store = &shared.store;
     let mut notify = store.subscribe();
     notify.borrow_and_update();
@@ -376,8 +394,7 @@ async fn stream(shared: &Shared, spec: &Spec, w: &mut Writer, close_all: &watch:
         .config
         .bookmark_interval
         .max(Duration::from_millis(1));
-    let mut ticker = tokio::time::interval_at(Instant::now() + interval, interval);
-    ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut bookmark_at = next_bookmark(Instant::now(), interval, deadline);
     // Bounded by the watch timeout, close faults and the client going away (see `run`).
     loop {
         loop {
@@ -403,20 +420,50 @@ async fn stream(shared: &Shared, spec: &Spec, w: &mut Writer, close_all: &watch:
                 pos = ev.rv;
             }
         }
+        let due = bookmark_at.filter(|_| spec.bookmarks);
         tokio::select! {
             r = notify.changed() => if r.is_err() { return },
-            _ = ticker.tick(), if spec.bookmarks => {
+            () = sleep_until_some(due) => {
                 if w.send(spec.bookmark(pos, false)).await == Flow::Stop {
                     return;
                 }
+                bookmark_at = next_bookmark(Instant::now(), interval, deadline);
             }
         }
+    }
+}
+
+/// Sleeps until `at`, or forever without one.
+async fn sleep_until_some(at: Option<Instant>) {
+    match at {
+        Some(at) => tokio::time::sleep_until(at).await,
+        None => std::future::pending().await,
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn bookmarks_are_due_each_interval_and_before_the_deadline() {
+        let now = Instant::now();
+        let minute = Duration::from_secs(60);
+        let deadline = now + Duration::from_secs(600);
+        assert_eq!(next_bookmark(now, minute, deadline), Some(now + minute));
+        let soon = now + Duration::from_secs(30);
+        assert_eq!(
+            next_bookmark(now, minute, soon),
+            Some(soon - PRE_TIMEOUT_BOOKMARK)
+        );
+        // Once the pre-timeout bookmark is sent, no more are due.
+        let late = soon - PRE_TIMEOUT_BOOKMARK;
+        assert_eq!(next_bookmark(late, minute, soon), None);
+        assert_eq!(
+            next_bookmark(now, minute, now + Duration::from_secs(1)),
+            None
+        );
+    }
 
     #[test]
     fn padding_reaches_the_requested_size() {

@@ -438,7 +438,7 @@ async fn list_resource_version_semantics() {
 }
 
 #[tokio::test]
-async fn bookmarks_carry_only_the_resource_version() {
+async fn bookmarks_have_the_watch_cache_shape() {
     let sim = start(SimConfig {
         bookmark_interval: Duration::from_millis(30),
         ..SimConfig::default()
@@ -458,9 +458,10 @@ async fn bookmarks_carry_only_the_resource_version() {
     )
     .await;
     let e = w.event().await;
+    // An empty pod, as the watch cache's bookmarks are: Go's zero values and the version.
     assert_eq!(
         e,
-        json!({"type": "BOOKMARK", "object": {"kind": "Pod", "apiVersion": "v1", "metadata": {"resourceVersion": rv.to_string()}}})
+        json!({"type": "BOOKMARK", "object": {"kind": "Pod", "apiVersion": "v1", "metadata": {"resourceVersion": rv.to_string(), "creationTimestamp": null}, "spec": {"containers": null}, "status": {}}})
     );
     sim.store()
         .create(&pods(), pod("b", "ns", json!({})))
@@ -1603,4 +1604,92 @@ async fn list_items_carry_no_kind_but_gets_watches_and_metadata_items_do() {
         ),
         (Some("Pod"), Some("v1"))
     );
+}
+
+#[tokio::test]
+async fn bookmarks_come_each_minute_and_just_before_the_timeout() {
+    // The default interval is a minute, so the only bookmark of a 4 s watch is the one the
+    // watch cache sends 2 s before the timeout; then the stream ends.
+    let sim = start(SimConfig::default()).await;
+    let c = client();
+    let rv = sim.store().resource_version();
+    let started = tokio::time::Instant::now();
+    let mut w = Lines::open(
+        &c,
+        &format!(
+            "{}/api/v1/pods?watch=1&resourceVersion={rv}&allowWatchBookmarks=true&timeoutSeconds=4",
+            sim.url()
+        ),
+    )
+    .await;
+    let e = w.event().await;
+    let at = started.elapsed();
+    assert_eq!(e["type"], "BOOKMARK");
+    assert!(
+        at >= Duration::from_millis(1500) && at < Duration::from_millis(3900),
+        "bookmark after {at:?}"
+    );
+    assert!(matches!(w.read().await, Read::End));
+    assert!(started.elapsed() >= Duration::from_millis(3900));
+}
+
+#[tokio::test]
+async fn history_is_time_based_and_compacted_periodically() {
+    let cms = ApiResource::new("", "v1", "ConfigMap", "configmaps", Scope::Namespaced);
+    // By default far more than 10 000 events are kept (compaction is every 5 minutes).
+    let sim = start(SimConfig::default()).await;
+    let store = sim.store();
+    store
+        .create(
+            &cms,
+            json!({"metadata": {"name": "first", "namespace": "ns"}}),
+        )
+        .unwrap();
+    let first = store.resource_version();
+    for i in 0..12_000 {
+        store
+            .create(
+                &cms,
+                json!({"metadata": {"name": format!("c{i}"), "namespace": "ns"}}),
+            )
+            .unwrap();
+    }
+    let c = client();
+    let exact = |sim: &SimServer, rv: u64| {
+        format!(
+            "{}/api/v1/configmaps?resourceVersion={rv}&resourceVersionMatch=Exact&limit=1",
+            sim.url()
+        )
+    };
+    let (code, _) = get_json(&c, &exact(&sim, first)).await;
+    assert_eq!(code, 200);
+
+    // With a short interval, a version survives the first compaction after it was written and
+    // is gone after the second.
+    let every = Duration::from_millis(300);
+    let sim = start(SimConfig {
+        compaction_interval: Some(every),
+        ..SimConfig::default()
+    })
+    .await;
+    let started = tokio::time::Instant::now();
+    sim.store()
+        .create(&cms, json!({"metadata": {"name": "a", "namespace": "ns"}}))
+        .unwrap();
+    let at = sim.store().resource_version();
+    sim.store()
+        .create(&cms, json!({"metadata": {"name": "b", "namespace": "ns"}}))
+        .unwrap();
+    let mut gone_after = None;
+    for _ in 0..200 {
+        let (code, _) = get_json(&c, &exact(&sim, at)).await;
+        if code == 410 {
+            gone_after = Some(started.elapsed());
+            break;
+        }
+        assert_eq!(code, 200);
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    let gone_after = gone_after.expect("compacted within 5 s");
+    assert!(gone_after >= every, "compacted after {gone_after:?}");
 }
