@@ -15,7 +15,10 @@ use kinformer_core::{FieldSelector, LabelSelector, Scope, Status, StatusDetails}
 use serde_json::Value;
 
 use crate::faults::RequestKind;
-use crate::render::{ListChunks, ListMeta, status_json, status_json_with_continue};
+use crate::render;
+use crate::render::{
+    GZIP_THRESHOLD, GzipChunks, ListChunks, ListMeta, status_json, status_json_with_continue,
+};
 use crate::server::{Body, Shared};
 use crate::store::{ResourceInfo, Stored, invalid, not_found, status, too_large};
 use crate::{discovery, watch};
@@ -104,11 +107,58 @@ pub(crate) fn status_response(s: &Status) -> Response<Body> {
     r
 }
 
-/// A streamed response from pre-rendered chunks, paced by the slow-chunks fault.
+/// Whether the client accepts gzip (`Accept-Encoding: gzip`, not with `q=0`).
+fn accepts_gzip(parts: &http::request::Parts) -> bool {
+    parts
+        .headers
+        .get_all(header::ACCEPT_ENCODING)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .any(|coding| {
+            let mut params = coding.split(';').map(str::trim);
+            params
+                .next()
+                .is_some_and(|c| c.eq_ignore_ascii_case("gzip"))
+                && !params.any(|p| {
+                    p.strip_prefix("q=")
+                        .and_then(|q| q.parse::<f32>().ok())
+                        .is_some_and(|q| q == 0.0)
+                })
+        })
+}
+
+/// Marks a response as gzip-compressed.
+fn set_gzip_headers(r: &mut Response<Body>) {
+    r.headers_mut()
+        .insert(header::CONTENT_ENCODING, HeaderValue::from_static("gzip"));
+    r.headers_mut()
+        .insert(header::VARY, HeaderValue::from_static("Accept-Encoding"));
+}
+
+/// A whole JSON body, gzip-compressed when it is large and the client accepts it.
+fn maybe_gzip_response(code: StatusCode, body: Bytes, gzip: bool) -> Response<Body> {
+    if gzip && body.len() > GZIP_THRESHOLD {
+        let mut r = json_response(code, render::gzip(&body));
+        set_gzip_headers(&mut r);
+        r
+    } else {
+        json_response(code, body)
+    }
+}
+
+/// A streamed response from pre-rendered chunks, paced by the slow-chunks fault, and
+/// gzip-compressed chunk by chunk when `gzip` is set.
 fn chunked_response(
     shared: &Arc<Shared>,
     chunks: impl Iterator<Item = Bytes> + Send + Sync + 'static,
+    gzip: bool,
 ) -> Response<Body> {
+    let chunks: Box<dyn Iterator<Item = Bytes> + Send + Sync> = if gzip {
+        Box::new(GzipChunks::new(chunks))
+    } else {
+        Box::new(chunks)
+    };
     let faults = Arc::clone(&shared.faults);
     let body = stream::unfold(
         (chunks.into_iter(), faults, true),
@@ -128,6 +178,9 @@ fn chunked_response(
         header::CONTENT_TYPE,
         HeaderValue::from_static("application/json"),
     );
+    if gzip {
+        set_gzip_headers(&mut r);
+    }
     r
 }
 
@@ -276,10 +329,11 @@ pub(crate) async fn route(
         return injected(code, retry);
     }
     let meta_only = wants_metadata(&parts);
+    let gzip = shared.config.compression && accepts_gzip(&parts);
     let result = match (&parts.method, target.name.is_some(), is_watch) {
         (&Method::GET, _, true) => watch::handle(shared, target, &query, meta_only).await,
-        (&Method::GET, false, false) => list(shared, &target, &query, meta_only).await,
-        (&Method::GET, true, false) => get(shared, &target, meta_only),
+        (&Method::GET, false, false) => list(shared, &target, &query, meta_only, gzip).await,
+        (&Method::GET, true, false) => get(shared, &target, meta_only, gzip),
         (&Method::POST, false, _) => create(shared, &target, body).await,
         (&Method::PUT, true, _) => update(shared, &target, body).await,
         (&Method::PATCH, true, _) => patch(shared, &target, &parts, body).await,
@@ -297,7 +351,7 @@ pub(crate) async fn route(
     result.unwrap_or_else(|s| status_response(&s))
 }
 
-fn get(shared: &Shared, t: &Target, meta_only: bool) -> Result<Response<Body>, Status> {
+fn get(shared: &Shared, t: &Target, meta_only: bool, gzip: bool) -> Result<Response<Body>, Status> {
     let name = t.name.as_deref().unwrap_or_default();
     let o = shared
         .store
@@ -308,7 +362,7 @@ fn get(shared: &Shared, t: &Target, meta_only: bool) -> Result<Response<Body>, S
     } else {
         o.json.clone()
     };
-    Ok(json_response(StatusCode::OK, body))
+    Ok(maybe_gzip_response(StatusCode::OK, body, gzip))
 }
 
 async fn read_json(body: Body) -> Result<Value, Status> {
@@ -565,6 +619,7 @@ async fn list(
     t: &Target,
     q: &Query,
     meta_only: bool,
+    gzip: bool,
 ) -> Result<Response<Body>, Status> {
     let filter = Filter::from_query(&t.info, t.namespace.clone(), q)?;
     let rv = q.get("resourceVersion");
@@ -712,7 +767,8 @@ async fn list(
         let kind = format!("{}List", t.info.api.kind);
         ListChunks::new(&kind, &t.info.api.api_version, &meta, items, false)
     };
-    Ok(chunked_response(shared, chunks))
+    let gzip = gzip && chunks.total_len() > GZIP_THRESHOLD;
+    Ok(chunked_response(shared, chunks, gzip))
 }
 
 #[cfg(test)]

@@ -75,6 +75,11 @@ impl Stored {
         (b"{", &self.json[self.item_offset..])
     }
 
+    /// The length of [`Stored::item_json`].
+    pub(crate) fn item_len(&self) -> usize {
+        1 + self.json.len() - self.item_offset
+    }
+
     /// The stored object as JSON.
     pub(crate) fn value(&self) -> Value {
         serde_json::from_slice(&self.json).unwrap_or(Value::Null)

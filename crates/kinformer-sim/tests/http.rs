@@ -1693,3 +1693,77 @@ async fn history_is_time_based_and_compacted_periodically() {
     let gone_after = gone_after.expect("compacted within 5 s");
     assert!(gone_after >= every, "compacted after {gone_after:?}");
 }
+
+fn gunzip(b: &[u8]) -> Vec<u8> {
+    use std::io::Read as _;
+    let mut out = Vec::new();
+    flate2::read::GzDecoder::new(b)
+        .read_to_end(&mut out)
+        .unwrap();
+    out
+}
+
+#[tokio::test]
+async fn large_lists_are_gzipped_when_asked_and_watches_never() {
+    let sim = start(SimConfig::default()).await;
+    sim.store().seed_pods(100, 1);
+    // A client that does not decompress, to see the bytes on the wire.
+    let raw = reqwest::Client::builder()
+        .tls_backend_preconfigured(tls_config(None, None))
+        .no_gzip()
+        .build()
+        .unwrap();
+    let url = format!("{}/api/v1/pods", sim.url());
+    let plain = raw.get(&url).send().await.unwrap();
+    assert_eq!(plain.headers().get("content-encoding"), None);
+    let plain = plain.bytes().await.unwrap();
+    assert!(plain.len() > 128 * 1024, "{}", plain.len());
+
+    let r = raw
+        .get(&url)
+        .header("accept-encoding", "gzip")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.headers()["content-encoding"], "gzip");
+    assert_eq!(r.headers()["vary"], "Accept-Encoding");
+    let zipped = r.bytes().await.unwrap();
+    assert!(
+        zipped.len() < plain.len() / 2,
+        "{} of {}",
+        zipped.len(),
+        plain.len()
+    );
+    assert_eq!(gunzip(&zipped), plain.to_vec());
+
+    // Small responses, refused gzip, and watches are sent plain.
+    for (q, accept) in [
+        ("?limit=1", "gzip"),
+        ("", "gzip;q=0"),
+        ("", "identity"),
+        ("?watch=1", "gzip"),
+    ] {
+        let r = raw
+            .get(format!("{url}{q}"))
+            .header("accept-encoding", accept)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.headers().get("content-encoding"), None, "{q} {accept}");
+    }
+
+    // A server configured without compression never gzips.
+    let off = start(SimConfig {
+        compression: false,
+        ..SimConfig::default()
+    })
+    .await;
+    off.store().seed_pods(100, 1);
+    let r = raw
+        .get(format!("{}/api/v1/pods", off.url()))
+        .header("accept-encoding", "gzip")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.headers().get("content-encoding"), None);
+}
