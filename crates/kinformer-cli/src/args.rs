@@ -128,6 +128,10 @@ pub(crate) struct SimArgs {
     /// Write the kubeconfig here (it must not exist yet; it is removed on exit)
     #[arg(long, value_name = "PATH")]
     pub(crate) kubeconfig: Option<PathBuf>,
+    /// The Kubernetes release to behave like: 1.32, 1.33 or 1.34 (up to 1.33, lists at
+    /// resourceVersion=0 ignore limit, as the watch cache did)
+    #[arg(long, value_name = "VERSION", default_value = "1.34", value_parser = parse_kube_version)]
+    pub(crate) kube_version: kinformer_sim::KubeVersion,
 }
 
 /// A parsed `--request-timeout`: a bound, or none at all (`0`).
@@ -169,6 +173,11 @@ fn parse_field_selector(s: &str) -> Result<String, String> {
 
 /// A churn rate (`50/s`, `600/m`, `3600/h`, or a bare number per second), at most
 /// [`MAX_CHURN_PER_SEC`].
+fn parse_kube_version(s: &str) -> Result<kinformer_sim::KubeVersion, String> {
+    kinformer_sim::KubeVersion::parse(s)
+        .ok_or_else(|| "not a modelled release: write 1.32, 1.33 or 1.34".to_owned())
+}
+
 fn parse_churn(s: &str) -> Result<f64, String> {
     // The sim's own messages quote the value; clap already shows it, so keep only the reason.
     let rate = kinformer_sim::ChurnConfig::parse_rate(s).map_err(|_| {

@@ -166,6 +166,7 @@ pub(crate) async fn run(args: SimArgs) -> Result<(), Error> {
         tls: args.tls,
         auth: args.token.clone().map_or(Auth::None, Auth::BearerToken),
         port: args.port,
+        version: args.kube_version,
         ..SimConfig::default()
     })
     .await?;
