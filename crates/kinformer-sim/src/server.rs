@@ -245,6 +245,7 @@ impl SimServer {
             addr,
         });
         let (shutdown, shutdown_rx) = watch::channel(false);
+        tokio::spawn(kubelet_loop(shared.store.clone(), shutdown_rx.clone()));
         if let Some(every) = shared.config.compaction_interval {
             tokio::spawn(compaction_loop(
                 shared.store.clone(),
@@ -342,6 +343,25 @@ impl SimServer {
 impl Drop for SimServer {
     fn drop(&mut self) {
         self.shutdown.send_replace(true);
+    }
+}
+
+/// Deletes pods whose grace period has ended, as their kubelet would once their containers
+/// stopped.
+async fn kubelet_loop(store: Store, mut shutdown: watch::Receiver<bool>) {
+    // Bounded by shutdown: the loop ends when the server is shut down or dropped.
+    loop {
+        let next = store.next_termination();
+        tokio::select! {
+            () = async {
+                match next {
+                    Some(at) => tokio::time::sleep_until(at).await,
+                    None => std::future::pending().await,
+                }
+            } => store.finish_terminations(tokio::time::Instant::now()),
+            () = store.termination_scheduled() => {}
+            _ = shutdown.wait_for(|s| *s) => return,
+        }
     }
 }
 

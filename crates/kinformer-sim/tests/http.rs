@@ -841,6 +841,25 @@ async fn writes_over_http_and_their_errors() {
     let sim = start(SimConfig::default()).await;
     let c = client();
     let base = format!("{}/api/v1/namespaces/dev/configmaps", sim.url());
+    // Objects are created only in a namespace that exists.
+    let r = c
+        .post(&base)
+        .json_body(&json!({"metadata": {"name": "cm"}, "data": {"a": "1"}}))
+        .send()
+        .await
+        .unwrap();
+    let s: Value = body_json(r).await;
+    assert_eq!(
+        (s["code"].as_u64(), s["message"].as_str()),
+        (Some(404), Some("namespaces \"dev\" not found"))
+    );
+    let r = c
+        .post(format!("{}/api/v1/namespaces", sim.url()))
+        .json_body(&json!({"metadata": {"name": "dev"}}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 201);
     let r = c
         .post(&base)
         .json_body(&json!({"metadata": {"name": "cm"}, "data": {"a": "1"}}))
@@ -1766,4 +1785,347 @@ async fn large_lists_are_gzipped_when_asked_and_watches_never() {
         .await
         .unwrap();
     assert_eq!(r.headers().get("content-encoding"), None);
+}
+
+async fn send_json(
+    c: &reqwest::Client,
+    method: reqwest::Method,
+    url: &str,
+    body: Option<Value>,
+) -> (u16, Value) {
+    let mut r = c.request(method, url);
+    if let Some(b) = body {
+        r = r.json_body(&b);
+    }
+    let r = r.send().await.unwrap();
+    let code = r.status().as_u16();
+    (code, body_json(r).await)
+}
+
+#[tokio::test]
+async fn deletes_honour_preconditions_and_dry_run_writes_nothing() {
+    let sim = start(SimConfig::default()).await;
+    let c = client();
+    let base = format!("{}/api/v1/namespaces/default/configmaps", sim.url());
+    use reqwest::Method;
+    // A dry-run create answers 201 with the object and stores nothing.
+    let (code, o) = send_json(
+        &c,
+        Method::POST,
+        &format!("{base}?dryRun=All"),
+        Some(json!({"metadata": {"name": "cm"}, "data": {"a": "1"}})),
+    )
+    .await;
+    assert_eq!((code, o["metadata"]["name"].as_str()), (201, Some("cm")));
+    let rv = sim.store().resource_version();
+    assert_eq!(get_json(&c, &format!("{base}/cm")).await.0, 404);
+    let (code, created) = send_json(
+        &c,
+        Method::POST,
+        &base,
+        Some(json!({"metadata": {"name": "cm"}, "data": {"a": "1"}})),
+    )
+    .await;
+    assert_eq!(code, 201);
+    let uid = created["metadata"]["uid"].as_str().unwrap().to_owned();
+    let at = sim.store().resource_version();
+    assert_eq!(at, rv + 1);
+    let mut w = Lines::open(&c, &format!("{base}?watch=1&resourceVersion={at}")).await;
+    // Dry-run patch, replace and delete change nothing and send no event.
+    let r = c
+        .patch(format!("{base}/cm?dryRun=All"))
+        .header("content-type", "application/merge-patch+json")
+        .body(r#"{"data":{"a":"2"}}"#)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    assert_eq!(body_json(r).await["data"]["a"], "2");
+    let mut replaced = created.clone();
+    replaced["data"]["a"] = json!("3");
+    let (code, _) = send_json(
+        &c,
+        Method::PUT,
+        &format!("{base}/cm?dryRun=All"),
+        Some(replaced),
+    )
+    .await;
+    assert_eq!(code, 200);
+    let (code, _) = send_json(
+        &c,
+        Method::DELETE,
+        &format!("{base}/cm"),
+        Some(json!({"kind": "DeleteOptions", "apiVersion": "v1", "dryRun": ["All"]})),
+    )
+    .await;
+    assert_eq!(code, 200);
+    let (code, got) = get_json(&c, &format!("{base}/cm")).await;
+    assert_eq!((code, &got["data"]["a"]), (200, &json!("1")));
+    assert_eq!(sim.store().resource_version(), at);
+    assert!(w.read_within(Duration::from_millis(200)).await.is_none());
+    // Preconditions that do not match answer 409 and delete nothing.
+    for pre in [
+        json!({"resourceVersion": "1"}),
+        json!({"uid": "not-the-uid"}),
+    ] {
+        let (code, s) = send_json(
+            &c,
+            Method::DELETE,
+            &format!("{base}/cm"),
+            Some(json!({"preconditions": pre})),
+        )
+        .await;
+        assert_eq!(
+            (code, s["reason"].as_str()),
+            (409, Some("Conflict")),
+            "{pre}"
+        );
+    }
+    assert_eq!(get_json(&c, &format!("{base}/cm")).await.0, 200);
+    let (code, _) = send_json(
+        &c,
+        Method::DELETE,
+        &format!("{base}/cm"),
+        Some(json!({"preconditions": {"uid": uid, "resourceVersion": at.to_string()}})),
+    )
+    .await;
+    assert_eq!(code, 200);
+    assert_eq!(ev(&w.object_event().await), pair("DELETED", "cm"));
+    // An unknown dry-run value is refused.
+    let (code, _) = send_json(
+        &c,
+        Method::POST,
+        &format!("{base}?dryRun=Some"),
+        Some(json!({"metadata": {"name": "x"}})),
+    )
+    .await;
+    assert_eq!(code, 400);
+}
+
+#[tokio::test]
+async fn pods_are_deleted_gracefully_and_finalizers_hold_objects() {
+    let sim = start(SimConfig::default()).await;
+    let c = client();
+    use reqwest::Method;
+    let base = format!("{}/api/v1/namespaces/default/pods", sim.url());
+    let at = sim.store().resource_version();
+    let mut w = Lines::open(&c, &format!("{base}?watch=1&resourceVersion={at}")).await;
+    let scheduled = |name: &str, grace: u32| json!({"metadata": {"name": name}, "spec": {"nodeName": "node-1", "terminationGracePeriodSeconds": grace, "containers": [{"name": "c", "image": "nginx"}]}});
+    for (name, grace) in [("slow", 1), ("forced", 30)] {
+        let (code, _) = send_json(&c, Method::POST, &base, Some(scheduled(name, grace))).await;
+        assert_eq!(code, 201);
+        assert_eq!(ev(&w.object_event().await), pair("ADDED", name));
+    }
+    // A scheduled pod is marked Terminating first, then deleted when its grace period ends.
+    let started = tokio::time::Instant::now();
+    let (code, o) = send_json(&c, Method::DELETE, &format!("{base}/slow"), None).await;
+    assert_eq!(code, 200);
+    assert!(o["metadata"]["deletionTimestamp"].is_string());
+    assert_eq!(o["metadata"]["deletionGracePeriodSeconds"], 1);
+    let e = w.object_event().await;
+    assert_eq!(ev(&e), pair("MODIFIED", "slow"));
+    assert_eq!(e["object"]["metadata"]["deletionGracePeriodSeconds"], 1);
+    assert_eq!(ev(&w.object_event().await), pair("DELETED", "slow"));
+    assert!(started.elapsed() >= Duration::from_millis(900));
+    // gracePeriodSeconds=0 deletes at once.
+    let (code, _) = send_json(
+        &c,
+        Method::DELETE,
+        &format!("{base}/forced?gracePeriodSeconds=0"),
+        None,
+    )
+    .await;
+    assert_eq!(code, 200);
+    assert_eq!(ev(&w.object_event().await), pair("DELETED", "forced"));
+    // An unscheduled pod has nothing to stop: it goes at once.
+    let (code, _) = send_json(&c, Method::POST, &base, Some(json!({"metadata": {"name": "pending"}, "spec": {"containers": [{"name": "c", "image": "nginx"}]}}))).await;
+    assert_eq!(code, 201);
+    assert_eq!(ev(&w.object_event().await), pair("ADDED", "pending"));
+    send_json(&c, Method::DELETE, &format!("{base}/pending"), None).await;
+    assert_eq!(ev(&w.object_event().await), pair("DELETED", "pending"));
+
+    // Finalizers keep an object, marked for deletion, until they are removed.
+    let cms = format!("{}/api/v1/namespaces/default/configmaps", sim.url());
+    let (code, _) = send_json(
+        &c,
+        Method::POST,
+        &cms,
+        Some(json!({"metadata": {"name": "held", "finalizers": ["example.com/hold"]}})),
+    )
+    .await;
+    assert_eq!(code, 201);
+    let (code, o) = send_json(&c, Method::DELETE, &format!("{cms}/held"), None).await;
+    assert_eq!(code, 200);
+    assert!(o["metadata"]["deletionTimestamp"].is_string());
+    let (code, got) = get_json(&c, &format!("{cms}/held")).await;
+    assert_eq!(code, 200);
+    assert!(got["metadata"]["deletionTimestamp"].is_string());
+    let mut cw = Lines::open(
+        &c,
+        &format!(
+            "{cms}?watch=1&resourceVersion={}",
+            sim.store().resource_version()
+        ),
+    )
+    .await;
+    let r = c
+        .patch(format!("{cms}/held"))
+        .header("content-type", "application/merge-patch+json")
+        .body(r#"{"metadata":{"finalizers":null}}"#)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    assert_eq!(ev(&cw.object_event().await), pair("DELETED", "held"));
+    assert_eq!(get_json(&c, &format!("{cms}/held")).await.0, 404);
+}
+
+#[tokio::test]
+async fn churn_makes_terminating_pods() {
+    let sim = start(SimConfig::default()).await;
+    sim.store().seed_pods(50, 3);
+    let c = client();
+    let at = sim.store().resource_version();
+    let mut w = Lines::open(
+        &c,
+        &format!("{}/api/v1/pods?watch=1&resourceVersion={at}", sim.url()),
+    )
+    .await;
+    let _churn = sim.store().churn(kinformer_sim::ChurnConfig {
+        rate_per_sec: 500.0,
+        seed: 9,
+    });
+    let mut terminating = false;
+    for _ in 0..5_000 {
+        let e = w.object_event().await;
+        if e["type"] == "MODIFIED" && e["object"]["metadata"]["deletionTimestamp"].is_string() {
+            terminating = true;
+            break;
+        }
+    }
+    assert!(terminating, "no pod turned Terminating");
+}
+
+#[tokio::test]
+async fn created_pods_get_defaults_and_namespaces_are_real() {
+    let sim = start(SimConfig::default()).await;
+    let c = client();
+    use reqwest::Method;
+    let (code, ns) = send_json(
+        &c,
+        Method::POST,
+        &format!("{}/api/v1/namespaces", sim.url()),
+        Some(json!({"metadata": {"name": "shop"}})),
+    )
+    .await;
+    assert_eq!(code, 201);
+    assert_eq!(ns["status"]["phase"], "Active");
+    assert_eq!(ns["spec"]["finalizers"], json!(["kubernetes"]));
+    let (code, pod) = send_json(
+        &c,
+        Method::POST,
+        &format!("{}/api/v1/namespaces/shop/pods", sim.url()),
+        Some(json!({"metadata": {"name": "p"}, "spec": {"containers": [{"name": "c", "image": "nginx", "ports": [{"containerPort": 80}]}]}, "status": {"phase": "Running"}})),
+    )
+    .await;
+    assert_eq!(code, 201);
+    assert_eq!(
+        pod["status"],
+        json!({"phase": "Pending", "qosClass": "BestEffort"})
+    );
+    let spec = &pod["spec"];
+    for (field, want) in [
+        ("restartPolicy", json!("Always")),
+        ("dnsPolicy", json!("ClusterFirst")),
+        ("schedulerName", json!("default-scheduler")),
+        ("terminationGracePeriodSeconds", json!(30)),
+        ("serviceAccountName", json!("default")),
+        ("enableServiceLinks", json!(true)),
+    ] {
+        assert_eq!(spec[field], want, "{field}");
+    }
+    let container = &spec["containers"][0];
+    assert_eq!(container["imagePullPolicy"], "Always");
+    assert_eq!(container["terminationMessagePath"], "/dev/termination-log");
+    assert_eq!(container["ports"][0]["protocol"], "TCP");
+    // A missing namespace is 404; the built-in ones exist.
+    let (code, s) = send_json(
+        &c,
+        Method::POST,
+        &format!("{}/api/v1/namespaces/nope/pods", sim.url()),
+        Some(json!({"metadata": {"name": "p"}})),
+    )
+    .await;
+    assert_eq!(
+        (code, s["details"]["kind"].as_str()),
+        (404, Some("namespaces"))
+    );
+    let (code, _) = send_json(
+        &c,
+        Method::POST,
+        &format!("{}/api/v1/namespaces/kube-system/configmaps", sim.url()),
+        Some(json!({"metadata": {"name": "c"}})),
+    )
+    .await;
+    assert_eq!(code, 201);
+    // Deleting a namespace deletes what is in it, then the namespace.
+    let at = sim.store().resource_version();
+    let mut w = Lines::open(
+        &c,
+        &format!("{}/api/v1/pods?watch=1&resourceVersion={at}", sim.url()),
+    )
+    .await;
+    let (code, gone) = send_json(
+        &c,
+        Method::DELETE,
+        &format!("{}/api/v1/namespaces/shop", sim.url()),
+        None,
+    )
+    .await;
+    assert_eq!(
+        (code, gone["status"]["phase"].as_str()),
+        (200, Some("Terminating"))
+    );
+    assert_eq!(ev(&w.object_event().await), pair("DELETED", "p"));
+    assert_eq!(
+        get_json(&c, &format!("{}/api/v1/namespaces/shop", sim.url()))
+            .await
+            .0,
+        404
+    );
+}
+
+#[tokio::test]
+async fn strategic_merge_patches_are_refused_not_stored_wrongly() {
+    let sim = start(SimConfig::default()).await;
+    let c = client();
+    sim.store()
+        .create(&pods(), json!({"metadata": {"name": "p", "namespace": "default"}, "spec": {"containers": [{"name": "c", "image": "a:1", "ports": [{"containerPort": 80}]}]}}))
+        .unwrap();
+    let before = sim.store().resource_version();
+    let r = c
+        .patch(format!("{}/api/v1/namespaces/default/pods/p", sim.url()))
+        .header("content-type", "application/strategic-merge-patch+json")
+        .body(r#"{"$setElementOrder/containers":[{"name":"c"}],"spec":{"containers":[{"name":"c","image":"a:2"}]}}"#)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 415);
+    let s = body_json(r).await;
+    assert_eq!(s["reason"], "UnsupportedMediaType");
+    assert_eq!(sim.store().resource_version(), before);
+    let stored = sim.store().get(&pods(), Some("default"), "p").unwrap();
+    assert_eq!(
+        stored["spec"]["containers"][0]["ports"][0]["containerPort"],
+        80
+    );
+    // Request bodies the sim cannot decode are refused the same way.
+    let r = c
+        .post(format!("{}/api/v1/namespaces/default/pods", sim.url()))
+        .header("content-type", "application/vnd.kubernetes.protobuf")
+        .body(vec![0x6b, 0x38, 0x73, 0x00])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 415);
 }

@@ -291,6 +291,16 @@ async fn create_from_a_file_and_delete() {
     let manifest = "apiVersion: v1\nkind: Pod\nmetadata:\n  name: from-file\n  labels:\n    app: demo\nspec:\n  containers:\n  - name: c\n    image: nginx:1.27\n";
     let file = k.dir.join("pod.yaml");
     std::fs::write(&file, manifest).unwrap();
+    // A server-side dry run answers as a create would and stores nothing.
+    let out = k
+        .run(&["create", "--dry-run=server", "-f", file.to_str().unwrap()])
+        .await;
+    assert_eq!(out.trim(), "pod/from-file created (server dry run)");
+    assert!(
+        sim.store()
+            .get(&pods(), Some("default"), "from-file")
+            .is_none()
+    );
     let out = k.run(&["create", "-f", file.to_str().unwrap()]).await;
     assert_eq!(out.trim(), "pod/from-file created");
     let stored = sim
@@ -299,11 +309,46 @@ async fn create_from_a_file_and_delete() {
         .unwrap();
     assert_eq!(stored["spec"]["containers"][0]["image"], "nginx:1.27");
     assert!(stored["metadata"]["uid"].is_string());
+    // With the defaults and status a real server gives a new pod.
+    assert_eq!(stored["status"]["phase"], "Pending");
+    assert_eq!(stored["spec"]["restartPolicy"], "Always");
+    assert_eq!(stored["spec"]["dnsPolicy"], "ClusterFirst");
+    assert_eq!(
+        stored["spec"]["containers"][0]["imagePullPolicy"],
+        "IfNotPresent"
+    );
 
+    // Creating in a namespace that does not exist fails as on a real server.
     let cm = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: from-stdin\n  namespace: team\ndata:\n  k: v\n";
+    let mut child = k.spawn(&["create", "-f", "-"], true);
+    let mut stdin = child.stdin.take().unwrap();
+    stdin.write_all(cm.as_bytes()).await.unwrap();
+    drop(stdin);
+    let failed = tokio::time::timeout(WAIT, child.wait_with_output())
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(!failed.status.success());
+    assert!(
+        String::from_utf8_lossy(&failed.stderr).contains("namespaces \"team\" not found"),
+        "{}",
+        String::from_utf8_lossy(&failed.stderr)
+    );
+    let ns = "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: team\n";
+    let out = k.run_with_stdin(&["create", "-f", "-"], Some(ns)).await;
+    assert_eq!(out.trim(), "namespace/team created");
     let out = k.run_with_stdin(&["create", "-f", "-"], Some(cm)).await;
     assert_eq!(out.trim(), "configmap/from-stdin created");
 
+    let out = k
+        .run(&["delete", "--dry-run=server", "pod", "from-file"])
+        .await;
+    assert_eq!(out.trim(), "pod \"from-file\" deleted (server dry run)");
+    assert!(
+        sim.store()
+            .get(&pods(), Some("default"), "from-file")
+            .is_some()
+    );
     let out = k.run(&["delete", "pod", "from-file"]).await;
     assert_eq!(out.trim(), "pod \"from-file\" deleted");
     assert!(
@@ -335,4 +380,48 @@ async fn kubectl_over_tls_with_a_token_and_with_a_client_certificate() {
             "{auth:?}"
         );
     }
+}
+
+#[tokio::test]
+async fn apply_creates_and_a_changing_apply_fails_clearly() {
+    let sim = SimServer::start(SimConfig::default()).await.unwrap();
+    let k = Kubectl::new(&sim);
+    let manifest = |image: &str| {
+        format!(
+            "apiVersion: v1\nkind: Pod\nmetadata:\n  name: applied\nspec:\n  containers:\n  - name: c\n    image: {image}\n    ports:\n    - containerPort: 80\n"
+        )
+    };
+    let out = k
+        .run_with_stdin(&["apply", "-f", "-"], Some(&manifest("nginx:1.27")))
+        .await;
+    assert_eq!(out.trim(), "pod/applied created");
+    // Changing it needs a strategic merge patch, which the sim refuses with 415 instead of
+    // storing its directives.
+    let mut child = k.spawn(&["apply", "-f", "-"], true);
+    let mut stdin = child.stdin.take().unwrap();
+    stdin
+        .write_all(manifest("nginx:1.28").as_bytes())
+        .await
+        .unwrap();
+    drop(stdin);
+    let out = tokio::time::timeout(WAIT, child.wait_with_output())
+        .await
+        .unwrap()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(
+        err.contains("UnsupportedMediaType") || err.contains("unknown format"),
+        "{err}"
+    );
+    let stored = sim
+        .store()
+        .get(&pods(), Some("default"), "applied")
+        .unwrap();
+    assert_eq!(stored["spec"]["containers"][0]["image"], "nginx:1.27");
+    assert_eq!(
+        stored["spec"]["containers"][0]["ports"][0]["containerPort"],
+        80
+    );
+    assert!(!stored.to_string().contains("$setElementOrder"));
 }
