@@ -21,7 +21,8 @@ use crate::render::{
 };
 use crate::server::{Body, Shared};
 use crate::store::{DeleteOptions, ResourceInfo, Stored, invalid, not_found, status, too_large};
-use crate::{admission, discovery, watch};
+use crate::table::{Form, IncludeObject, Read, negotiate};
+use crate::{admission, discovery, table, watch};
 
 /// The largest request body accepted, as the real server's default.
 const MAX_BODY: usize = 3 * 1024 * 1024;
@@ -283,17 +284,15 @@ fn parse_target(
     })
 }
 
-/// Whether the `Accept` header asks for metadata-only objects: its first non-protobuf media type
-/// is `application/json;as=PartialObjectMetadata[List];g=meta.k8s.io;v=v1`.
-fn wants_metadata(parts: &http::request::Parts) -> bool {
-    parts
+/// The `Accept` header, all of its values joined.
+fn accept_header(parts: &http::request::Parts) -> Option<String> {
+    let values: Vec<&str> = parts
         .headers
         .get_all(header::ACCEPT)
         .iter()
         .filter_map(|v| v.to_str().ok())
-        .flat_map(|v| v.split(','))
-        .find(|t| !t.contains("protobuf"))
-        .is_some_and(|t| t.contains("as=PartialObjectMetadata"))
+        .collect();
+    (!values.is_empty()).then(|| values.join(","))
 }
 
 pub(crate) async fn route(
@@ -328,12 +327,24 @@ pub(crate) async fn route(
     if let Some((code, retry)) = shared.faults.take_failure(kind) {
         return injected(code, retry);
     }
-    let meta_only = wants_metadata(&parts);
     let gzip = shared.config.compression && accepts_gzip(&parts);
+    let read = match (&parts.method, target.name.is_some(), is_watch) {
+        (&Method::GET, _, true) => Some(Read::Watch),
+        (&Method::GET, false, false) => Some(Read::List),
+        (&Method::GET, true, false) => Some(Read::Get),
+        _ => None,
+    };
+    let form = match read.map(|r| negotiate(accept_header(&parts).as_deref(), r)) {
+        Some(Err(s)) => return status_response(&s),
+        Some(Ok(f)) => f,
+        None => Form::Full,
+    };
     let result = match (&parts.method, target.name.is_some(), is_watch) {
-        (&Method::GET, _, true) => watch::handle(shared, target, &query, meta_only).await,
-        (&Method::GET, false, false) => list(shared, &target, &query, meta_only, gzip).await,
-        (&Method::GET, true, false) => get(shared, &target, meta_only, gzip),
+        (&Method::GET, _, true) => {
+            watch::handle(shared, target, &query, form == Form::Metadata).await
+        }
+        (&Method::GET, false, false) => list(shared, &target, &query, form, gzip).await,
+        (&Method::GET, true, false) => get(shared, &target, &query, form, gzip),
         (&Method::POST | &Method::PUT, _, _) if let Err(s) = check_body_type(&parts) => Err(s),
         (&Method::POST, false, _) => create(shared, &target, &query, body).await,
         (&Method::PUT, true, _) => update(shared, &target, &query, body).await,
@@ -352,16 +363,27 @@ pub(crate) async fn route(
     result.unwrap_or_else(|s| status_response(&s))
 }
 
-fn get(shared: &Shared, t: &Target, meta_only: bool, gzip: bool) -> Result<Response<Body>, Status> {
+fn get(
+    shared: &Shared,
+    t: &Target,
+    q: &Query,
+    form: Form,
+    gzip: bool,
+) -> Result<Response<Body>, Status> {
     let name = t.name.as_deref().unwrap_or_default();
     let o = shared
         .store
         .get_stored(&t.info.api, t.namespace.as_deref(), name)
         .ok_or_else(|| not_found(&t.info.api, name))?;
-    let body = if meta_only {
-        o.meta_json().clone()
-    } else {
-        o.json.clone()
+    let body = match form {
+        Form::Metadata => o.meta_json().clone(),
+        Form::Full => o.json.clone(),
+        Form::Table => {
+            let include = IncludeObject::parse(q.get("includeObject"))?;
+            let meta = serde_json::json!({"resourceVersion": o.rv.to_string()});
+            let t = table::table(&t.info, std::slice::from_ref(&o), meta, include);
+            Bytes::from(serde_json::to_vec(&t).unwrap_or_default())
+        }
     };
     Ok(maybe_gzip_response(StatusCode::OK, body, gzip))
 }
@@ -732,9 +754,10 @@ async fn list(
     shared: &Arc<Shared>,
     t: &Target,
     q: &Query,
-    meta_only: bool,
+    form: Form,
     gzip: bool,
 ) -> Result<Response<Body>, Status> {
+    let include = IncludeObject::parse(q.get("includeObject"))?;
     let filter = Filter::from_query(&t.info, t.namespace.clone(), q)?;
     let rv = q.get("resourceVersion");
     let rv_match = q.get("resourceVersionMatch");
@@ -869,6 +892,19 @@ async fn list(
         remaining,
     };
     let items: Vec<Arc<Stored>> = items.into_iter().cloned().collect();
+    if form == Form::Table {
+        let mut list_meta = serde_json::json!({"resourceVersion": at.to_string()});
+        if let Some(c) = &meta.continue_token {
+            list_meta["continue"] = Value::from(*c);
+        }
+        if let Some(r) = meta.remaining {
+            list_meta["remainingItemCount"] = Value::from(r);
+        }
+        let t = table::table(&t.info, &items, list_meta, include);
+        let body = Bytes::from(serde_json::to_vec(&t).unwrap_or_default());
+        return Ok(maybe_gzip_response(StatusCode::OK, body, gzip));
+    }
+    let meta_only = form == Form::Metadata;
     let chunks = if meta_only {
         ListChunks::new(
             "PartialObjectMetadataList",

@@ -63,6 +63,7 @@ mod faults;
 mod render;
 mod server;
 mod store;
+mod table;
 mod watch;
 mod workload;
 

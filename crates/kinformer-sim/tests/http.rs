@@ -2129,3 +2129,70 @@ async fn strategic_merge_patches_are_refused_not_stored_wrongly() {
         .unwrap();
     assert_eq!(r.status(), 415);
 }
+
+#[tokio::test]
+async fn content_negotiation_answers_406_and_serves_tables() {
+    let sim = start(SimConfig::default()).await;
+    sim.store()
+        .create(&pods(), pod("a", "default", json!({})))
+        .unwrap();
+    let c = client();
+    let list = format!("{}/api/v1/pods", sim.url());
+    let one = format!("{}/api/v1/namespaces/default/pods/a", sim.url());
+    let code = |url: String, accept: &'static str| {
+        let c = c.clone();
+        async move {
+            let r = c.get(url).header("accept", accept).send().await.unwrap();
+            let code = r.status().as_u16();
+            (code, body_json(r).await)
+        }
+    };
+    for (url, accept) in [
+        (list.clone(), "application/vnd.kubernetes.protobuf"),
+        (list.clone(), "text/html"),
+        (list.clone(), "application/yaml"),
+        (
+            list.clone(),
+            "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1",
+        ),
+        (
+            one.clone(),
+            "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1",
+        ),
+        (
+            format!("{list}?watch=1"),
+            "application/json;as=Table;g=meta.k8s.io;v=v1",
+        ),
+    ] {
+        let (status, s) = code(url.clone(), accept).await;
+        assert_eq!(
+            (status, s["reason"].as_str()),
+            (406, Some("NotAcceptable")),
+            "{url} {accept}"
+        );
+    }
+    // JSON as a listed alternative is served.
+    let (status, l) = code(
+        list.clone(),
+        "application/vnd.kubernetes.protobuf, application/json",
+    )
+    .await;
+    assert_eq!((status, l["kind"].as_str()), (200, Some("PodList")));
+    // The Table kubectl asks for.
+    let kubectl = "application/json;as=Table;v=v1;g=meta.k8s.io,application/json;as=Table;v=v1beta1;g=meta.k8s.io,application/json";
+    let (status, t) = code(list.clone(), kubectl).await;
+    assert_eq!((status, t["kind"].as_str()), (200, Some("Table")));
+    let names: Vec<&str> = t["columnDefinitions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c["priority"] == 0)
+        .map(|c| c["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["Name", "Ready", "Status", "Restarts", "Age"]);
+    assert_eq!(t["rows"][0]["cells"][0], "a");
+    assert_eq!(t["rows"][0]["cells"][2], "Running");
+    assert_eq!(t["rows"][0]["object"]["kind"], "PartialObjectMetadata");
+    let (_, t) = code(one, kubectl).await;
+    assert_eq!(t["rows"].as_array().unwrap().len(), 1);
+}

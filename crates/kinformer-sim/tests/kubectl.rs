@@ -425,3 +425,38 @@ async fn apply_creates_and_a_changing_apply_fails_clearly() {
     );
     assert!(!stored.to_string().contains("$setElementOrder"));
 }
+
+#[tokio::test]
+async fn get_pods_prints_the_server_side_columns() {
+    let sim = SimServer::start(SimConfig::default()).await.unwrap();
+    sim.store().seed_pods(10, 4);
+    let k = Kubectl::new(&sim);
+    let out = k.run(&["get", "pods", "-n", "default"]).await;
+    let header: Vec<&str> = out.lines().next().unwrap().split_whitespace().collect();
+    assert_eq!(
+        header,
+        ["NAME", "READY", "STATUS", "RESTARTS", "AGE"],
+        "{out}"
+    );
+    let stored = sim.store().list(&pods(), Some("default"));
+    assert_eq!(out.lines().count(), stored.len() + 1, "{out}");
+    let first: Vec<&str> = out.lines().nth(1).unwrap().split_whitespace().collect();
+    assert_eq!(first[0], stored[0]["metadata"]["name"].as_str().unwrap());
+    assert!(first[1].contains('/'), "{out}");
+    assert_eq!(
+        first[2],
+        stored[0]["status"]["phase"].as_str().unwrap(),
+        "{out}"
+    );
+    let wide = k.run(&["get", "pods", "-A", "-o", "wide"]).await;
+    let header = wide.lines().next().unwrap();
+    for col in [
+        "NAMESPACE",
+        "IP",
+        "NODE",
+        "NOMINATED NODE",
+        "READINESS GATES",
+    ] {
+        assert!(header.contains(col), "{col}: {header}");
+    }
+}
