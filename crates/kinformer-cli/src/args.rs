@@ -132,6 +132,11 @@ pub(crate) struct SimArgs {
     /// resourceVersion=0 ignore limit, as the watch cache did)
     #[arg(long, value_name = "VERSION", default_value = "1.34", value_parser = parse_kube_version)]
     pub(crate) kube_version: kinformer_sim::KubeVersion,
+    /// Serve fault-injection endpoints under /kinformer-sim/admin/ (POST compact,
+    /// close-watches, drop-connections, gone-next-watch, fail?code=429&count=2&retryAfter=1,
+    /// stall?ms=5000, churn?rate=50/s, clear)
+    #[arg(long)]
+    pub(crate) admin: bool,
 }
 
 /// A parsed `--request-timeout`: a bound, or none at all (`0`).

@@ -22,7 +22,7 @@ use crate::render::{
 use crate::server::{Body, Shared};
 use crate::store::{DeleteOptions, ResourceInfo, Stored, invalid, not_found, status, too_large};
 use crate::table::{Form, IncludeObject, Read, negotiate};
-use crate::{admission, discovery, table, watch};
+use crate::{admin, admission, discovery, table, watch};
 
 /// The largest request body accepted, as the real server's default.
 const MAX_BODY: usize = 3 * 1024 * 1024;
@@ -307,6 +307,9 @@ pub(crate) async fn route(
     let (group, version, rest): (&str, &str, &[&str]) = match segs.as_slice() {
         ["api", "v1", rest @ ..] if !rest.is_empty() => ("", "v1", rest),
         ["apis", g, v, rest @ ..] if !rest.is_empty() => (g, v, rest),
+        [admin::PREFIX, "admin", action] if shared.config.admin => {
+            return admin::route(shared, &parts.method, action, &query);
+        }
         _ => {
             if let Some((code, retry)) = shared.faults.take_failure(RequestKind::Any) {
                 return injected(code, retry);

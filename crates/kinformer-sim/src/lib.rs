@@ -54,6 +54,7 @@
 // does; failures are rare and off the hot path, so its size does not matter.
 #![allow(clippy::result_large_err)]
 
+mod admin;
 mod admission;
 mod api;
 mod auth;

@@ -19,6 +19,7 @@ use tokio::task::JoinHandle;
 use crate::auth::{Presented, TlsMaterial, kubeconfig};
 use crate::faults::{FaultState, Faults};
 use crate::store::Store;
+use crate::workload::{ChurnConfig, ChurnHandle};
 use crate::{Auth, Error, api};
 
 /// The body of every response.
@@ -189,6 +190,16 @@ pub(crate) struct Shared {
     pub(crate) auth: RwLock<Auth>,
     pub(crate) config: SimConfig,
     pub(crate) addr: SocketAddr,
+    /// The churn the server runs ([`SimServer::set_churn`] and the admin endpoint).
+    pub(crate) churn: Mutex<Option<ChurnHandle>>,
+}
+
+/// Starts, replaces or (with `None`) stops the server's churn.
+pub(crate) fn set_churn(shared: &Shared, config: Option<ChurnConfig>) {
+    let next = config.map(|c| shared.store.churn(c));
+    if let Some(old) = std::mem::replace(&mut *shared.churn.lock(), next) {
+        old.stop();
+    }
 }
 
 /// A running simulated API server on 127.0.0.1.
@@ -243,6 +254,7 @@ impl SimServer {
             auth: RwLock::new(config.auth.clone()),
             config,
             addr,
+            churn: Mutex::new(None),
         });
         let (shutdown, shutdown_rx) = watch::channel(false);
         tokio::spawn(kubelet_loop(shared.store.clone(), shutdown_rx.clone()));
@@ -323,6 +335,12 @@ impl SimServer {
         self.shared.store.clone()
     }
 
+    /// Starts (or replaces) a churn of pod writes run by the server, or stops it with `None`. The
+    /// admin endpoint `churn` controls the same churn.
+    pub fn set_churn(&self, config: Option<ChurnConfig>) {
+        set_churn(&self.shared, config);
+    }
+
     /// The fault injection knobs.
     pub fn faults(&self) -> Faults {
         Faults {
@@ -334,6 +352,7 @@ impl SimServer {
     /// Stops accepting and drops every open connection.
     pub async fn shutdown(mut self) {
         self.shutdown.send_replace(true);
+        set_churn(&self.shared, None);
         if let Some(accept) = self.accept.take() {
             let _ = accept.await;
         }
@@ -343,6 +362,7 @@ impl SimServer {
 impl Drop for SimServer {
     fn drop(&mut self) {
         self.shutdown.send_replace(true);
+        set_churn(&self.shared, None);
     }
 }
 

@@ -2196,3 +2196,107 @@ async fn content_negotiation_answers_406_and_serves_tables() {
     let (_, t) = code(one, kubectl).await;
     assert_eq!(t["rows"].as_array().unwrap().len(), 1);
 }
+
+#[tokio::test]
+async fn admin_endpoints_turn_the_fault_knobs_over_http() {
+    let off = start(SimConfig::default()).await;
+    let c = client();
+    let post = |base: String, action: &str| {
+        let c = c.clone();
+        let url = format!("{base}/kinformer-sim/admin/{action}");
+        async move { c.post(url).send().await.unwrap() }
+    };
+    assert_eq!(
+        post(off.url(), "compact").await.status(),
+        404,
+        "off by default"
+    );
+
+    let sim = start(SimConfig {
+        admin: true,
+        auth: Auth::BearerToken("t".into()),
+        ..SimConfig::default()
+    })
+    .await;
+    // Behind the same authentication as the API.
+    assert_eq!(post(sim.url(), "compact").await.status(), 401);
+    let authed = |action: &str| {
+        let c = c.clone();
+        let url = format!("{}/kinformer-sim/admin/{action}", sim.url());
+        async move { c.post(url).bearer_auth("t").send().await.unwrap() }
+    };
+    let get = |path: &str| {
+        let c = c.clone();
+        let url = format!("{}{path}", sim.url());
+        async move { c.get(url).bearer_auth("t").send().await.unwrap() }
+    };
+    sim.store()
+        .create(&pods(), pod("a", "ns", json!({})))
+        .unwrap();
+    let at = sim.store().resource_version();
+    sim.store()
+        .create(&pods(), pod("b", "ns", json!({})))
+        .unwrap();
+    assert_eq!(authed("compact").await.status(), 200);
+    let r = get(&format!(
+        "/api/v1/pods?resourceVersion={at}&resourceVersionMatch=Exact"
+    ))
+    .await;
+    assert_eq!(r.status(), 410);
+
+    assert_eq!(
+        authed("fail?kind=list&code=429&count=1&retryAfter=2")
+            .await
+            .status(),
+        200
+    );
+    let r = get("/api/v1/pods").await;
+    assert_eq!(
+        (
+            r.status().as_u16(),
+            r.headers()["retry-after"].to_str().unwrap()
+        ),
+        (429, "2")
+    );
+    assert_eq!(get("/api/v1/pods").await.status(), 200);
+
+    let mut w = Lines {
+        resp: get("/api/v1/pods?watch=1&resourceVersion=0").await,
+        buf: Vec::new(),
+    };
+    assert_eq!(ev(&w.object_event().await), pair("ADDED", "a"));
+    assert_eq!(ev(&w.object_event().await), pair("ADDED", "b"));
+    assert_eq!(authed("close-watches").await.status(), 200);
+    assert!(matches!(w.read().await, Read::End));
+
+    let before = sim.store().resource_version();
+    assert_eq!(authed("churn?rate=200/s&seed=3").await.status(), 200);
+    let mut grew = false;
+    for _ in 0..200 {
+        if sim.store().resource_version() > before + 5 {
+            grew = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert!(grew, "churn wrote nothing");
+    assert_eq!(authed("churn?rate=0").await.status(), 200);
+
+    for action in [
+        "stall?ms=10",
+        "gone-next-watch",
+        "drop-connections",
+        "clear",
+    ] {
+        assert_eq!(authed(action).await.status(), 200, "{action}");
+    }
+    assert_eq!(authed("fail?code=abc").await.status(), 400);
+    assert_eq!(authed("nonsense").await.status(), 404);
+    let r = c
+        .get(format!("{}/kinformer-sim/admin/compact", sim.url()))
+        .bearer_auth("t")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 405);
+}
