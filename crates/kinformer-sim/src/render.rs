@@ -219,6 +219,66 @@ impl Iterator for ListChunks {
     }
 }
 
+/// Responses larger than this are gzip-compressed for clients that accept it, as the API
+/// server's `APIResponseCompression` does.
+pub(crate) const GZIP_THRESHOLD: usize = 128 * 1024;
+
+/// Gzips a body made of chunks, chunk by chunk, at the speed-first level the API server uses.
+pub(crate) struct GzipChunks<I> {
+    inner: I,
+    encoder: Option<flate2::write::GzEncoder<Vec<u8>>>,
+}
+
+impl<I> GzipChunks<I> {
+    pub(crate) fn new(inner: I) -> Self {
+        Self {
+            inner,
+            encoder: Some(flate2::write::GzEncoder::new(
+                Vec::new(),
+                flate2::Compression::fast(),
+            )),
+        }
+    }
+}
+
+impl<I: Iterator<Item = Bytes>> Iterator for GzipChunks<I> {
+    type Item = Bytes;
+
+    fn next(&mut self) -> Option<Bytes> {
+        use std::io::Write as _;
+        // Bounded by the inner iterator, which is finite.
+        loop {
+            let encoder = self.encoder.as_mut()?;
+            match self.inner.next() {
+                Some(chunk) => {
+                    // Writing into a Vec cannot fail.
+                    let _ = encoder.write_all(&chunk);
+                    let out = std::mem::take(encoder.get_mut());
+                    if !out.is_empty() {
+                        return Some(Bytes::from(out));
+                    }
+                }
+                None => {
+                    let out = self.encoder.take()?.finish().unwrap_or_default();
+                    return Some(Bytes::from(out));
+                }
+            }
+        }
+    }
+}
+
+/// Gzips a whole body.
+pub(crate) fn gzip(body: &[u8]) -> Bytes {
+    use std::io::Write as _;
+    let mut encoder = flate2::write::GzEncoder::new(
+        Vec::with_capacity(body.len() / 4),
+        flate2::Compression::fast(),
+    );
+    // Writing into a Vec cannot fail.
+    let _ = encoder.write_all(body);
+    Bytes::from(encoder.finish().unwrap_or_default())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -317,64 +377,4 @@ mod tests {
             (Some("ERROR"), Some("Status"), Some(410))
         );
     }
-}
-
-/// Responses larger than this are gzip-compressed for clients that accept it, as the API
-/// server's `APIResponseCompression` does.
-pub(crate) const GZIP_THRESHOLD: usize = 128 * 1024;
-
-/// Gzips a body made of chunks, chunk by chunk, at the speed-first level the API server uses.
-pub(crate) struct GzipChunks<I> {
-    inner: I,
-    encoder: Option<flate2::write::GzEncoder<Vec<u8>>>,
-}
-
-impl<I> GzipChunks<I> {
-    pub(crate) fn new(inner: I) -> Self {
-        Self {
-            inner,
-            encoder: Some(flate2::write::GzEncoder::new(
-                Vec::new(),
-                flate2::Compression::fast(),
-            )),
-        }
-    }
-}
-
-impl<I: Iterator<Item = Bytes>> Iterator for GzipChunks<I> {
-    type Item = Bytes;
-
-    fn next(&mut self) -> Option<Bytes> {
-        use std::io::Write as _;
-        // Bounded by the inner iterator, which is finite.
-        loop {
-            let encoder = self.encoder.as_mut()?;
-            match self.inner.next() {
-                Some(chunk) => {
-                    // Writing into a Vec cannot fail.
-                    let _ = encoder.write_all(&chunk);
-                    let out = std::mem::take(encoder.get_mut());
-                    if !out.is_empty() {
-                        return Some(Bytes::from(out));
-                    }
-                }
-                None => {
-                    let out = self.encoder.take()?.finish().unwrap_or_default();
-                    return Some(Bytes::from(out));
-                }
-            }
-        }
-    }
-}
-
-/// Gzips a whole body.
-pub(crate) fn gzip(body: &[u8]) -> Bytes {
-    use std::io::Write as _;
-    let mut encoder = flate2::write::GzEncoder::new(
-        Vec::with_capacity(body.len() / 4),
-        flate2::Compression::fast(),
-    );
-    // Writing into a Vec cannot fail.
-    let _ = encoder.write_all(body);
-    Bytes::from(encoder.finish().unwrap_or_default())
 }
