@@ -343,9 +343,7 @@ pub(crate) async fn route(
         None => Form::Full,
     };
     let result = match (&parts.method, target.name.is_some(), is_watch) {
-        (&Method::GET, _, true) => {
-            watch::handle(shared, target, &query, form == Form::Metadata).await
-        }
+        (&Method::GET, _, true) => watch::handle(shared, target, &query, form).await,
         (&Method::GET, false, false) => list(shared, &target, &query, form, gzip).await,
         (&Method::GET, true, false) => get(shared, &target, &query, form, gzip),
         (&Method::POST | &Method::PUT, _, _) if let Err(s) = check_body_type(&parts) => Err(s),
@@ -384,7 +382,7 @@ fn get(
         Form::Table => {
             let include = IncludeObject::parse(q.get("includeObject"))?;
             let meta = serde_json::json!({"resourceVersion": o.rv.to_string()});
-            let t = table::table(&t.info, std::slice::from_ref(&o), meta, include);
+            let t = table::table(&t.info, &[o.value()], meta, include);
             Bytes::from(serde_json::to_vec(&t).unwrap_or_default())
         }
     };
@@ -903,7 +901,8 @@ async fn list(
         if let Some(r) = meta.remaining {
             list_meta["remainingItemCount"] = Value::from(r);
         }
-        let t = table::table(&t.info, &items, list_meta, include);
+        let values: Vec<Value> = items.iter().map(|o| o.value()).collect();
+        let t = table::table(&t.info, &values, list_meta, include);
         let body = Bytes::from(serde_json::to_vec(&t).unwrap_or_default());
         return Ok(maybe_gzip_response(StatusCode::OK, body, gzip));
     }

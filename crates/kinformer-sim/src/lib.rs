@@ -32,8 +32,7 @@
 //! minutes, Kubernetes 1.34); tests turn [`SimConfig`]'s knobs down when they need things sooner.
 //!
 //! What it does not do: protobuf, CBOR and YAML (406/415), strategic merge patch, JSON patch and
-//! server-side apply (415), schema validation and most admission, `Table` watches, aggregated
-//! discovery, authorization policies, garbage collection, and persistence. `docs/sim.md` maps
+//! server-side apply (415), schema validation and most admission, aggregated discovery, authorization policies, garbage collection, and persistence. `docs/sim.md` maps
 //! each behaviour to the real server's.
 //!
 //! # Example

@@ -1,12 +1,11 @@
 //! Content negotiation of responses (the `Accept` header) and the `Table` form `kubectl get`
 //! prints from.
 
-use std::sync::Arc;
-
+use bytes::Bytes;
 use kinformer_core::Status;
 use serde_json::{Value, json};
 
-use crate::store::{ResourceInfo, Stored, status};
+use crate::store::{ResourceInfo, status};
 
 /// The form of objects a response carries.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -15,7 +14,7 @@ pub(crate) enum Form {
     Full,
     /// `PartialObjectMetadata` / `PartialObjectMetadataList`.
     Metadata,
-    /// A `meta.k8s.io` `Table` (gets and lists only).
+    /// A `meta.k8s.io` `Table` (of one row per watch event).
     Table,
 }
 
@@ -65,7 +64,7 @@ pub(crate) fn negotiate(accept: Option<&str>, read: Read) -> Result<Form, Status
         let meta_group = g == Some("meta.k8s.io") && matches!(v, Some("v1" | "v1beta1"));
         let form = match (r#as, read) {
             (None, _) => Some(Form::Full),
-            (Some("Table"), Read::Get | Read::List) if meta_group => Some(Form::Table),
+            (Some("Table"), _) if meta_group => Some(Form::Table),
             (Some("PartialObjectMetadataList"), Read::List) if meta_group => Some(Form::Metadata),
             (Some("PartialObjectMetadata"), Read::Get | Read::Watch) if meta_group => {
                 Some(Form::Metadata)
@@ -323,22 +322,25 @@ impl IncludeObject {
 /// A `Table` of objects, as `kubectl get` asks for it.
 pub(crate) fn table(
     info: &ResourceInfo,
-    objects: &[Arc<Stored>],
+    objects: &[Value],
     list_meta: Value,
     include: IncludeObject,
 ) -> Value {
     let now = jiff::Timestamp::now().as_second();
     let rows: Vec<Value> = objects
         .iter()
-        .map(|o| {
-            let v = o.value();
-            let mut row = json!({"cells": cells(info, &v, now)});
+        .map(|v| {
+            let mut row = json!({"cells": cells(info, v, now)});
             match include {
                 IncludeObject::None => {}
                 IncludeObject::Metadata => {
-                    row["object"] = serde_json::from_slice(o.meta_json()).unwrap_or(Value::Null);
+                    row["object"] = json!({
+                        "kind": "PartialObjectMetadata",
+                        "apiVersion": "meta.k8s.io/v1",
+                        "metadata": v["metadata"],
+                    });
                 }
-                IncludeObject::Object => row["object"] = v,
+                IncludeObject::Object => row["object"] = v.clone(),
             }
             row
         })
@@ -352,6 +354,18 @@ pub(crate) fn table(
     })
 }
 
+/// A watch event's object as a one-row `Table`, as the API server sends watch events to a
+/// client that asked for tables.
+pub(crate) fn table_event_object(
+    info: &ResourceInfo,
+    object: &Value,
+    include: IncludeObject,
+) -> Bytes {
+    let meta = json!({"resourceVersion": object["metadata"]["resourceVersion"]});
+    let t = table(info, std::slice::from_ref(object), meta, include);
+    Bytes::from(serde_json::to_vec(&t).unwrap_or_default())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -360,7 +374,7 @@ mod tests {
     fn negotiation_picks_the_first_acceptable_type() {
         let table = "application/json;as=Table;v=v1;g=meta.k8s.io,application/json;as=Table;v=v1beta1;g=meta.k8s.io,application/json";
         assert_eq!(negotiate(Some(table), Read::List).unwrap(), Form::Table);
-        assert_eq!(negotiate(Some(table), Read::Watch).unwrap(), Form::Full);
+        assert_eq!(negotiate(Some(table), Read::Watch).unwrap(), Form::Table);
         assert_eq!(negotiate(None, Read::Get).unwrap(), Form::Full);
         assert_eq!(negotiate(Some("*/*"), Read::Get).unwrap(), Form::Full);
         let pb = "application/vnd.kubernetes.protobuf, application/json";
@@ -369,15 +383,14 @@ mod tests {
             "application/vnd.kubernetes.protobuf",
             "text/html",
             "application/yaml",
-            "application/json;as=Table;v=v1;g=meta.k8s.io",
+            "application/json;as=Table;v=v2;g=meta.k8s.io",
             "application/json;q=0",
         ] {
-            let read = if only.contains("Table") {
-                Read::Watch
-            } else {
-                Read::List
-            };
-            assert_eq!(negotiate(Some(only), read).unwrap_err().code, 406, "{only}");
+            assert_eq!(
+                negotiate(Some(only), Read::List).unwrap_err().code,
+                406,
+                "{only}"
+            );
         }
         let meta_list = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1";
         let meta = "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1";

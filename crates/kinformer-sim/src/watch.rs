@@ -21,6 +21,7 @@ use crate::faults::FaultState;
 use crate::render::{bookmark_line, error_line, event_line};
 use crate::server::{Body, Shared};
 use crate::store::{Event, EventKind, Stored, invalid, too_large, too_old};
+use crate::table::{Form, IncludeObject, table_event_object};
 
 /// The default watch timeout when the request gives none (the real server picks 30-60 minutes).
 const DEFAULT_TIMEOUT: Duration = Duration::from_secs(1800);
@@ -41,6 +42,8 @@ struct Spec {
     target: Target,
     filter: Filter,
     meta_only: bool,
+    /// Events as one-row Tables, with what rows carry.
+    table: Option<IncludeObject>,
     bookmarks: bool,
     start: Start,
     timeout: Duration,
@@ -56,8 +59,12 @@ pub(crate) async fn handle(
     shared: &Arc<Shared>,
     target: Target,
     q: &Query,
-    meta_only: bool,
+    form: Form,
 ) -> Result<Response<Body>, Status> {
+    let meta_only = form == Form::Metadata;
+    let table = (form == Form::Table)
+        .then(|| IncludeObject::parse(q.get("includeObject")))
+        .transpose()?;
     let mut filter = Filter::from_query(&target.info, target.namespace.clone(), q)?;
     if let Some(name) = &target.name {
         let mut reqs = filter.field.requirements().to_vec();
@@ -120,6 +127,7 @@ pub(crate) async fn handle(
         target,
         filter,
         meta_only,
+        table,
         bookmarks,
         start,
         timeout,
@@ -307,7 +315,39 @@ impl Spec {
             (EventKind::Deleted, _, true) => Variant::Deleted,
             _ => return None,
         };
+        if let Some(include) = self.table {
+            return Some(self.table_line(ev, variant, include));
+        }
         Some(line(ev, variant, self.meta_only))
+    }
+
+    /// An event line whose object is a one-row Table (rendered for this watcher alone).
+    fn table_line(&self, ev: &Event, variant: Variant, include: IncludeObject) -> Bytes {
+        let (kind, object) = match variant {
+            Variant::Added => ("ADDED", ev.object.value()),
+            Variant::Modified => ("MODIFIED", ev.object.value()),
+            Variant::Deleted => ("DELETED", ev.object.value()),
+            Variant::Left => {
+                let mut v = ev.prev.as_ref().unwrap_or(&ev.object).value();
+                v["metadata"]["resourceVersion"] = ev.rv.to_string().into();
+                ("DELETED", v)
+            }
+        };
+        event_line(
+            kind,
+            &table_event_object(&self.target.info, &object, include),
+        )
+    }
+
+    /// The ADDED line of an object sent as part of the initial state.
+    fn initial_line(&self, o: &Stored) -> Bytes {
+        match self.table {
+            Some(include) => event_line(
+                "ADDED",
+                &table_event_object(&self.target.info, &o.value(), include),
+            ),
+            None => event_line("ADDED", object_bytes(o, self.meta_only)),
+        }
     }
 
     fn bookmark(&self, rv: u64, end: bool) -> Bytes {
@@ -378,7 +418,7 @@ async fn stream(
                 }
             };
             for o in snap.iter().filter(|o| spec.filter.matches(o)) {
-                let line = event_line("ADDED", object_bytes(o, spec.meta_only));
+                let line = spec.initial_line(o);
                 if w.send_event(line).await == Flow::Stop {
                     return;
                 }

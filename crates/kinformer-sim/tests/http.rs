@@ -2161,7 +2161,7 @@ async fn content_negotiation_answers_406_and_serves_tables() {
         ),
         (
             format!("{list}?watch=1"),
-            "application/json;as=Table;g=meta.k8s.io;v=v1",
+            "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1",
         ),
     ] {
         let (status, s) = code(url.clone(), accept).await;
@@ -2195,6 +2195,23 @@ async fn content_negotiation_answers_406_and_serves_tables() {
     assert_eq!(t["rows"][0]["object"]["kind"], "PartialObjectMetadata");
     let (_, t) = code(one, kubectl).await;
     assert_eq!(t["rows"].as_array().unwrap().len(), 1);
+    // Watch events become one-row tables.
+    let r = c
+        .get(format!("{list}?watch=1&resourceVersion=0"))
+        .header("accept", kubectl)
+        .send()
+        .await
+        .unwrap();
+    let mut w = Lines {
+        resp: r,
+        buf: Vec::new(),
+    };
+    let e = w.event().await;
+    assert_eq!(
+        (e["type"].as_str(), e["object"]["kind"].as_str()),
+        (Some("ADDED"), Some("Table"))
+    );
+    assert_eq!(e["object"]["rows"][0]["cells"][0], "a");
 }
 
 #[tokio::test]

@@ -282,6 +282,17 @@ async fn watch_output_watch_events_sees_added_modified_deleted() {
     read_until(&mut table, &mut text, |o| lines(o).len() >= 3).await;
     assert_eq!(lines(&text), ["ADDED", "MODIFIED", "DELETED"], "{text}");
     assert!(text.starts_with("EVENT"), "{text}");
+    // The server's table columns, for the initial list and every event alike (one header).
+    let header: Vec<&str> = text.lines().next().unwrap().split_whitespace().collect();
+    assert_eq!(
+        header,
+        ["EVENT", "NAME", "READY", "STATUS", "RESTARTS", "AGE"],
+        "{text}"
+    );
+    assert_eq!(text.matches("EVENT").count(), 1, "{text}");
+    for line in text.lines().skip(1) {
+        assert_eq!(line.split_whitespace().count(), 6, "{text}");
+    }
 }
 
 #[tokio::test]
