@@ -496,24 +496,34 @@ async fn patch(
         .get(header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
         .unwrap_or_default();
-    // Only JSON merge patch: a strategic merge patch has directives (`$patch`,
-    // `$setElementOrder/...`) and merges lists by key, which the sim does not implement, so it is
-    // refused as by a server without it rather than stored wrongly.
-    if !ct.starts_with("application/merge-patch+json") {
-        return Err(status(
-            415,
-            "UnsupportedMediaType",
-            format!(
-                "the body of the request was in an unknown format - accepted media types include: application/merge-patch+json (got {ct:?})"
-            ),
-        ));
-    }
+    let media = ct.split(';').next().unwrap_or_default().trim();
+    // Custom resources have no strategic merge patch on a real server either.
+    let builtin = matches!(t.info.api.group.as_str(), "" | "apps");
+    let strategic = match media {
+        "application/merge-patch+json" => false,
+        "application/strategic-merge-patch+json" if builtin => true,
+        _ => {
+            let accepted = if builtin {
+                "application/merge-patch+json, application/strategic-merge-patch+json"
+            } else {
+                "application/merge-patch+json"
+            };
+            return Err(status(
+                415,
+                "UnsupportedMediaType",
+                format!(
+                    "the body of the request was in an unknown format - accepted media types include: {accepted} (got {ct:?})"
+                ),
+            ));
+        }
+    };
     let dry = dry_run(q)?;
     let p = read_json(body).await?;
     let name = t.name.as_deref().unwrap_or_default();
-    let out = shared
-        .store
-        .write_patch(&t.info.api, t.namespace.as_deref(), name, p, dry)?;
+    let out =
+        shared
+            .store
+            .write_patch(&t.info.api, t.namespace.as_deref(), name, p, strategic, dry)?;
     Ok(object_response(StatusCode::OK, &out))
 }
 

@@ -16,7 +16,7 @@
 //!   (exact reads for limited legacy lists, 410 when too old, 504 when too new, `resourceVersion=0`
 //!   paging by [`KubeVersion`]); watch with bookmarks shaped and timed like the watch cache's,
 //!   timeouts, selector transitions, streaming lists (`sendInitialEvents`); create, replace, merge
-//!   patch, delete with preconditions, `dryRun`, graceful deletion of pods and finalizers;
+//!   and strategic merge patch, delete with preconditions, `dryRun`, graceful deletion of pods and finalizers;
 //!   namespace checks and pod defaults on create; content negotiation with metadata-only and
 //!   `Table` responses (406 otherwise); gzip for large responses; discovery for `kubectl`;
 //!   `Status` bodies for every error.
@@ -31,8 +31,8 @@
 //! The defaults are a real server's (bookmarks each minute, history compacted every five
 //! minutes, Kubernetes 1.34); tests turn [`SimConfig`]'s knobs down when they need things sooner.
 //!
-//! What it does not do: protobuf, CBOR and YAML (406/415), strategic merge patch, JSON patch and
-//! server-side apply (415), schema validation and most admission, aggregated discovery, authorization policies, garbage collection, and persistence. `docs/sim.md` maps
+//! What it does not do: protobuf, CBOR and YAML (406/415), JSON patch and server-side apply
+//! (415), schema validation and most admission, aggregated discovery, authorization policies, garbage collection, and persistence. `docs/sim.md` maps
 //! each behaviour to the real server's.
 //!
 //! # Example
@@ -70,6 +70,7 @@ mod error;
 mod faults;
 mod render;
 mod server;
+mod smp;
 mod store;
 mod table;
 mod watch;

@@ -602,7 +602,7 @@ impl Store {
         name: &str,
         merge_patch: Value,
     ) -> Result<Value, Status> {
-        self.write_patch(resource, namespace, name, merge_patch, false)
+        self.write_patch(resource, namespace, name, merge_patch, false, false)
     }
 
     pub(crate) fn write_patch(
@@ -611,6 +611,7 @@ impl Store {
         namespace: Option<&str>,
         name: &str,
         merge_patch: Value,
+        strategic: bool,
         dry_run: bool,
     ) -> Result<Value, Status> {
         let mut state = self.inner.state.lock();
@@ -633,7 +634,11 @@ impl Store {
         {
             return Err(conflict(&info.api, name));
         }
-        self::merge_patch(&mut value, &patch);
+        if strategic {
+            crate::smp::apply(&mut value, &patch);
+        } else {
+            self::merge_patch(&mut value, &patch);
+        }
         let out = state.replace(&info, value, &current, dry_run)?;
         drop(state);
         self.notify();

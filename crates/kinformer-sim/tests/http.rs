@@ -2096,29 +2096,48 @@ async fn created_pods_get_defaults_and_namespaces_are_real() {
 }
 
 #[tokio::test]
-async fn strategic_merge_patches_are_refused_not_stored_wrongly() {
+async fn strategic_merge_patches_merge_lists_by_key_and_store_no_directive() {
     let sim = start(SimConfig::default()).await;
     let c = client();
     sim.store()
-        .create(&pods(), json!({"metadata": {"name": "p", "namespace": "default"}, "spec": {"containers": [{"name": "c", "image": "a:1", "ports": [{"containerPort": 80}]}]}}))
+        .create(&pods(), json!({"metadata": {"name": "p", "namespace": "default"}, "spec": {"containers": [{"name": "c", "image": "a:1", "ports": [{"containerPort": 80}]}, {"name": "d", "image": "d:1"}]}}))
         .unwrap();
-    let before = sim.store().resource_version();
+    // What kubectl apply sends to change one image.
     let r = c
         .patch(format!("{}/api/v1/namespaces/default/pods/p", sim.url()))
         .header("content-type", "application/strategic-merge-patch+json")
-        .body(r#"{"$setElementOrder/containers":[{"name":"c"}],"spec":{"containers":[{"name":"c","image":"a:2"}]}}"#)
+        .body(r#"{"spec":{"$setElementOrder/containers":[{"name":"c"},{"name":"d"}],"containers":[{"name":"c","image":"a:2"}]}}"#)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    let stored = sim.store().get(&pods(), Some("default"), "p").unwrap();
+    let containers = &stored["spec"]["containers"];
+    assert_eq!(containers[0]["image"], "a:2");
+    assert_eq!(containers[0]["ports"][0]["containerPort"], 80);
+    assert_eq!(containers[1]["name"], "d");
+    assert!(!stored.to_string().contains("$setElementOrder"), "{stored}");
+    // Custom resources have no strategic merge patch: 415, as on a real server.
+    let widgets = ApiResource::new("example.com", "v1", "Widget", "widgets", Scope::Namespaced);
+    sim.store().register_crd(widgets.clone());
+    sim.store()
+        .create(
+            &widgets,
+            json!({"metadata": {"name": "w", "namespace": "default"}}),
+        )
+        .unwrap();
+    let r = c
+        .patch(format!(
+            "{}/apis/example.com/v1/namespaces/default/widgets/w",
+            sim.url()
+        ))
+        .header("content-type", "application/strategic-merge-patch+json")
+        .body(r#"{"spec":{"size":2}}"#)
         .send()
         .await
         .unwrap();
     assert_eq!(r.status(), 415);
-    let s = body_json(r).await;
-    assert_eq!(s["reason"], "UnsupportedMediaType");
-    assert_eq!(sim.store().resource_version(), before);
-    let stored = sim.store().get(&pods(), Some("default"), "p").unwrap();
-    assert_eq!(
-        stored["spec"]["containers"][0]["ports"][0]["containerPort"],
-        80
-    );
+    assert_eq!(body_json(r).await["reason"], "UnsupportedMediaType");
     // Request bodies the sim cannot decode are refused the same way.
     let r = c
         .post(format!("{}/api/v1/namespaces/default/pods", sim.url()))

@@ -394,47 +394,38 @@ async fn kubectl_over_tls_with_a_token_and_with_a_client_certificate() {
 }
 
 #[tokio::test]
-async fn apply_creates_and_a_changing_apply_fails_clearly() {
+async fn apply_creates_and_configures_as_a_real_server_stores_it() {
     let sim = SimServer::start(SimConfig::default()).await.unwrap();
     let k = Kubectl::new(&sim);
     let manifest = |image: &str| {
         format!(
-            "apiVersion: v1\nkind: Pod\nmetadata:\n  name: applied\nspec:\n  containers:\n  - name: c\n    image: {image}\n    ports:\n    - containerPort: 80\n"
+            "apiVersion: v1\nkind: Pod\nmetadata:\n  name: applied\nspec:\n  containers:\n  - name: c\n    image: {image}\n    ports:\n    - containerPort: 80\n  - name: d\n    image: busybox:1\n"
         )
     };
     let out = k
         .run_with_stdin(&["apply", "-f", "-"], Some(&manifest("nginx:1.27")))
         .await;
     assert_eq!(out.trim(), "pod/applied created");
-    // Changing it needs a strategic merge patch, which the sim refuses with 415 instead of
-    // storing its directives.
-    let mut child = k.spawn(&["apply", "-f", "-"], true);
-    let mut stdin = child.stdin.take().unwrap();
-    stdin
-        .write_all(manifest("nginx:1.28").as_bytes())
-        .await
-        .unwrap();
-    drop(stdin);
-    let out = tokio::time::timeout(WAIT, child.wait_with_output())
-        .await
-        .unwrap()
-        .unwrap();
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(!out.status.success());
-    assert!(
-        err.contains("UnsupportedMediaType") || err.contains("unknown format"),
-        "{err}"
-    );
+    // Changing one image is a strategic merge patch: the container is merged by name, its ports
+    // kept, and no directive is stored.
+    let out = k
+        .run_with_stdin(&["apply", "-f", "-"], Some(&manifest("nginx:1.28")))
+        .await;
+    assert_eq!(out.trim(), "pod/applied configured");
     let stored = sim
         .store()
         .get(&pods(), Some("default"), "applied")
         .unwrap();
-    assert_eq!(stored["spec"]["containers"][0]["image"], "nginx:1.27");
-    assert_eq!(
-        stored["spec"]["containers"][0]["ports"][0]["containerPort"],
-        80
-    );
-    assert!(!stored.to_string().contains("$setElementOrder"));
+    let containers = &stored["spec"]["containers"];
+    assert_eq!(containers[0]["image"], "nginx:1.28");
+    assert_eq!(containers[0]["ports"][0]["containerPort"], 80);
+    assert_eq!(containers[1]["name"], "d");
+    assert!(!stored.to_string().contains("$setElementOrder"), "{stored}");
+    // Applying the same manifest again changes nothing.
+    let out = k
+        .run_with_stdin(&["apply", "-f", "-"], Some(&manifest("nginx:1.28")))
+        .await;
+    assert_eq!(out.trim(), "pod/applied unchanged");
 }
 
 #[tokio::test]
