@@ -385,8 +385,20 @@ fn get(
             let t = table::table(&t.info, &[o.value()], meta, include);
             Bytes::from(serde_json::to_vec(&t).unwrap_or_default())
         }
+        Form::Yaml => return Ok(yaml_response(&o.value(), gzip)),
     };
     Ok(maybe_gzip_response(StatusCode::OK, body, gzip))
+}
+
+/// An object or a list as YAML.
+fn yaml_response(v: &Value, gzip: bool) -> Response<Body> {
+    let body = Bytes::from(serde_yaml_ng::to_string(v).unwrap_or_default());
+    let mut r = maybe_gzip_response(StatusCode::OK, body, gzip);
+    r.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/yaml"),
+    );
+    r
 }
 
 /// Refuses a request body in a media type the sim cannot decode (protobuf, CBOR), with the 415 a
@@ -903,7 +915,7 @@ async fn list(
         remaining,
     };
     let items: Vec<Arc<Stored>> = items.into_iter().cloned().collect();
-    if form == Form::Table {
+    if matches!(form, Form::Table | Form::Yaml) {
         let mut list_meta = serde_json::json!({"resourceVersion": at.to_string()});
         if let Some(c) = &meta.continue_token {
             list_meta["continue"] = Value::from(*c);
@@ -911,7 +923,22 @@ async fn list(
         if let Some(r) = meta.remaining {
             list_meta["remainingItemCount"] = Value::from(r);
         }
-        let values: Vec<Value> = items.iter().map(|o| o.value()).collect();
+        let mut values: Vec<Value> = items.iter().map(|o| o.value()).collect();
+        if form == Form::Yaml {
+            for v in &mut values {
+                if let Some(m) = v.as_object_mut() {
+                    m.remove("kind");
+                    m.remove("apiVersion");
+                }
+            }
+            let list = serde_json::json!({
+                "kind": format!("{}List", t.info.api.kind),
+                "apiVersion": t.info.api.api_version,
+                "metadata": list_meta,
+                "items": values,
+            });
+            return Ok(yaml_response(&list, gzip));
+        }
         let t = table::table(&t.info, &values, list_meta, include);
         let body = Bytes::from(serde_json::to_vec(&t).unwrap_or_default());
         return Ok(maybe_gzip_response(StatusCode::OK, body, gzip));

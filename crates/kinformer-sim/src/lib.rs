@@ -16,10 +16,10 @@
 //!   (exact reads for limited legacy lists, 410 when too old, 504 when too new, `resourceVersion=0`
 //!   paging by [`KubeVersion`]); watch with bookmarks shaped and timed like the watch cache's,
 //!   timeouts, selector transitions, streaming lists (`sendInitialEvents`); create, replace, merge
-//!   and strategic merge patch, delete with preconditions, `dryRun`, graceful deletion of pods and finalizers;
-//!   namespace checks and pod defaults on create; content negotiation with metadata-only and
-//!   `Table` responses (406 otherwise); gzip for large responses; discovery for `kubectl`;
-//!   `Status` bodies for every error.
+//!   and strategic merge patch, delete with preconditions, `dryRun`, graceful deletion of pods
+//!   and finalizers; namespace checks and pod defaults on create; content negotiation with
+//!   metadata-only, `Table` and YAML responses (406 otherwise); gzip for large responses;
+//!   discovery for `kubectl`; `Status` bodies for every error.
 //! - **TLS and authentication**: HTTPS with a generated CA, bearer tokens, basic auth, client
 //!   certificates ([`Auth`]).
 //! - **Fault injection** ([`Faults`], and over HTTP with [`SimConfig::admin`]): closed, stalled,
@@ -31,9 +31,9 @@
 //! The defaults are a real server's (bookmarks each minute, history compacted every five
 //! minutes, Kubernetes 1.34); tests turn [`SimConfig`]'s knobs down when they need things sooner.
 //!
-//! What it does not do: protobuf, CBOR and YAML (406/415), JSON patch and server-side apply
-//! (415), schema validation and most admission, aggregated discovery, authorization policies, garbage collection, and persistence. `docs/sim.md` maps
-//! each behaviour to the real server's.
+//! What it does not do: protobuf and CBOR (406/415), JSON patch and server-side apply (415),
+//! schema validation and most admission, aggregated discovery, authorization policies, garbage
+//! collection, and persistence. `docs/sim.md` maps each behaviour to the real server's.
 //!
 //! # Example
 //! ```

@@ -16,6 +16,9 @@ pub(crate) enum Form {
     Metadata,
     /// A `meta.k8s.io` `Table` (of one row per watch event).
     Table,
+    /// Full objects as YAML (`application/yaml`; gets and lists only, as YAML has no stream
+    /// framing for watches).
+    Yaml,
 }
 
 /// What a request reads: one object, a collection, or a watch.
@@ -49,6 +52,12 @@ pub(crate) fn negotiate(accept: Option<&str>, read: Read) -> Result<Form, Status
     for (_, _, media) in candidates {
         let mut parts = media.split(';').map(str::trim);
         let mime = parts.next().unwrap_or_default().to_ascii_lowercase();
+        if mime == "application/yaml" {
+            if read != Read::Watch && !media.contains("as=") {
+                return Ok(Form::Yaml);
+            }
+            continue;
+        }
         if !matches!(mime.as_str(), "application/json" | "application/*" | "*/*") {
             continue;
         }
@@ -78,7 +87,7 @@ pub(crate) fn negotiate(accept: Option<&str>, read: Read) -> Result<Form, Status
     Err(status(
         406,
         "NotAcceptable",
-        "only the following media types are accepted: application/json",
+        "only the following media types are accepted: application/json, application/yaml",
     ))
 }
 
@@ -382,7 +391,6 @@ mod tests {
         for only in [
             "application/vnd.kubernetes.protobuf",
             "text/html",
-            "application/yaml",
             "application/json;as=Table;v=v2;g=meta.k8s.io",
             "application/json;q=0",
         ] {
@@ -392,6 +400,16 @@ mod tests {
                 "{only}"
             );
         }
+        assert_eq!(
+            negotiate(Some("application/yaml"), Read::Get).unwrap(),
+            Form::Yaml
+        );
+        assert_eq!(
+            negotiate(Some("application/yaml"), Read::Watch)
+                .unwrap_err()
+                .code,
+            406
+        );
         let meta_list = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1";
         let meta = "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1";
         assert_eq!(

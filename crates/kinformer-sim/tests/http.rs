@@ -2169,7 +2169,7 @@ async fn content_negotiation_answers_406_and_serves_tables() {
     for (url, accept) in [
         (list.clone(), "application/vnd.kubernetes.protobuf"),
         (list.clone(), "text/html"),
-        (list.clone(), "application/yaml"),
+        (format!("{list}?watch=1"), "application/yaml"),
         (
             list.clone(),
             "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1",
@@ -2190,6 +2190,20 @@ async fn content_negotiation_answers_406_and_serves_tables() {
             "{url} {accept}"
         );
     }
+    // YAML for gets and lists.
+    let r = c
+        .get(&list)
+        .header("accept", "application/yaml")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.headers()["content-type"], "application/yaml");
+    let text = r.text().await.unwrap();
+    assert!(
+        text.starts_with("apiVersion: v1\nitems:") || text.contains("kind: PodList"),
+        "{text}"
+    );
+    assert!(text.contains("name: a"), "{text}");
     // JSON as a listed alternative is served.
     let (status, l) = code(
         list.clone(),
