@@ -219,10 +219,13 @@ mod tests {
         })
     }
 
+    /// A check of a patched object.
+    type Check = Box<dyn Fn(&Value)>;
+
     /// Each case: a patch, and what it must change.
     #[test]
     fn strategic_merge_patch_cases() {
-        let cases: Vec<(Value, Box<dyn Fn(&Value)>)> = vec![
+        let cases: Vec<(Value, Check)> = vec![
             (
                 // kubectl apply changing one image: the other container and the ports stay.
                 json!({"spec": {"$setElementOrder/containers": [{"name": "app"}, {"name": "side"}], "containers": [{"name": "app", "image": "app:2"}]}}),
