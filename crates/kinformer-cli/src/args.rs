@@ -128,6 +128,15 @@ pub(crate) struct SimArgs {
     /// Write the kubeconfig here (it must not exist yet; it is removed on exit)
     #[arg(long, value_name = "PATH")]
     pub(crate) kubeconfig: Option<PathBuf>,
+    /// The Kubernetes release to behave like: 1.32, 1.33 or 1.34 (up to 1.33, lists at
+    /// resourceVersion=0 ignore limit, as the watch cache did)
+    #[arg(long, value_name = "VERSION", default_value = "1.34", value_parser = parse_kube_version)]
+    pub(crate) kube_version: kinformer_sim::KubeVersion,
+    /// Serve fault-injection endpoints under /kinformer-sim/admin/ (POST compact,
+    /// close-watches, drop-connections, gone-next-watch, fail?code=429&count=2&retryAfter=1,
+    /// stall?ms=5000, churn?rate=50/s, clear)
+    #[arg(long)]
+    pub(crate) admin: bool,
 }
 
 /// A parsed `--request-timeout`: a bound, or none at all (`0`).
@@ -169,6 +178,11 @@ fn parse_field_selector(s: &str) -> Result<String, String> {
 
 /// A churn rate (`50/s`, `600/m`, `3600/h`, or a bare number per second), at most
 /// [`MAX_CHURN_PER_SEC`].
+fn parse_kube_version(s: &str) -> Result<kinformer_sim::KubeVersion, String> {
+    kinformer_sim::KubeVersion::parse(s)
+        .ok_or_else(|| "not a modelled release: write 1.32, 1.33 or 1.34".to_owned())
+}
+
 fn parse_churn(s: &str) -> Result<f64, String> {
     // The sim's own messages quote the value; clap already shows it, so keep only the reason.
     let rate = kinformer_sim::ChurnConfig::parse_rate(s).map_err(|_| {

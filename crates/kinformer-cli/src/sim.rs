@@ -166,6 +166,8 @@ pub(crate) async fn run(args: SimArgs) -> Result<(), Error> {
         tls: args.tls,
         auth: args.token.clone().map_or(Auth::None, Auth::BearerToken),
         port: args.port,
+        version: args.kube_version,
+        admin: args.admin,
         ..SimConfig::default()
     })
     .await?;
@@ -182,23 +184,33 @@ pub(crate) async fn run(args: SimArgs) -> Result<(), Error> {
     if args.pods > 0 {
         store.seed_pods(args.pods, args.seed);
     }
-    let churn = (args.churn > 0.0).then(|| {
-        store.churn(ChurnConfig {
-            rate_per_sec: args.churn,
-            seed: args.seed,
-        })
-    });
+    // The server runs the churn, so that the admin endpoint can stop and restart it.
+    sim.set_churn((args.churn > 0.0).then_some(ChurnConfig {
+        rate_per_sec: args.churn,
+        seed: args.seed,
+    }));
     let path = kubeconfig.path.display();
     // A closed stdout does not stop the server: the kubeconfig is still there to be used.
     let mut out = std::io::stdout().lock();
     let _ = writeln!(out, "kinformer sim listening on {}", sim.url())
         .and_then(|()| writeln!(out, "kubeconfig: {path}"))
         .and_then(|()| writeln!(out, "try: kubectl --kubeconfig {path} get pods -A"))
+        .and_then(|()| {
+            if args.admin {
+                writeln!(
+                    out,
+                    "admin: POST {}/kinformer-sim/admin/<action>",
+                    sim.url()
+                )
+            } else {
+                Ok(())
+            }
+        })
         .and_then(|()| out.flush());
     drop(out);
     let stopped = stop.wait().await;
     tracing::info!("stopping");
-    drop(churn);
+    sim.set_churn(None);
     let _ = tokio::time::timeout(Duration::from_secs(5), sim.shutdown()).await;
     drop(kubeconfig);
     stopped

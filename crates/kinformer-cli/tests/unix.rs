@@ -34,6 +34,8 @@ fn help_and_version_come_from_clap() {
         "--tls",
         "--token",
         "--kubeconfig",
+        "--kube-version",
+        "--admin",
     ] {
         assert!(out.contains(flag), "{flag}: {out}");
     }
@@ -328,4 +330,89 @@ fn sim_errors_are_one_line_with_the_address() {
         !path.exists(),
         "the kubeconfig of a server that never ran is left behind"
     );
+}
+
+/// A plain HTTP/1.0 GET (the server ends the body by closing the connection): the body.
+fn http_get(base: &str, path: &str) -> String {
+    use std::io::{Read as _, Write as _};
+    let addr = base.trim_start_matches("http://");
+    let mut tcp = std::net::TcpStream::connect(addr).unwrap();
+    tcp.set_read_timeout(Some(BOUND)).unwrap();
+    write!(tcp, "GET {path} HTTP/1.0\r\nHost: {addr}\r\n\r\n").unwrap();
+    let mut out = String::new();
+    tcp.read_to_string(&mut out).unwrap();
+    out.split_once("\r\n\r\n").unwrap().1.to_owned()
+}
+
+#[cfg(unix)]
+#[test]
+fn sim_kube_version_selects_how_resource_version_zero_lists_page() {
+    for (version, items) in [("1.33", 10), ("1.34", 3)] {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("kubeconfig");
+        let (mut child, printed) = start_sim(
+            dir.path(),
+            &["--pods", "10", "--kube-version", version],
+            &path,
+        );
+        let url = printed[0]
+            .strip_prefix("kinformer sim listening on ")
+            .unwrap()
+            .to_owned();
+        let v: serde_json::Value = serde_json::from_str(&http_get(&url, "/version")).unwrap();
+        assert_eq!(v["minor"], &version[2..]);
+        let l: serde_json::Value =
+            serde_json::from_str(&http_get(&url, "/api/v1/pods?resourceVersion=0&limit=3"))
+                .unwrap();
+        assert_eq!(l["items"].as_array().unwrap().len(), items, "{version}");
+        signal(&child.0, "INT");
+        assert!(wait_bounded(&mut child.0).success());
+    }
+}
+
+/// A plain HTTP/1.0 request: the status code and the body.
+fn http_request(base: &str, method: &str, path: &str) -> (u16, String) {
+    use std::io::{Read as _, Write as _};
+    let addr = base.trim_start_matches("http://");
+    let mut tcp = std::net::TcpStream::connect(addr).unwrap();
+    tcp.set_read_timeout(Some(BOUND)).unwrap();
+    write!(
+        tcp,
+        "{method} {path} HTTP/1.0\r\nHost: {addr}\r\nContent-Length: 0\r\n\r\n"
+    )
+    .unwrap();
+    let mut out = String::new();
+    tcp.read_to_string(&mut out).unwrap();
+    let (head, body) = out.split_once("\r\n\r\n").unwrap();
+    let code = head.split_whitespace().nth(1).unwrap().parse().unwrap();
+    (code, body.to_owned())
+}
+
+#[cfg(unix)]
+#[test]
+fn sim_admin_endpoints_inject_faults_only_when_enabled() {
+    for admin in [false, true] {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("kubeconfig");
+        let args: &[&str] = if admin { &["--admin"] } else { &[] };
+        let (mut child, printed) = start_sim(dir.path(), args, &path);
+        let url = printed[0]
+            .strip_prefix("kinformer sim listening on ")
+            .unwrap()
+            .to_owned();
+        let (code, _) = http_request(
+            &url,
+            "POST",
+            "/kinformer-sim/admin/fail?kind=list&code=503&count=1",
+        );
+        if admin {
+            assert_eq!(code, 200);
+            assert_eq!(http_request(&url, "GET", "/api/v1/pods").0, 503);
+        } else {
+            assert_eq!(code, 404);
+        }
+        assert_eq!(http_request(&url, "GET", "/api/v1/pods").0, 200);
+        signal(&child.0, "INT");
+        assert!(wait_bounded(&mut child.0).success());
+    }
 }

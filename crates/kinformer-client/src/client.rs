@@ -5,7 +5,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use kinformer_core::{
-    ApiResource, ListParams, Object, ObjectList, Scope, Status, WatchParams, validation,
+    ApiResource, DynamicObject, ListParams, Object, ObjectList, Scope, Status, WatchParams,
+    validation,
 };
 use reqwest::StatusCode;
 use reqwest::header::{ACCEPT, ACCEPT_ENCODING, AUTHORIZATION, RETRY_AFTER};
@@ -142,12 +143,16 @@ impl Client {
         let path = with_query(checked_list_path(resource, namespace)?, &params.to_query());
         let response = self.send(&path, accept, false).await?;
         let body = self.read_list_body(response).await?;
-        ObjectList::from_json_scoped(&body, resource.scope).map_err(|source| Error::Decode {
-            what: "list",
-            line: None,
-            offset: None,
-            source,
-        })
+        let mut list = ObjectList::from_json_scoped(&body, resource.scope).map_err(|source| {
+            Error::Decode {
+                what: "list",
+                line: None,
+                offset: None,
+                source,
+            }
+        })?;
+        fill_dynamic_types(&mut list, resource);
+        Ok(list)
     }
 
     /// Opens a watch on `resource` and decodes its events as they arrive.
@@ -439,4 +444,23 @@ fn find_tls_error(e: &(dyn std::error::Error + 'static)) -> Option<String> {
         depth += 1;
     }
     None
+}
+
+/// The API server leaves `kind` and `apiVersion` out of list items (the list's kind says what
+/// they are). Typed objects know their own; a [`DynamicObject`] is given the listed resource's,
+/// as client-go does for the items of an unstructured list.
+fn fill_dynamic_types<K: Object>(list: &mut ObjectList<K>, resource: &ApiResource) {
+    for item in &mut list.items {
+        let Some(object) = Arc::get_mut(item)
+            .and_then(|o| (o as &mut dyn std::any::Any).downcast_mut::<DynamicObject>())
+        else {
+            continue;
+        };
+        if object.types.kind.is_empty() {
+            object.types.kind.clone_from(&resource.kind);
+        }
+        if object.types.api_version.is_empty() {
+            object.types.api_version.clone_from(&resource.api_version);
+        }
+    }
 }

@@ -15,10 +15,14 @@ use kinformer_core::{FieldSelector, LabelSelector, Scope, Status, StatusDetails}
 use serde_json::Value;
 
 use crate::faults::RequestKind;
-use crate::render::{ListChunks, ListMeta, status_json};
+use crate::render;
+use crate::render::{
+    GZIP_THRESHOLD, GzipChunks, ListChunks, ListMeta, status_json, status_json_with_continue,
+};
 use crate::server::{Body, Shared};
-use crate::store::{ResourceInfo, Stored, invalid, not_found, status, too_large};
-use crate::{discovery, watch};
+use crate::store::{DeleteOptions, ResourceInfo, Stored, invalid, not_found, status, too_large};
+use crate::table::{Form, IncludeObject, Read, negotiate};
+use crate::{admin, admission, discovery, table, watch};
 
 /// The largest request body accepted, as the real server's default.
 const MAX_BODY: usize = 3 * 1024 * 1024;
@@ -104,11 +108,58 @@ pub(crate) fn status_response(s: &Status) -> Response<Body> {
     r
 }
 
-/// A streamed response from pre-rendered chunks, paced by the slow-chunks fault.
+/// Whether the client accepts gzip (`Accept-Encoding: gzip`, not with `q=0`).
+fn accepts_gzip(parts: &http::request::Parts) -> bool {
+    parts
+        .headers
+        .get_all(header::ACCEPT_ENCODING)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .any(|coding| {
+            let mut params = coding.split(';').map(str::trim);
+            params
+                .next()
+                .is_some_and(|c| c.eq_ignore_ascii_case("gzip"))
+                && !params.any(|p| {
+                    p.strip_prefix("q=")
+                        .and_then(|q| q.parse::<f32>().ok())
+                        .is_some_and(|q| q == 0.0)
+                })
+        })
+}
+
+/// Marks a response as gzip-compressed.
+fn set_gzip_headers(r: &mut Response<Body>) {
+    r.headers_mut()
+        .insert(header::CONTENT_ENCODING, HeaderValue::from_static("gzip"));
+    r.headers_mut()
+        .insert(header::VARY, HeaderValue::from_static("Accept-Encoding"));
+}
+
+/// A whole JSON body, gzip-compressed when it is large and the client accepts it.
+fn maybe_gzip_response(code: StatusCode, body: Bytes, gzip: bool) -> Response<Body> {
+    if gzip && body.len() > GZIP_THRESHOLD {
+        let mut r = json_response(code, render::gzip(&body));
+        set_gzip_headers(&mut r);
+        r
+    } else {
+        json_response(code, body)
+    }
+}
+
+/// A streamed response from pre-rendered chunks, paced by the slow-chunks fault, and
+/// gzip-compressed chunk by chunk when `gzip` is set.
 fn chunked_response(
     shared: &Arc<Shared>,
     chunks: impl Iterator<Item = Bytes> + Send + Sync + 'static,
+    gzip: bool,
 ) -> Response<Body> {
+    let chunks: Box<dyn Iterator<Item = Bytes> + Send + Sync> = if gzip {
+        Box::new(GzipChunks::new(chunks))
+    } else {
+        Box::new(chunks)
+    };
     let faults = Arc::clone(&shared.faults);
     let body = stream::unfold(
         (chunks.into_iter(), faults, true),
@@ -128,6 +179,9 @@ fn chunked_response(
         header::CONTENT_TYPE,
         HeaderValue::from_static("application/json"),
     );
+    if gzip {
+        set_gzip_headers(&mut r);
+    }
     r
 }
 
@@ -230,17 +284,15 @@ fn parse_target(
     })
 }
 
-/// Whether the `Accept` header asks for metadata-only objects: its first non-protobuf media type
-/// is `application/json;as=PartialObjectMetadata[List];g=meta.k8s.io;v=v1`.
-fn wants_metadata(parts: &http::request::Parts) -> bool {
-    parts
+/// The `Accept` header, all of its values joined.
+fn accept_header(parts: &http::request::Parts) -> Option<String> {
+    let values: Vec<&str> = parts
         .headers
         .get_all(header::ACCEPT)
         .iter()
         .filter_map(|v| v.to_str().ok())
-        .flat_map(|v| v.split(','))
-        .find(|t| !t.contains("protobuf"))
-        .is_some_and(|t| t.contains("as=PartialObjectMetadata"))
+        .collect();
+    (!values.is_empty()).then(|| values.join(","))
 }
 
 pub(crate) async fn route(
@@ -255,6 +307,9 @@ pub(crate) async fn route(
     let (group, version, rest): (&str, &str, &[&str]) = match segs.as_slice() {
         ["api", "v1", rest @ ..] if !rest.is_empty() => ("", "v1", rest),
         ["apis", g, v, rest @ ..] if !rest.is_empty() => (g, v, rest),
+        [admin::PREFIX, "admin", action] if shared.config.admin => {
+            return admin::route(shared, &parts.method, action, &query);
+        }
         _ => {
             if let Some((code, retry)) = shared.faults.take_failure(RequestKind::Any) {
                 return injected(code, retry);
@@ -275,16 +330,28 @@ pub(crate) async fn route(
     if let Some((code, retry)) = shared.faults.take_failure(kind) {
         return injected(code, retry);
     }
-    let meta_only = wants_metadata(&parts);
+    let gzip = shared.config.compression && accepts_gzip(&parts);
+    let read = match (&parts.method, target.name.is_some(), is_watch) {
+        (&Method::GET, _, true) => Some(Read::Watch),
+        (&Method::GET, false, false) => Some(Read::List),
+        (&Method::GET, true, false) => Some(Read::Get),
+        _ => None,
+    };
+    let form = match read.map(|r| negotiate(accept_header(&parts).as_deref(), r)) {
+        Some(Err(s)) => return status_response(&s),
+        Some(Ok(f)) => f,
+        None => Form::Full,
+    };
     let result = match (&parts.method, target.name.is_some(), is_watch) {
-        (&Method::GET, _, true) => watch::handle(shared, target, &query, meta_only).await,
-        (&Method::GET, false, false) => list(shared, &target, &query, meta_only).await,
-        (&Method::GET, true, false) => get(shared, &target, meta_only),
-        (&Method::POST, false, _) => create(shared, &target, body).await,
-        (&Method::PUT, true, _) => update(shared, &target, body).await,
-        (&Method::PATCH, true, _) => patch(shared, &target, &parts, body).await,
-        (&Method::DELETE, true, _) => delete(shared, &target),
-        (&Method::DELETE, false, _) => delete_collection(shared, &target, &query),
+        (&Method::GET, _, true) => watch::handle(shared, target, &query, form).await,
+        (&Method::GET, false, false) => list(shared, &target, &query, form, gzip).await,
+        (&Method::GET, true, false) => get(shared, &target, &query, form, gzip),
+        (&Method::POST | &Method::PUT, _, _) if let Err(s) = check_body_type(&parts) => Err(s),
+        (&Method::POST, false, _) => create(shared, &target, &query, body).await,
+        (&Method::PUT, true, _) => update(shared, &target, &query, body).await,
+        (&Method::PATCH, true, _) => patch(shared, &target, &query, &parts, body).await,
+        (&Method::DELETE, true, _) => delete(shared, &target, &query, body).await,
+        (&Method::DELETE, false, _) => delete_collection(shared, &target, &query, body).await,
         _ => Err(status(
             405,
             "MethodNotAllowed",
@@ -297,18 +364,62 @@ pub(crate) async fn route(
     result.unwrap_or_else(|s| status_response(&s))
 }
 
-fn get(shared: &Shared, t: &Target, meta_only: bool) -> Result<Response<Body>, Status> {
+fn get(
+    shared: &Shared,
+    t: &Target,
+    q: &Query,
+    form: Form,
+    gzip: bool,
+) -> Result<Response<Body>, Status> {
     let name = t.name.as_deref().unwrap_or_default();
     let o = shared
         .store
         .get_stored(&t.info.api, t.namespace.as_deref(), name)
         .ok_or_else(|| not_found(&t.info.api, name))?;
-    let body = if meta_only {
-        o.meta_json().clone()
-    } else {
-        o.json.clone()
+    let body = match form {
+        Form::Metadata => o.meta_json().clone(),
+        Form::Full => o.json.clone(),
+        Form::Table => {
+            let include = IncludeObject::parse(q.get("includeObject"))?;
+            let meta = serde_json::json!({"resourceVersion": o.rv.to_string()});
+            let t = table::table(&t.info, &[o.value()], meta, include);
+            Bytes::from(serde_json::to_vec(&t).unwrap_or_default())
+        }
+        Form::Yaml => return Ok(yaml_response(&o.value(), gzip)),
     };
-    Ok(json_response(StatusCode::OK, body))
+    Ok(maybe_gzip_response(StatusCode::OK, body, gzip))
+}
+
+/// An object or a list as YAML.
+fn yaml_response(v: &Value, gzip: bool) -> Response<Body> {
+    let body = Bytes::from(serde_yaml_ng::to_string(v).unwrap_or_default());
+    let mut r = maybe_gzip_response(StatusCode::OK, body, gzip);
+    r.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/yaml"),
+    );
+    r
+}
+
+/// Refuses a request body in a media type the sim cannot decode (protobuf, CBOR), with the 415 a
+/// server without that serializer answers.
+fn check_body_type(parts: &http::request::Parts) -> Result<(), Status> {
+    let ct = parts
+        .headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("application/json");
+    let media = ct.split(';').next().unwrap_or_default().trim();
+    if media.is_empty() || media == "application/json" || media.ends_with("+json") {
+        return Ok(());
+    }
+    Err(status(
+        415,
+        "UnsupportedMediaType",
+        format!(
+            "the body of the request was in an unknown format - accepted media types include: application/json (got {ct:?})"
+        ),
+    ))
 }
 
 async fn read_json(body: Body) -> Result<Value, Status> {
@@ -336,26 +447,59 @@ fn object_response(code: StatusCode, v: &Value) -> Response<Body> {
     json_response(code, Bytes::from(serde_json::to_vec(v).unwrap_or_default()))
 }
 
-async fn create(shared: &Shared, t: &Target, body: Body) -> Result<Response<Body>, Status> {
-    let v = read_json(body).await?;
+/// `dryRun=All` (the only value the API accepts): validate, answer, store nothing.
+fn dry_run(q: &Query) -> Result<bool, Status> {
+    let values: Vec<&str> =
+        q.0.iter()
+            .filter(|(k, _)| k == "dryRun")
+            .map(|(_, v)| v.as_str())
+            .collect();
+    match values.as_slice() {
+        [] => Ok(false),
+        vs if vs.iter().all(|v| *v == "All") => Ok(true),
+        vs => Err(status(
+            400,
+            "BadRequest",
+            format!("Invalid dry run value: {vs:?}: the only supported value is All"),
+        )),
+    }
+}
+
+async fn create(
+    shared: &Shared,
+    t: &Target,
+    q: &Query,
+    body: Body,
+) -> Result<Response<Body>, Status> {
+    let dry = dry_run(q)?;
+    let mut v = read_json(body).await?;
+    admission::admit_create(&shared.store, &t.info, &mut v, t.namespace.as_deref())?;
     let out = shared
         .store
-        .write_create(&t.info.api, v, t.namespace.as_deref())?;
+        .write_create(&t.info.api, v, t.namespace.as_deref(), dry)?;
     Ok(object_response(StatusCode::CREATED, &out))
 }
 
-async fn update(shared: &Shared, t: &Target, body: Body) -> Result<Response<Body>, Status> {
+async fn update(
+    shared: &Shared,
+    t: &Target,
+    q: &Query,
+    body: Body,
+) -> Result<Response<Body>, Status> {
+    let dry = dry_run(q)?;
     let v = read_json(body).await?;
     let name = t.name.as_deref().unwrap_or_default();
-    let out = shared
-        .store
-        .write_update(&t.info.api, v, Some((t.namespace.as_deref(), name)))?;
+    let out =
+        shared
+            .store
+            .write_update(&t.info.api, v, Some((t.namespace.as_deref(), name)), dry)?;
     Ok(object_response(StatusCode::OK, &out))
 }
 
 async fn patch(
     shared: &Shared,
     t: &Target,
+    q: &Query,
     parts: &http::request::Parts,
     body: Body,
 ) -> Result<Response<Body>, Status> {
@@ -364,36 +508,105 @@ async fn patch(
         .get(header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
         .unwrap_or_default();
-    // Strategic merge patches are applied as JSON merge patches: the same for maps and scalars,
-    // lists are replaced instead of merged by key.
-    if !(ct.starts_with("application/merge-patch+json")
-        || ct.starts_with("application/strategic-merge-patch+json"))
-    {
-        return Err(status(
-            415,
-            "UnsupportedMediaType",
-            format!(
-                "the body of the request was in an unknown format - accepted media types include: application/merge-patch+json, application/strategic-merge-patch+json (got {ct:?})"
-            ),
-        ));
-    }
+    let media = ct.split(';').next().unwrap_or_default().trim();
+    // Custom resources have no strategic merge patch on a real server either.
+    let builtin = matches!(t.info.api.group.as_str(), "" | "apps");
+    let strategic = match media {
+        "application/merge-patch+json" => false,
+        "application/strategic-merge-patch+json" if builtin => true,
+        _ => {
+            let accepted = if builtin {
+                "application/merge-patch+json, application/strategic-merge-patch+json"
+            } else {
+                "application/merge-patch+json"
+            };
+            return Err(status(
+                415,
+                "UnsupportedMediaType",
+                format!(
+                    "the body of the request was in an unknown format - accepted media types include: {accepted} (got {ct:?})"
+                ),
+            ));
+        }
+    };
+    let dry = dry_run(q)?;
     let p = read_json(body).await?;
     let name = t.name.as_deref().unwrap_or_default();
-    let out = shared
-        .store
-        .patch(&t.info.api, t.namespace.as_deref(), name, p)?;
+    let out =
+        shared
+            .store
+            .write_patch(&t.info.api, t.namespace.as_deref(), name, p, strategic, dry)?;
     Ok(object_response(StatusCode::OK, &out))
 }
 
-fn delete(shared: &Shared, t: &Target) -> Result<Response<Body>, Status> {
+/// `DeleteOptions` from a DELETE's body (if any) and query.
+async fn delete_options(q: &Query, body: Body) -> Result<DeleteOptions, Status> {
+    let bytes = http_body_util::Limited::new(body, MAX_BODY)
+        .collect()
+        .await
+        .map_err(|e| {
+            status(
+                400,
+                "BadRequest",
+                format!("cannot read the request body: {e}"),
+            )
+        })?
+        .to_bytes();
+    let v: Value = if bytes.iter().all(u8::is_ascii_whitespace) {
+        Value::Null
+    } else {
+        serde_json::from_slice(&bytes).map_err(|e| {
+            status(
+                400,
+                "BadRequest",
+                format!("the body of the request was in an unknown format: {e}"),
+            )
+        })?
+    };
+    let mut opts = DeleteOptions {
+        precondition_uid: v["preconditions"]["uid"].as_str().map(str::to_owned),
+        precondition_resource_version: v["preconditions"]["resourceVersion"]
+            .as_str()
+            .map(str::to_owned),
+        grace_period_seconds: v["gracePeriodSeconds"].as_i64(),
+        dry_run: v["dryRun"]
+            .as_array()
+            .is_some_and(|d| d.iter().any(|x| x == "All")),
+    };
+    if let Some(g) = q.get("gracePeriodSeconds") {
+        opts.grace_period_seconds = Some(g.parse().map_err(|_| {
+            status(
+                400,
+                "BadRequest",
+                format!("invalid gracePeriodSeconds: {g:?}"),
+            )
+        })?);
+    }
+    opts.dry_run |= dry_run(q)?;
+    Ok(opts)
+}
+
+async fn delete(
+    shared: &Shared,
+    t: &Target,
+    q: &Query,
+    body: Body,
+) -> Result<Response<Body>, Status> {
+    let opts = delete_options(q, body).await?;
     let name = t.name.as_deref().unwrap_or_default();
-    let out = shared
+    let (out, _) = shared
         .store
-        .delete(&t.info.api, t.namespace.as_deref(), name)?;
+        .delete_with(&t.info.api, t.namespace.as_deref(), name, &opts)?;
     Ok(object_response(StatusCode::OK, &out))
 }
 
-fn delete_collection(shared: &Shared, t: &Target, q: &Query) -> Result<Response<Body>, Status> {
+async fn delete_collection(
+    shared: &Shared,
+    t: &Target,
+    q: &Query,
+    body: Body,
+) -> Result<Response<Body>, Status> {
+    let opts = delete_options(q, body).await?;
     let filter = Filter::from_query(&t.info, t.namespace.clone(), q)?;
     let (rv, _) = shared.store.versions();
     let snap = shared.store.snapshot(&t.info.key, rv)?;
@@ -401,7 +614,7 @@ fn delete_collection(shared: &Shared, t: &Target, q: &Query) -> Result<Response<
         // Objects deleted concurrently are simply gone already.
         let _ = shared
             .store
-            .delete(&t.info.api, Some(&o.namespace), &o.name);
+            .delete_with(&t.info.api, Some(&o.namespace), &o.name, &opts);
     }
     let mut s = Status::failure(200, "", "");
     s.status = "Success".to_owned();
@@ -495,20 +708,44 @@ pub(crate) fn parse_rv(s: &str) -> Result<u64, Status> {
 #[derive(serde::Serialize, serde::Deserialize)]
 struct ContinueToken {
     v: String,
-    rv: u64,
+    rv: i64,
     start: String,
 }
 
-fn encode_continue(rv: u64, last: &Stored) -> String {
+/// A continue token that goes on after `(namespace, name)` at version `rv` (-1: the latest).
+fn encode_continue_after(rv: i64, (namespace, name): &(String, String)) -> String {
     let t = ContinueToken {
         v: "meta.k8s.io/v1".to_owned(),
         rv,
-        start: format!("{}/{}\u{0}", last.namespace, last.name),
+        start: format!("{namespace}/{name}\u{0}"),
     };
     URL_SAFE_NO_PAD.encode(serde_json::to_vec(&t).unwrap_or_default())
 }
 
-fn decode_continue(s: &str) -> Result<(u64, (String, String)), Status> {
+fn encode_continue(rv: u64, last: &Stored) -> String {
+    encode_continue_after(
+        i64::try_from(rv).unwrap_or(i64::MAX),
+        &(last.namespace.clone(), last.name.clone()),
+    )
+}
+
+/// The 410 for a continue token whose version is compacted. As the real server does, it carries
+/// in `metadata.continue` a token that goes on from the same place at the latest version, for
+/// clients that accept an inconsistent list.
+fn expired_continue(start: &(String, String)) -> Response<Body> {
+    let s = status(
+        410,
+        "Expired",
+        "The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter, or use the continue token in this response to retrieve the remainder of the results. Continuing with the provided token results in an inconsistent list - objects that were created, modified, or deleted between the time the first chunk was returned and now may show up in the list.",
+    );
+    let token = encode_continue_after(-1, start);
+    json_response(
+        StatusCode::GONE,
+        status_json_with_continue(&s, Some(&token)),
+    )
+}
+
+fn decode_continue(s: &str) -> Result<(i64, (String, String)), Status> {
     let bad = || {
         status(
             400,
@@ -520,6 +757,9 @@ fn decode_continue(s: &str) -> Result<(u64, (String, String)), Status> {
         .decode(s.trim_end_matches('='))
         .map_err(|_| bad())?;
     let t: ContinueToken = serde_json::from_slice(&raw).map_err(|_| bad())?;
+    if t.rv == 0 || t.rv < -1 {
+        return Err(bad());
+    }
     let start = t.start.trim_end_matches('\u{0}');
     let (ns, name) = start.split_once('/').ok_or_else(bad)?;
     Ok((t.rv, (ns.to_owned(), name.to_owned())))
@@ -537,8 +777,10 @@ async fn list(
     shared: &Arc<Shared>,
     t: &Target,
     q: &Query,
-    meta_only: bool,
+    form: Form,
+    gzip: bool,
 ) -> Result<Response<Body>, Status> {
+    let include = IncludeObject::parse(q.get("includeObject"))?;
     let filter = Filter::from_query(&t.info, t.namespace.clone(), q)?;
     let rv = q.get("resourceVersion");
     let rv_match = q.get("resourceVersionMatch");
@@ -587,25 +829,34 @@ async fn list(
         _ => {}
     }
     let (current, compacted) = shared.store.versions();
+    let mut limit = limit;
     let (at, start) = if let Some(c) = continue_token {
-        let (at, start) = decode_continue(c)?;
-        if at < compacted {
-            return Err(status(
-                410,
-                "Expired",
-                "The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter, or use the continue token in this response to retrieve the remainder of the results. Continuing with the provided token results in an inconsistent list - objects that were created, modified, or deleted between the time the first chunk was returned and now may show up in the list.",
-            ));
+        let (token_rv, start) = decode_continue(c)?;
+        // A token at -1 (handed out with a 410 for an expired token) goes on at the latest version.
+        let at = u64::try_from(token_rv).unwrap_or(current);
+        if token_rv > 0 && at < compacted {
+            return Ok(expired_continue(&start));
         }
         (at, Some(start))
     } else {
         let at = match rv {
-            None | Some("0") => current,
+            None => current,
+            Some("0") => {
+                // Served from the watch cache, which ignores `limit` before 1.34's snapshots.
+                if !shared.config.version.pages_rv0_lists() {
+                    limit = None;
+                }
+                current
+            }
             Some(r) => {
                 let r = parse_rv(r)?;
                 if r > current && !wait_for_version(shared, r).await {
                     return Err(too_large(r, shared.store.resource_version()));
                 }
-                if rv_match == Some("Exact") {
+                // `Exact`, or the legacy form with a limit (KEP-2523): an exact read at `r`,
+                // served by storage, which answers 410 once `r` is compacted.
+                if rv_match == Some("Exact") || (rv_match.is_none() && limit.is_some()) {
+                    let (_, compacted) = shared.store.versions();
                     if r < compacted {
                         return Err(status(
                             410,
@@ -664,6 +915,35 @@ async fn list(
         remaining,
     };
     let items: Vec<Arc<Stored>> = items.into_iter().cloned().collect();
+    if matches!(form, Form::Table | Form::Yaml) {
+        let mut list_meta = serde_json::json!({"resourceVersion": at.to_string()});
+        if let Some(c) = &meta.continue_token {
+            list_meta["continue"] = Value::from(*c);
+        }
+        if let Some(r) = meta.remaining {
+            list_meta["remainingItemCount"] = Value::from(r);
+        }
+        let mut values: Vec<Value> = items.iter().map(|o| o.value()).collect();
+        if form == Form::Yaml {
+            for v in &mut values {
+                if let Some(m) = v.as_object_mut() {
+                    m.remove("kind");
+                    m.remove("apiVersion");
+                }
+            }
+            let list = serde_json::json!({
+                "kind": format!("{}List", t.info.api.kind),
+                "apiVersion": t.info.api.api_version,
+                "metadata": list_meta,
+                "items": values,
+            });
+            return Ok(yaml_response(&list, gzip));
+        }
+        let t = table::table(&t.info, &values, list_meta, include);
+        let body = Bytes::from(serde_json::to_vec(&t).unwrap_or_default());
+        return Ok(maybe_gzip_response(StatusCode::OK, body, gzip));
+    }
+    let meta_only = form == Form::Metadata;
     let chunks = if meta_only {
         ListChunks::new(
             "PartialObjectMetadataList",
@@ -676,7 +956,8 @@ async fn list(
         let kind = format!("{}List", t.info.api.kind);
         ListChunks::new(&kind, &t.info.api.api_version, &meta, items, false)
     };
-    Ok(chunked_response(shared, chunks))
+    let gzip = gzip && chunks.total_len() > GZIP_THRESHOLD;
+    Ok(chunked_response(shared, chunks, gzip))
 }
 
 #[cfg(test)]

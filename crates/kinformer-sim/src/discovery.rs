@@ -14,7 +14,7 @@ use crate::api::{json_response, status_response};
 use crate::server::{Body, Shared};
 use crate::store::{ResourceInfo, status};
 
-/// The Kubernetes version the sim claims to be.
+/// The Kubernetes version the OpenAPI documents name (`/version` follows `SimConfig::version`).
 pub(crate) const SERVER_MINOR: &str = "34";
 
 fn ok(v: &Value) -> Response<Body> {
@@ -115,11 +115,12 @@ pub(crate) fn route(
     parts: &http::request::Parts,
 ) -> Response<Body> {
     let gvs = group_versions(shared);
+    let minor = shared.config.version.minor();
     match segs {
         ["version"] => ok(&json!({
             "major": "1",
-            "minor": SERVER_MINOR,
-            "gitVersion": format!("v1.{SERVER_MINOR}.0-kinformer-sim"),
+            "minor": minor.to_string(),
+            "gitVersion": format!("v1.{minor}.0-kinformer-sim"),
             "gitCommit": "0000000000000000000000000000000000000000",
             "gitTreeState": "clean",
             "buildDate": "2026-01-01T00:00:00Z",

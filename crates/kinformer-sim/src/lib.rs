@@ -12,21 +12,28 @@
 //!   `uid`, `creationTimestamp`, `generation` and `resourceVersion`, a bounded history (the
 //!   compaction window) and consistent snapshots at past versions.
 //! - **The REST API**: list with label and field selectors, `limit`/`continue` pages from one
-//!   snapshot, every `resourceVersion`/`resourceVersionMatch` mode (410 when too old, 504 when too
-//!   new); watch with bookmarks, timeouts, selector transitions, streaming lists
-//!   (`sendInitialEvents`); create, replace, merge patch, delete; metadata-only responses;
+//!   snapshot, every `resourceVersion`/`resourceVersionMatch` mode as the real server reads it
+//!   (exact reads for limited legacy lists, 410 when too old, 504 when too new, `resourceVersion=0`
+//!   paging by [`KubeVersion`]); watch with bookmarks shaped and timed like the watch cache's,
+//!   timeouts, selector transitions, streaming lists (`sendInitialEvents`); create, replace, merge
+//!   and strategic merge patch, delete with preconditions, `dryRun`, graceful deletion of pods
+//!   and finalizers; namespace checks and pod defaults on create; content negotiation with
+//!   metadata-only, `Table` and YAML responses (406 otherwise); gzip for large responses;
 //!   discovery for `kubectl`; `Status` bodies for every error.
 //! - **TLS and authentication**: HTTPS with a generated CA, bearer tokens, basic auth, client
 //!   certificates ([`Auth`]).
-//! - **Fault injection** ([`Faults`]): closed, stalled, cut, malformed or oversized watch streams,
-//!   429/500/503 answers, forced 410s, compaction, slow chunks, dropped connections.
+//! - **Fault injection** ([`Faults`], and over HTTP with [`SimConfig::admin`]): closed, stalled,
+//!   cut, malformed or oversized watch streams, 429/500/503 answers, forced 410s, compaction,
+//!   slow chunks, dropped connections.
 //! - **Workloads**: realistic pods ([`Store::seed_pods`], [`generate_pod`]) and a deterministic
-//!   churn of creates, updates and deletes ([`Store::churn`]).
+//!   churn of creates, updates and graceful deletes ([`Store::churn`], [`SimServer::set_churn`]).
 //!
-//! What it does not do: admission, defaulting and schema validation, graceful deletion and
-//! finalizers, strategic merge patch semantics for lists (a strategic patch is applied as a JSON
-//! merge patch), JSON patch, server-side apply, protobuf, Table output, aggregated discovery,
-//! authorization policies, and persistence. `docs/sim.md` maps each behaviour to the real server's.
+//! The defaults are a real server's (bookmarks each minute, history compacted every five
+//! minutes, Kubernetes 1.34); tests turn [`SimConfig`]'s knobs down when they need things sooner.
+//!
+//! What it does not do: protobuf and CBOR (406/415), JSON patch and server-side apply (415),
+//! schema validation and most admission, aggregated discovery, authorization policies, garbage
+//! collection, and persistence. `docs/sim.md` maps each behaviour to the real server's.
 //!
 //! # Example
 //! ```
@@ -54,6 +61,8 @@
 // does; failures are rare and off the hot path, so its size does not matter.
 #![allow(clippy::result_large_err)]
 
+mod admin;
+mod admission;
 mod api;
 mod auth;
 mod discovery;
@@ -61,13 +70,15 @@ mod error;
 mod faults;
 mod render;
 mod server;
+mod smp;
 mod store;
+mod table;
 mod watch;
 mod workload;
 
 pub use auth::Auth;
 pub use error::Error;
 pub use faults::{Faults, RequestKind};
-pub use server::{REQUEST_LOG_CAPACITY, RecordedRequest, SimConfig, SimServer};
+pub use server::{KubeVersion, REQUEST_LOG_CAPACITY, RecordedRequest, SimConfig, SimServer};
 pub use store::Store;
 pub use workload::{ChurnConfig, ChurnHandle, generate_pod};

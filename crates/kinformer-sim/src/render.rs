@@ -13,12 +13,21 @@ pub(crate) const CHUNK: usize = 256 * 1024;
 
 /// The JSON of a `Status` object, with `kind`, `apiVersion` and `metadata` as the server sends it.
 pub(crate) fn status_json(status: &Status) -> Bytes {
+    status_json_with_continue(status, None)
+}
+
+/// The JSON of a `Status` whose `metadata.continue` carries a continue token.
+pub(crate) fn status_json_with_continue(status: &Status, continue_token: Option<&str>) -> Bytes {
     let mut v = serde_json::to_value(status).unwrap_or(Value::Null);
     if let Value::Object(m) = &mut v {
         let mut out = serde_json::Map::new();
         out.insert("kind".into(), "Status".into());
         out.insert("apiVersion".into(), "v1".into());
-        out.insert("metadata".into(), Value::Object(serde_json::Map::new()));
+        let mut meta = serde_json::Map::new();
+        if let Some(c) = continue_token {
+            meta.insert("continue".into(), c.into());
+        }
+        out.insert("metadata".into(), Value::Object(meta));
         out.append(m);
         v = Value::Object(out);
     }
@@ -36,8 +45,45 @@ pub(crate) fn event_line(kind: &str, object: &[u8]) -> Bytes {
     b.freeze()
 }
 
-/// A `BOOKMARK` line: kind, apiVersion and `metadata.resourceVersion` only (plus the
-/// initial-events-end annotation when it ends a streaming list).
+/// The fields besides `metadata` that an empty object of a built-in kind serialises to (Go's
+/// zero values), which is what the watch cache's bookmark objects are.
+fn empty_object_fields(kind: &str, api_version: &str) -> &'static str {
+    match (api_version, kind) {
+        ("v1", "Pod") => r#","spec":{"containers":null},"status":{}"#,
+        ("v1", "Service") => r#","spec":{},"status":{"loadBalancer":{}}"#,
+        ("v1", "Namespace") => r#","spec":{},"status":{}"#,
+        ("v1", "Node") => {
+            r#","spec":{},"status":{"daemonEndpoints":{"kubeletEndpoint":{"Port":0}},"nodeInfo":{"machineID":"","systemUUID":"","bootID":"","kernelVersion":"","osImage":"","containerRuntimeVersion":"","kubeletVersion":"","kubeProxyVersion":"","operatingSystem":"","architecture":""}}"#
+        }
+        ("v1", "Event") => {
+            r#","involvedObject":{},"reason":"","message":"","source":{},"firstTimestamp":null,"lastTimestamp":null,"type":"","eventTime":null,"reportingComponent":"","reportingInstance":"""#
+        }
+        ("apps/v1", "Deployment") => {
+            r#","spec":{"selector":null,"template":{"metadata":{"creationTimestamp":null},"spec":{"containers":null}},"strategy":{}},"status":{}"#
+        }
+        ("apps/v1", "ReplicaSet") => {
+            r#","spec":{"selector":null,"template":{"metadata":{"creationTimestamp":null},"spec":{"containers":null}}},"status":{"replicas":0}"#
+        }
+        ("apps/v1", "StatefulSet") => {
+            r#","spec":{"selector":null,"template":{"metadata":{"creationTimestamp":null},"spec":{"containers":null}},"serviceName":"","updateStrategy":{}},"status":{"replicas":0,"availableReplicas":0}"#
+        }
+        ("apps/v1", "DaemonSet") => {
+            r#","spec":{"selector":null,"template":{"metadata":{"creationTimestamp":null},"spec":{"containers":null}},"updateStrategy":{}},"status":{"currentNumberScheduled":0,"numberMisscheduled":0,"desiredNumberScheduled":0,"numberReady":0}"#
+        }
+        _ => "",
+    }
+}
+
+/// Whether the kind is one the API server serves from Go types (its zero-value fields, such as
+/// `"creationTimestamp":null`, appear in bookmarks); custom resources are unstructured.
+fn is_builtin(api_version: &str) -> bool {
+    matches!(api_version, "v1" | "apps/v1" | "meta.k8s.io/v1")
+}
+
+/// A `BOOKMARK` line shaped as the watch cache sends it: an empty object of the watched kind
+/// whose `metadata` holds only `resourceVersion` (plus the initial-events-end annotation when it
+/// ends a streaming list). Built-in kinds carry their Go zero values (`"creationTimestamp":null`,
+/// `"spec":{"containers":null}` for a pod); custom resources carry only the three fields.
 pub(crate) fn bookmark_line(
     kind: &str,
     api_version: &str,
@@ -49,8 +95,14 @@ pub(crate) fn bookmark_line(
     } else {
         String::new()
     };
+    let created = if is_builtin(api_version) {
+        ",\"creationTimestamp\":null"
+    } else {
+        ""
+    };
+    let rest = empty_object_fields(kind, api_version);
     Bytes::from(format!(
-        "{{\"type\":\"BOOKMARK\",\"object\":{{\"kind\":\"{kind}\",\"apiVersion\":\"{api_version}\",\"metadata\":{{\"resourceVersion\":\"{rv}\"{annotations}}}}}}}\n"
+        "{{\"type\":\"BOOKMARK\",\"object\":{{\"kind\":\"{kind}\",\"apiVersion\":\"{api_version}\",\"metadata\":{{\"resourceVersion\":\"{rv}\"{created}{annotations}}}{rest}}}}}\n"
     ))
 }
 
@@ -113,6 +165,26 @@ impl ListChunks {
     }
 }
 
+impl ListChunks {
+    /// The length of the whole body, known before it is rendered.
+    pub(crate) fn total_len(&self) -> usize {
+        let items: usize = self
+            .items
+            .as_slice()
+            .iter()
+            .map(|o| {
+                if self.meta_only {
+                    o.meta_json().len()
+                } else {
+                    o.item_len()
+                }
+            })
+            .sum();
+        let head = self.head.as_ref().map_or(0, Bytes::len);
+        head + items + self.items.len().saturating_sub(1) + 2
+    }
+}
+
 impl Iterator for ListChunks {
     type Item = Bytes;
 
@@ -134,14 +206,77 @@ impl Iterator for ListChunks {
                 b.put_u8(b',');
             }
             self.first = false;
-            b.put_slice(if self.meta_only {
-                o.meta_json()
+            if self.meta_only {
+                // Metadata-only list items keep their kind, as the real server sends them.
+                b.put_slice(o.meta_json());
             } else {
-                &o.json
-            });
+                let (open, rest) = o.item_json();
+                b.put_slice(open);
+                b.put_slice(rest);
+            }
         }
         Some(b.freeze())
     }
+}
+
+/// Responses larger than this are gzip-compressed for clients that accept it, as the API
+/// server's `APIResponseCompression` does.
+pub(crate) const GZIP_THRESHOLD: usize = 128 * 1024;
+
+/// Gzips a body made of chunks, chunk by chunk, at the speed-first level the API server uses.
+pub(crate) struct GzipChunks<I> {
+    inner: I,
+    encoder: Option<flate2::write::GzEncoder<Vec<u8>>>,
+}
+
+impl<I> GzipChunks<I> {
+    pub(crate) fn new(inner: I) -> Self {
+        Self {
+            inner,
+            encoder: Some(flate2::write::GzEncoder::new(
+                Vec::new(),
+                flate2::Compression::fast(),
+            )),
+        }
+    }
+}
+
+impl<I: Iterator<Item = Bytes>> Iterator for GzipChunks<I> {
+    type Item = Bytes;
+
+    fn next(&mut self) -> Option<Bytes> {
+        use std::io::Write as _;
+        // Bounded by the inner iterator, which is finite.
+        loop {
+            let encoder = self.encoder.as_mut()?;
+            match self.inner.next() {
+                Some(chunk) => {
+                    // Writing into a Vec cannot fail.
+                    let _ = encoder.write_all(&chunk);
+                    let out = std::mem::take(encoder.get_mut());
+                    if !out.is_empty() {
+                        return Some(Bytes::from(out));
+                    }
+                }
+                None => {
+                    let out = self.encoder.take()?.finish().unwrap_or_default();
+                    return Some(Bytes::from(out));
+                }
+            }
+        }
+    }
+}
+
+/// Gzips a whole body.
+pub(crate) fn gzip(body: &[u8]) -> Bytes {
+    use std::io::Write as _;
+    let mut encoder = flate2::write::GzEncoder::new(
+        Vec::with_capacity(body.len() / 4),
+        flate2::Compression::fast(),
+    );
+    // Writing into a Vec cannot fail.
+    let _ = encoder.write_all(body);
+    Bytes::from(encoder.finish().unwrap_or_default())
 }
 
 #[cfg(test)]
@@ -170,8 +305,10 @@ mod tests {
             continue_token: Some("tok"),
             remaining: Some(3),
         };
-        let chunks: Vec<Bytes> =
-            ListChunks::new("ConfigMapList", "v1", &meta, items.clone(), false).collect();
+        let list = ListChunks::new("ConfigMapList", "v1", &meta, items.clone(), false);
+        let total = list.total_len();
+        let chunks: Vec<Bytes> = list.collect();
+        assert_eq!(total, chunks.iter().map(Bytes::len).sum::<usize>());
         assert!(chunks.len() > 1);
         let v: Value = serde_json::from_slice(&chunks.concat()).unwrap();
         assert_eq!(v["metadata"]["resourceVersion"], "42");
@@ -179,6 +316,9 @@ mod tests {
         assert_eq!(v["metadata"]["remainingItemCount"], 3);
         assert_eq!(v["items"].as_array().unwrap().len(), 200);
         assert_eq!(v["items"][199]["metadata"]["name"], "c199");
+        // List items carry no kind or apiVersion; the list's kind says what they are.
+        assert_eq!(v["items"][0].get("kind"), None);
+        assert_eq!(v["items"][0].get("apiVersion"), None);
         let meta_only: Vec<Bytes> = ListChunks::new(
             "PartialObjectMetadataList",
             "meta.k8s.io/v1",
@@ -193,6 +333,29 @@ mod tests {
             ListChunks::new("PodList", "v1", &ListMeta::default(), Vec::new(), false).collect();
         let v: Value = serde_json::from_slice(&empty.concat()).unwrap();
         assert_eq!(v["items"], serde_json::json!([]));
+    }
+
+    #[test]
+    fn bookmarks_of_every_kind_are_valid_json() {
+        for (kind, api_version) in [
+            ("Pod", "v1"),
+            ("Service", "v1"),
+            ("ConfigMap", "v1"),
+            ("Namespace", "v1"),
+            ("Node", "v1"),
+            ("Event", "v1"),
+            ("Deployment", "apps/v1"),
+            ("ReplicaSet", "apps/v1"),
+            ("StatefulSet", "apps/v1"),
+            ("DaemonSet", "apps/v1"),
+            ("PartialObjectMetadata", "meta.k8s.io/v1"),
+            ("Widget", "example.com/v1"),
+        ] {
+            let b = bookmark_line(kind, api_version, 9, false);
+            let v: Value = serde_json::from_slice(&b).unwrap_or_else(|e| panic!("{kind}: {e}"));
+            assert_eq!(v["object"]["kind"], kind);
+            assert_eq!(v["object"]["metadata"]["resourceVersion"], "9");
+        }
     }
 
     #[test]

@@ -19,12 +19,76 @@ use tokio::task::JoinHandle;
 use crate::auth::{Presented, TlsMaterial, kubeconfig};
 use crate::faults::{FaultState, Faults};
 use crate::store::Store;
+use crate::workload::{ChurnConfig, ChurnHandle};
 use crate::{Auth, Error, api};
 
 /// The body of every response.
 pub(crate) type Body = BoxBody<Bytes, std::io::Error>;
 
+/// The Kubernetes release a [`SimServer`] claims to be (`/version`), and whose list behaviour it
+/// follows where releases differ.
+///
+/// The one difference modelled: a list at `resourceVersion=0` is served from the watch cache.
+/// Up to 1.33 the watch cache ignores `limit` (one full response, no continue token); from 1.34
+/// its snapshots (`ListFromCacheSnapshot`, beta and on by default) page such lists like any
+/// other. client-go's reflector decides from its first list whether later relists are paged,
+/// so informers should be tested against both.
+///
+/// ```
+/// use kinformer_sim::{KubeVersion, SimConfig};
+///
+/// let old = SimConfig { version: KubeVersion::V1_33, ..SimConfig::default() };
+/// assert!(!old.version.pages_rv0_lists());
+/// assert!(SimConfig::default().version.pages_rv0_lists());
+/// assert_eq!(KubeVersion::parse("1.32"), Some(KubeVersion::V1_32));
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
+pub enum KubeVersion {
+    /// Kubernetes 1.32: `resourceVersion=0` lists ignore `limit`.
+    V1_32,
+    /// Kubernetes 1.33: `resourceVersion=0` lists ignore `limit` (cache snapshots are alpha, off).
+    V1_33,
+    /// Kubernetes 1.34 (the default): `resourceVersion=0` lists honour `limit` and page from a
+    /// cache snapshot.
+    #[default]
+    V1_34,
+}
+
+impl KubeVersion {
+    /// The minor version, e.g. `34`.
+    pub fn minor(self) -> u32 {
+        match self {
+            Self::V1_32 => 32,
+            Self::V1_33 => 33,
+            Self::V1_34 => 34,
+        }
+    }
+
+    /// Whether a list at `resourceVersion=0` with a `limit` is paged (1.34 and later) rather
+    /// than answered in full without a continue token (1.33 and earlier).
+    pub fn pages_rv0_lists(self) -> bool {
+        self >= Self::V1_34
+    }
+
+    /// Parses `1.33`, `v1.33` or `33`; `None` for a release the sim does not model.
+    pub fn parse(s: &str) -> Option<Self> {
+        let s = s.trim().trim_start_matches('v');
+        let minor = s.strip_prefix("1.").unwrap_or(s);
+        let minor = minor.split('.').next().unwrap_or(minor);
+        match minor {
+            "32" => Some(Self::V1_32),
+            "33" => Some(Self::V1_33),
+            "34" => Some(Self::V1_34),
+            _ => None,
+        }
+    }
+}
+
 /// How a [`SimServer`] starts. Build it with struct update syntax from `Default`.
+///
+/// The defaults are a real API server's: bookmarks about once a minute, history kept for
+/// five to ten minutes (compacted every five), gzip for large responses, Kubernetes 1.34.
+/// Tests that need things to happen sooner turn the knobs down.
 ///
 /// ```
 /// use std::time::Duration;
@@ -36,7 +100,8 @@ pub(crate) type Body = BoxBody<Bytes, std::io::Error>;
 ///     bookmark_interval: Duration::from_millis(50),
 ///     ..SimConfig::default()
 /// };
-/// assert_eq!(config.history_window, 10_000);
+/// assert_eq!(config.history_window, 100_000);
+/// assert_eq!(SimConfig::default().bookmark_interval, Duration::from_secs(60));
 /// ```
 #[derive(Debug, Clone)]
 pub struct SimConfig {
@@ -45,11 +110,25 @@ pub struct SimConfig {
     pub tls: bool,
     /// The credentials requests must present. Default [`Auth::None`].
     pub auth: Auth,
-    /// How many past events a watch (or an exact list, or a continue token) can resume from; older
-    /// versions answer 410. Default 10 000.
+    /// The Kubernetes release the server claims to be and behaves like. Default 1.34.
+    pub version: KubeVersion,
+    /// At most this many past events are kept, whatever their age (the oldest are compacted
+    /// first); older versions answer 410. Default 100 000. Tests set a small number to make a
+    /// resume fail after a few writes.
     pub history_window: usize,
-    /// How often open watches that allow bookmarks get a `BOOKMARK`. Default 1 s.
+    /// How often history is compacted, as the API server asks etcd to every 5 minutes: each
+    /// compaction drops the events older than the version seen at the previous one, so between
+    /// one and two intervals of history are kept. `None` never compacts on a timer. Default 5 min.
+    pub compaction_interval: Option<Duration>,
+    /// How often open watches that allow bookmarks get a `BOOKMARK`; another is sent 2 s before
+    /// a watch's timeout, as the watch cache does. Default 60 s.
     pub bookmark_interval: Duration,
+    /// Gzip responses over 128 KiB for clients that send `Accept-Encoding: gzip`, as the API
+    /// server does by default (watches are never compressed). Default `true`.
+    pub compression: bool,
+    /// Serve the admin endpoints under `/kinformer-sim/admin/` (fault injection for clients
+    /// outside the process; see `docs/sim.md`). Default `false`.
+    pub admin: bool,
     /// How long a request for a resourceVersion newer than the server's waits for it before
     /// answering 504 "Too large resource version" (the real server waits 3 s). Default 500 ms.
     pub too_large_wait: Duration,
@@ -62,8 +141,12 @@ impl Default for SimConfig {
         Self {
             tls: false,
             auth: Auth::None,
-            history_window: 10_000,
-            bookmark_interval: Duration::from_secs(1),
+            version: KubeVersion::default(),
+            history_window: 100_000,
+            compaction_interval: Some(Duration::from_secs(300)),
+            bookmark_interval: Duration::from_secs(60),
+            compression: true,
+            admin: false,
             too_large_wait: Duration::from_millis(500),
             port: 0,
         }
@@ -107,6 +190,16 @@ pub(crate) struct Shared {
     pub(crate) auth: RwLock<Auth>,
     pub(crate) config: SimConfig,
     pub(crate) addr: SocketAddr,
+    /// The churn the server runs ([`SimServer::set_churn`] and the admin endpoint).
+    pub(crate) churn: Mutex<Option<ChurnHandle>>,
+}
+
+/// Starts, replaces or (with `None`) stops the server's churn.
+pub(crate) fn set_churn(shared: &Shared, config: Option<ChurnConfig>) {
+    let next = config.map(|c| shared.store.churn(c));
+    if let Some(old) = std::mem::replace(&mut *shared.churn.lock(), next) {
+        old.stop();
+    }
 }
 
 /// A running simulated API server on 127.0.0.1.
@@ -161,8 +254,17 @@ impl SimServer {
             auth: RwLock::new(config.auth.clone()),
             config,
             addr,
+            churn: Mutex::new(None),
         });
         let (shutdown, shutdown_rx) = watch::channel(false);
+        tokio::spawn(kubelet_loop(shared.store.clone(), shutdown_rx.clone()));
+        if let Some(every) = shared.config.compaction_interval {
+            tokio::spawn(compaction_loop(
+                shared.store.clone(),
+                every,
+                shutdown_rx.clone(),
+            ));
+        }
         let accept = tokio::spawn(accept_loop(
             listener,
             Arc::clone(&shared),
@@ -233,6 +335,12 @@ impl SimServer {
         self.shared.store.clone()
     }
 
+    /// Starts (or replaces) a churn of pod writes run by the server, or stops it with `None`. The
+    /// admin endpoint `churn` controls the same churn.
+    pub fn set_churn(&self, config: Option<ChurnConfig>) {
+        set_churn(&self.shared, config);
+    }
+
     /// The fault injection knobs.
     pub fn faults(&self) -> Faults {
         Faults {
@@ -244,6 +352,7 @@ impl SimServer {
     /// Stops accepting and drops every open connection.
     pub async fn shutdown(mut self) {
         self.shutdown.send_replace(true);
+        set_churn(&self.shared, None);
         if let Some(accept) = self.accept.take() {
             let _ = accept.await;
         }
@@ -253,6 +362,42 @@ impl SimServer {
 impl Drop for SimServer {
     fn drop(&mut self) {
         self.shutdown.send_replace(true);
+        set_churn(&self.shared, None);
+    }
+}
+
+/// Deletes pods whose grace period has ended, as their kubelet would once their containers
+/// stopped.
+async fn kubelet_loop(store: Store, mut shutdown: watch::Receiver<bool>) {
+    // Bounded by shutdown: the loop ends when the server is shut down or dropped.
+    loop {
+        let next = store.next_termination();
+        tokio::select! {
+            () = async {
+                match next {
+                    Some(at) => tokio::time::sleep_until(at).await,
+                    None => std::future::pending().await,
+                }
+            } => store.finish_terminations(tokio::time::Instant::now()),
+            () = store.termination_scheduled() => {}
+            _ = shutdown.wait_for(|s| *s) => return,
+        }
+    }
+}
+
+/// Compacts history every `every`, up to the version seen at the previous compaction, as the API
+/// server's compactor asks etcd to: between one and two intervals of history are kept.
+async fn compaction_loop(store: Store, every: Duration, mut shutdown: watch::Receiver<bool>) {
+    let every = every.max(Duration::from_millis(1));
+    let mut seen = store.resource_version();
+    // Bounded by shutdown: the loop ends when the server is shut down or dropped.
+    loop {
+        tokio::select! {
+            () = tokio::time::sleep(every) => {}
+            _ = shutdown.wait_for(|s| *s) => return,
+        }
+        store.compact_to(seen);
+        seen = store.resource_version();
     }
 }
 

@@ -23,8 +23,12 @@ pub(crate) struct Stored {
     pub(crate) namespace: String,
     pub(crate) name: String,
     pub(crate) rv: u64,
-    /// The object's JSON, exactly as every list page and watch event sends it.
+    /// The object's JSON, exactly as gets and watch events send it. It always starts with
+    /// `{"kind":"<Kind>","apiVersion":"<version>",` (or is just those two fields), so that the
+    /// form list items take, without them, is `{` followed by `json[item_offset..]`.
     pub(crate) json: Bytes,
+    /// Where the fields after `kind` and `apiVersion` start in `json` (see [`Stored::item_json`]).
+    item_offset: usize,
     pub(crate) labels: BTreeMap<String, String>,
     /// The values of the fields this resource supports in field selectors.
     pub(crate) fields: Vec<(&'static str, String)>,
@@ -45,6 +49,7 @@ impl Stored {
             .iter()
             .map(|path| (*path, field_value(value, path)))
             .collect();
+        let (json, item_offset) = render_object(value, &res.api.kind, &res.api.api_version);
         Arc::new(Self {
             namespace: s(&meta["namespace"]),
             name: s(&meta["name"]),
@@ -52,7 +57,8 @@ impl Stored {
                 .as_str()
                 .and_then(|v| v.parse().ok())
                 .unwrap_or_default(),
-            json: Bytes::from(serde_json::to_vec(value).unwrap_or_default()),
+            json,
+            item_offset,
             labels,
             fields,
             meta_json: OnceLock::new(),
@@ -61,6 +67,17 @@ impl Stored {
 
     pub(crate) fn key(&self) -> ObjKey {
         (self.namespace.clone(), self.name.clone())
+    }
+
+    /// The object as a list item carries it: without `kind` and `apiVersion` (the list's kind
+    /// says what its items are), as `(b"{", rest)`: the two slices written one after the other.
+    pub(crate) fn item_json(&self) -> (&'static [u8], &[u8]) {
+        (b"{", &self.json[self.item_offset..])
+    }
+
+    /// The length of [`Stored::item_json`].
+    pub(crate) fn item_len(&self) -> usize {
+        1 + self.json.len() - self.item_offset
     }
 
     /// The stored object as JSON.
@@ -95,6 +112,32 @@ impl Stored {
                 .map(|(_, v)| v.as_str()),
         }
     }
+}
+
+/// Renders an object with `kind` and `apiVersion` first (as the API server writes them) and
+/// returns the JSON with the offset where the remaining fields start (see [`Stored::item_json`]).
+fn render_object(value: &Value, kind: &str, api_version: &str) -> (Bytes, usize) {
+    let mut rest = value.as_object().cloned().unwrap_or_default();
+    rest.remove("kind");
+    rest.remove("apiVersion");
+    let rest = serde_json::to_vec(&Value::Object(rest)).unwrap_or_else(|_| b"{}".to_vec());
+    let k = serde_json::to_vec(kind).unwrap_or_default();
+    let a = serde_json::to_vec(api_version).unwrap_or_default();
+    let mut out = Vec::with_capacity(rest.len() + k.len() + a.len() + 24);
+    out.extend_from_slice(b"{\"kind\":");
+    out.extend_from_slice(&k);
+    out.extend_from_slice(b",\"apiVersion\":");
+    out.extend_from_slice(&a);
+    let offset = if rest.len() > 2 {
+        out.push(b',');
+        let offset = out.len();
+        out.extend_from_slice(&rest[1..]);
+        offset
+    } else {
+        out.push(b'}');
+        out.len() - 1
+    };
+    (Bytes::from(out), offset)
 }
 
 /// Reads a dotted path (`spec.nodeName`) from JSON; missing fields read as "".
@@ -236,11 +279,15 @@ struct State {
     history_window: usize,
     snapshots: VecDeque<(ResKey, u64, Snapshot)>,
     uid_counter: u64,
+    /// Pods in their grace period: when the kubelet would delete each.
+    terminations: Vec<(tokio::time::Instant, ResKey, ObjKey)>,
 }
 
 pub(crate) struct StoreInner {
     state: Mutex<State>,
     notify: watch::Sender<u64>,
+    /// Woken when a pod starts terminating.
+    terminations: tokio::sync::Notify,
 }
 
 /// The simulated cluster's storage, as tests and load generators write to it in-process.
@@ -438,6 +485,42 @@ pub(crate) fn merge_patch(target: &mut Value, patch: &Value) {
     }
 }
 
+/// Whether `metadata.finalizers` holds any.
+fn has_finalizers(v: &Value) -> bool {
+    v["metadata"]["finalizers"]
+        .as_array()
+        .is_some_and(|f| !f.is_empty())
+}
+
+fn set_rv(v: &mut Value, rv: u64) {
+    if let Some(m) = v.get_mut("metadata").and_then(Value::as_object_mut) {
+        m.insert("resourceVersion".into(), Value::String(rv.to_string()));
+    }
+}
+
+fn precondition_failed(res: &ApiResource, name: &str, message: &str) -> Status {
+    object_status(409, "Conflict", message.to_owned(), res, name)
+}
+
+/// What a `DELETE` asks for besides the object: `DeleteOptions`, from its body and query.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct DeleteOptions {
+    pub(crate) precondition_uid: Option<String>,
+    pub(crate) precondition_resource_version: Option<String>,
+    pub(crate) grace_period_seconds: Option<i64>,
+    pub(crate) dry_run: bool,
+}
+
+/// Whether a delete removed the object or marked it for deletion.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Deletion {
+    /// Removed (a DELETED event).
+    Gone,
+    /// Marked with a `deletionTimestamp`; removed when its grace period ends and its finalizers
+    /// are gone.
+    Pending,
+}
+
 /// Everything but metadata and status: what bumps `metadata.generation` when it changes.
 fn generation_relevant(v: &Value) -> Vec<(&String, &Value)> {
     v.as_object()
@@ -472,8 +555,10 @@ impl Store {
                     history_window: history_window.max(1),
                     snapshots: VecDeque::new(),
                     uid_counter: 0,
+                    terminations: Vec::new(),
                 }),
                 notify,
+                terminations: tokio::sync::Notify::new(),
             }),
         }
     }
@@ -499,13 +584,13 @@ impl Store {
     /// a name, 404 `NotFound` for a resource the server does not serve. A namespaced object without
     /// `metadata.namespace` goes to `default`; `metadata.generateName` makes a name.
     pub fn create(&self, resource: &ApiResource, object: Value) -> Result<Value, Status> {
-        self.write_create(resource, object, None)
+        self.write_create(resource, object, None, false)
     }
 
     /// Replaces an object (PUT semantics): 404 if missing; 409 `Conflict` if `metadata.resourceVersion`
     /// is set and is not the stored one. A replace that changes nothing writes nothing.
     pub fn update(&self, resource: &ApiResource, object: Value) -> Result<Value, Status> {
-        self.write_update(resource, object, None)
+        self.write_update(resource, object, None, false)
     }
 
     /// Applies a JSON merge patch (RFC 7386) to an object. A `metadata.resourceVersion` in the patch
@@ -516,6 +601,18 @@ impl Store {
         namespace: Option<&str>,
         name: &str,
         merge_patch: Value,
+    ) -> Result<Value, Status> {
+        self.write_patch(resource, namespace, name, merge_patch, false, false)
+    }
+
+    pub(crate) fn write_patch(
+        &self,
+        resource: &ApiResource,
+        namespace: Option<&str>,
+        name: &str,
+        merge_patch: Value,
+        strategic: bool,
+        dry_run: bool,
     ) -> Result<Value, Status> {
         let mut state = self.inner.state.lock();
         let info = state.info(resource)?;
@@ -537,15 +634,20 @@ impl Store {
         {
             return Err(conflict(&info.api, name));
         }
-        self::merge_patch(&mut value, &patch);
-        let out = state.replace(&info, value, &current)?;
+        if strategic {
+            crate::smp::apply(&mut value, &patch);
+        } else {
+            self::merge_patch(&mut value, &patch);
+        }
+        let out = state.replace(&info, value, &current, dry_run)?;
         drop(state);
         self.notify();
         Ok(out)
     }
 
-    /// Deletes an object at once (no graceful deletion, no finalizers) and returns its last state,
-    /// which carries the delete's resource version. 404 if missing.
+    /// Deletes an object at once, as a forced deletion does (no grace period; finalizers are not
+    /// waited for), and returns its last state, which carries the delete's resource version. 404
+    /// if missing. A `DELETE` over HTTP is graceful instead (see `docs/sim.md`).
     pub fn delete(
         &self,
         resource: &ApiResource,
@@ -555,6 +657,74 @@ impl Store {
         let out = self.inner.state.lock().delete(resource, namespace, name)?;
         self.notify();
         Ok(out)
+    }
+
+    /// A delete as the API server makes it (see [`DeleteOptions`]).
+    pub(crate) fn delete_with(
+        &self,
+        resource: &ApiResource,
+        namespace: Option<&str>,
+        name: &str,
+        opts: &DeleteOptions,
+    ) -> Result<(Value, Deletion), Status> {
+        let is_namespace = resource.group.is_empty() && resource.plural == "namespaces";
+        let out = if is_namespace && !opts.dry_run {
+            self.inner
+                .state
+                .lock()
+                .delete_namespace(resource, name, opts)?
+        } else {
+            self.inner
+                .state
+                .lock()
+                .delete_with(resource, namespace, name, opts)?
+        };
+        if !opts.dry_run {
+            self.notify();
+            self.inner.terminations.notify_one();
+        }
+        Ok(out)
+    }
+
+    /// When the next pod's grace period ends, if any is terminating.
+    pub(crate) fn next_termination(&self) -> Option<tokio::time::Instant> {
+        self.inner
+            .state
+            .lock()
+            .terminations
+            .iter()
+            .map(|(at, _, _)| *at)
+            .min()
+    }
+
+    /// Waits until a new termination is scheduled.
+    pub(crate) async fn termination_scheduled(&self) {
+        self.inner.terminations.notified().await;
+    }
+
+    /// Ends the grace period of every pod due by `now`, as the kubelet does: it deletes them with
+    /// no grace period (those with finalizers stay until the finalizers are removed).
+    pub(crate) fn finish_terminations(&self, now: tokio::time::Instant) {
+        let due: Vec<(ResKey, ObjKey)> = {
+            let mut s = self.inner.state.lock();
+            let (due, later) = std::mem::take(&mut s.terminations)
+                .into_iter()
+                .partition(|(at, _, _)| *at <= now);
+            s.terminations = later;
+            due.into_iter().map(|(_, r, k)| (r, k)).collect::<Vec<_>>()
+        };
+        for ((group, plural), (ns, name)) in due {
+            let Some(info) = self.resource(&group, &plural) else {
+                continue;
+            };
+            let ns = (!ns.is_empty()).then_some(ns.as_str());
+            let force = DeleteOptions {
+                grace_period_seconds: Some(0),
+                ..DeleteOptions::default()
+            };
+            // The pod may have been deleted meanwhile.
+            let _ = self.delete_with(&info.api, ns, &name, &force);
+        }
     }
 
     /// The stored object, if any.
@@ -603,12 +773,13 @@ impl Store {
         resource: &ApiResource,
         object: Value,
         path_namespace: Option<&str>,
+        dry_run: bool,
     ) -> Result<Value, Status> {
         let out = self
             .inner
             .state
             .lock()
-            .create(resource, object, path_namespace)?;
+            .create(resource, object, path_namespace, dry_run)?;
         self.notify();
         Ok(out)
     }
@@ -618,6 +789,7 @@ impl Store {
         resource: &ApiResource,
         object: Value,
         path: Option<(Option<&str>, &str)>,
+        dry_run: bool,
     ) -> Result<Value, Status> {
         let mut state = self.inner.state.lock();
         let info = state.info(resource)?;
@@ -656,7 +828,7 @@ impl Store {
         {
             return Err(conflict(&info.api, &name));
         }
-        let out = state.replace(&info, object, &current)?;
+        let out = state.replace(&info, object, &current, dry_run)?;
         drop(state);
         self.notify();
         Ok(out)
@@ -720,6 +892,23 @@ impl Store {
             .collect())
     }
 
+    /// Compacts history up to `rv`, as etcd compaction at that revision does: events up to it are
+    /// dropped and versions below it answer 410. Compacting below what is already compacted
+    /// changes nothing.
+    pub(crate) fn compact_to(&self, rv: u64) {
+        let mut s = self.inner.state.lock();
+        let rv = rv.min(s.rv);
+        if rv <= s.compacted {
+            return;
+        }
+        while s.history.front().is_some_and(|e| e.rv <= rv) {
+            s.history.pop_front();
+        }
+        s.compacted = rv;
+        s.snapshots.retain(|(_, at, _)| *at >= rv);
+        tracing::debug!(compacted = rv, "history compacted");
+    }
+
     /// Drops all history: any older version now answers 410.
     pub(crate) fn compact_now(&self) {
         let mut s = self.inner.state.lock();
@@ -744,7 +933,7 @@ impl Store {
         {
             let mut state = self.inner.state.lock();
             for o in objects {
-                match state.create(resource, o, None) {
+                match state.create(resource, o, None, false) {
                     Ok(_) => created += 1,
                     Err(e) => tracing::debug!(error = %e.message, "create skipped"),
                 }
@@ -801,6 +990,7 @@ impl State {
         res: &ApiResource,
         mut object: Value,
         path_namespace: Option<&str>,
+        dry_run: bool,
     ) -> Result<Value, Status> {
         let info = self.info(res)?;
         let api = &info.api;
@@ -894,6 +1084,12 @@ impl State {
             meta.insert("creationTimestamp".into(), Value::String(now_rfc3339()));
         }
         meta.remove("deletionTimestamp");
+        meta.remove("deletionGracePeriodSeconds");
+        if dry_run {
+            // Nothing is stored, so the object has no version yet.
+            meta.remove("resourceVersion");
+            return Ok(object);
+        }
         let stored = Stored::from_value(&object, &info);
         self.commit(&info, EventKind::Added, stored, None);
         Ok(object)
@@ -905,6 +1101,7 @@ impl State {
         info: &ResourceInfo,
         mut object: Value,
         current: &Arc<Stored>,
+        dry_run: bool,
     ) -> Result<Value, Status> {
         let api = &info.api;
         let old = current.value();
@@ -943,17 +1140,32 @@ impl State {
         } else {
             meta.remove("namespace");
         }
-        for k in ["uid", "creationTimestamp", "generation"] {
-            if let Some(v) = old_meta.get(k) {
-                meta.insert(k.into(), v.clone());
-            }
+        for k in [
+            "uid",
+            "creationTimestamp",
+            "generation",
+            "deletionTimestamp",
+            "deletionGracePeriodSeconds",
+        ] {
+            match old_meta.get(k) {
+                Some(v) => meta.insert(k.into(), v.clone()),
+                None => meta.remove(k),
+            };
         }
         meta.insert(
             "resourceVersion".into(),
             Value::String(current.rv.to_string()),
         );
-        if object == old {
-            return Ok(old);
+        if object == old || dry_run {
+            return Ok(object);
+        }
+        // An object marked for deletion whose last finalizer is removed (and whose grace period is
+        // over) is deleted instead of updated, as the registry does.
+        if old_meta.get("deletionTimestamp").is_some()
+            && !has_finalizers(&object)
+            && old_meta["deletionGracePeriodSeconds"].as_i64().unwrap_or(0) == 0
+        {
+            return Ok(self.remove(info, current));
         }
         let generation = old_meta["generation"].as_i64().unwrap_or(1);
         let bump = generation_relevant(&object) != generation_relevant(&old);
@@ -984,14 +1196,181 @@ impl State {
             .and_then(|t| t.get(&key))
             .cloned()
             .ok_or_else(|| not_found(&info.api, name))?;
+        Ok(self.remove(&info, &current))
+    }
+
+    /// Removes an object: a DELETED event carrying its last state at the delete's version.
+    fn remove(&mut self, info: &ResourceInfo, current: &Arc<Stored>) -> Value {
         let mut last = current.value();
         let rv = self.rv + 1;
         if let Some(meta) = last.get_mut("metadata").and_then(Value::as_object_mut) {
             meta.insert("resourceVersion".into(), Value::String(rv.to_string()));
         }
-        let stored = Stored::from_value(&last, &info);
-        self.commit(&info, EventKind::Deleted, stored, Some(current));
-        Ok(last)
+        let stored = Stored::from_value(&last, info);
+        self.commit(info, EventKind::Deleted, stored, Some(Arc::clone(current)));
+        last
+    }
+
+    /// Deletes a namespace as the API server and the namespace controller do together: it turns
+    /// `Terminating` (a MODIFIED event), everything in it is deleted, then it goes.
+    fn delete_namespace(
+        &mut self,
+        res: &ApiResource,
+        name: &str,
+        opts: &DeleteOptions,
+    ) -> Result<(Value, Deletion), Status> {
+        let info = self.info(res)?;
+        let key = obj_key(&info.api, None, name);
+        let current = self
+            .tables
+            .get(&*info.key)
+            .and_then(|t| t.get(&key))
+            .cloned()
+            .ok_or_else(|| not_found(&info.api, name))?;
+        // Preconditions first, through the ordinary path on a copy of the options.
+        let check = DeleteOptions {
+            dry_run: true,
+            ..opts.clone()
+        };
+        self.delete_with(res, None, name, &check)?;
+        let mut object = current.value();
+        if let Some(m) = object.get_mut("metadata").and_then(Value::as_object_mut) {
+            m.insert("deletionTimestamp".into(), Value::String(now_rfc3339()));
+            m.insert("deletionGracePeriodSeconds".into(), Value::from(0));
+        }
+        object["status"]["phase"] = Value::from("Terminating");
+        set_rv(&mut object, self.rv + 1);
+        let stored = Stored::from_value(&object, &info);
+        self.commit(
+            &info,
+            EventKind::Modified,
+            Arc::clone(&stored),
+            Some(current),
+        );
+        let mut contents = Vec::new();
+        for (rkey, table) in &self.tables {
+            let Some(rinfo) = self.resources.get(rkey) else {
+                continue;
+            };
+            if rinfo.api.scope == Scope::Namespaced {
+                contents.extend(range_of(table, name).map(|o| (rinfo.clone(), Arc::clone(o))));
+            }
+        }
+        for (rinfo, o) in contents {
+            self.remove(&rinfo, &o);
+        }
+        if !has_finalizers(&object) {
+            self.remove(&info, &stored);
+        }
+        Ok((object, Deletion::Pending))
+    }
+
+    /// A delete as the API server makes it: preconditions, dry run, graceful deletion of pods,
+    /// finalizers. Returns the object as the response carries it and whether it is gone.
+    fn delete_with(
+        &mut self,
+        res: &ApiResource,
+        namespace: Option<&str>,
+        name: &str,
+        opts: &DeleteOptions,
+    ) -> Result<(Value, Deletion), Status> {
+        let info = self.info(res)?;
+        let key = obj_key(&info.api, namespace, name);
+        let current = self
+            .tables
+            .get(&*info.key)
+            .and_then(|t| t.get(&key))
+            .cloned()
+            .ok_or_else(|| not_found(&info.api, name))?;
+        let mut object = current.value();
+        let meta = &object["metadata"];
+        if let Some(uid) = &opts.precondition_uid
+            && meta["uid"].as_str() != Some(uid.as_str())
+        {
+            return Err(precondition_failed(
+                &info.api,
+                name,
+                &format!(
+                    "Precondition failed: UID in precondition: {uid}, UID in object meta: {}",
+                    meta["uid"].as_str().unwrap_or_default()
+                ),
+            ));
+        }
+        if let Some(rv) = &opts.precondition_resource_version
+            && *rv != current.rv.to_string()
+        {
+            return Err(precondition_failed(
+                &info.api,
+                name,
+                &format!(
+                    "Operation cannot be fulfilled on {} \"{name}\": the ResourceVersion in the precondition ({rv}) does not match the ResourceVersion in record ({}). The object might have been modified",
+                    qualified(&info.api),
+                    current.rv
+                ),
+            ));
+        }
+        let is_pod = info.api.group.is_empty() && info.api.plural == "pods";
+        let grace = if is_pod {
+            let requested = opts.grace_period_seconds.unwrap_or_else(|| {
+                object["spec"]["terminationGracePeriodSeconds"]
+                    .as_i64()
+                    .unwrap_or(30)
+            });
+            let unscheduled = object["spec"]["nodeName"]
+                .as_str()
+                .unwrap_or_default()
+                .is_empty();
+            let finished = matches!(
+                object["status"]["phase"].as_str(),
+                Some("Succeeded" | "Failed")
+            );
+            if unscheduled || finished {
+                0
+            } else {
+                requested.max(0)
+            }
+        } else {
+            0
+        };
+        let terminating = meta.get("deletionTimestamp").is_some();
+        let current_grace = meta["deletionGracePeriodSeconds"].as_i64();
+        let finalizers = has_finalizers(&object);
+        if grace == 0 && !finalizers {
+            if opts.dry_run {
+                return Ok((object, Deletion::Gone));
+            }
+            return Ok((self.remove(&info, &current), Deletion::Gone));
+        }
+        // Marked for deletion: a deletionTimestamp, and a grace period that only ever shortens.
+        if terminating && current_grace.is_some_and(|g| g <= grace) {
+            return Ok((object, Deletion::Pending));
+        }
+        let now = jiff::Timestamp::now().as_second();
+        let generation = meta["generation"].as_i64().unwrap_or(1);
+        if let Some(m) = object.get_mut("metadata").and_then(Value::as_object_mut) {
+            let at = u64::try_from(now + grace).unwrap_or(0);
+            if !(terminating && grace == 0) {
+                m.insert("deletionTimestamp".into(), Value::String(rfc3339(at)));
+            }
+            m.insert("deletionGracePeriodSeconds".into(), Value::from(grace));
+            if !terminating {
+                m.insert("generation".into(), Value::from(generation + 1));
+            }
+        }
+        if opts.dry_run {
+            return Ok((object, Deletion::Pending));
+        }
+        let rv = self.rv + 1;
+        set_rv(&mut object, rv);
+        let stored = Stored::from_value(&object, &info);
+        self.commit(&info, EventKind::Modified, stored, Some(current));
+        if grace > 0 {
+            // The kubelet deletes the pod once its containers have had the grace period to stop.
+            let due =
+                tokio::time::Instant::now() + std::time::Duration::from_secs(grace.unsigned_abs());
+            self.terminations.push((due, (*info.key).clone(), key));
+        }
+        Ok((object, Deletion::Pending))
     }
 
     /// Applies a write: bumps the global version, updates the table, records the event.

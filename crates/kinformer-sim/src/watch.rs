@@ -21,6 +21,7 @@ use crate::faults::FaultState;
 use crate::render::{bookmark_line, error_line, event_line};
 use crate::server::{Body, Shared};
 use crate::store::{Event, EventKind, Stored, invalid, too_large, too_old};
+use crate::table::{Form, IncludeObject, table_event_object};
 
 /// The default watch timeout when the request gives none (the real server picks 30-60 minutes).
 const DEFAULT_TIMEOUT: Duration = Duration::from_secs(1800);
@@ -41,6 +42,8 @@ struct Spec {
     target: Target,
     filter: Filter,
     meta_only: bool,
+    /// Events as one-row Tables, with what rows carry.
+    table: Option<IncludeObject>,
     bookmarks: bool,
     start: Start,
     timeout: Duration,
@@ -56,8 +59,12 @@ pub(crate) async fn handle(
     shared: &Arc<Shared>,
     target: Target,
     q: &Query,
-    meta_only: bool,
+    form: Form,
 ) -> Result<Response<Body>, Status> {
+    let meta_only = form == Form::Metadata;
+    let table = (form == Form::Table)
+        .then(|| IncludeObject::parse(q.get("includeObject")))
+        .transpose()?;
     let mut filter = Filter::from_query(&target.info, target.namespace.clone(), q)?;
     if let Some(name) = &target.name {
         let mut reqs = filter.field.requirements().to_vec();
@@ -120,6 +127,7 @@ pub(crate) async fn handle(
         target,
         filter,
         meta_only,
+        table,
         bookmarks,
         start,
         timeout,
@@ -307,7 +315,39 @@ impl Spec {
             (EventKind::Deleted, _, true) => Variant::Deleted,
             _ => return None,
         };
+        if let Some(include) = self.table {
+            return Some(self.table_line(ev, variant, include));
+        }
         Some(line(ev, variant, self.meta_only))
+    }
+
+    /// An event line whose object is a one-row Table (rendered for this watcher alone).
+    fn table_line(&self, ev: &Event, variant: Variant, include: IncludeObject) -> Bytes {
+        let (kind, object) = match variant {
+            Variant::Added => ("ADDED", ev.object.value()),
+            Variant::Modified => ("MODIFIED", ev.object.value()),
+            Variant::Deleted => ("DELETED", ev.object.value()),
+            Variant::Left => {
+                let mut v = ev.prev.as_ref().unwrap_or(&ev.object).value();
+                v["metadata"]["resourceVersion"] = ev.rv.to_string().into();
+                ("DELETED", v)
+            }
+        };
+        event_line(
+            kind,
+            &table_event_object(&self.target.info, &object, include),
+        )
+    }
+
+    /// The ADDED line of an object sent as part of the initial state.
+    fn initial_line(&self, o: &Stored) -> Bytes {
+        match self.table {
+            Some(include) => event_line(
+                "ADDED",
+                &table_event_object(&self.target.info, &o.value(), include),
+            ),
+            None => event_line("ADDED", object_bytes(o, self.meta_only)),
+        }
     }
 
     fn bookmark(&self, rv: u64, end: bool) -> Bytes {
@@ -334,11 +374,29 @@ async fn run(shared: Arc<Shared>, spec: Spec, mut w: Writer) {
         _ = close_all.changed() => tracing::debug!("watch closed by fault injection"),
         () = closed.closed() => {}
         () = tokio::time::sleep_until(deadline) => tracing::debug!("watch timed out"),
-        () = stream(&shared, &spec, &mut w, &close_check) => {}
+        () = stream(&shared, &spec, &mut w, &close_check, deadline) => {}
     }
 }
 
-async fn stream(shared: &Shared, spec: &Spec, w: &mut Writer, close_all: &watch::Receiver<u64>) {
+/// How long before a watch's timeout the watch cache sends its last bookmark.
+const PRE_TIMEOUT_BOOKMARK: Duration = Duration::from_secs(2);
+
+/// When the next bookmark is due, as the watch cache schedules them: one `interval` from `now`,
+/// or 2 s before the watch's deadline if that comes first; none once that moment has passed.
+fn next_bookmark(now: Instant, interval: Duration, deadline: Instant) -> Option<Instant> {
+    let heartbeat = now + interval;
+    let pre_timeout = deadline.checked_sub(PRE_TIMEOUT_BOOKMARK)?;
+    let at = heartbeat.min(pre_timeout);
+    (at > now).then_some(at)
+}
+
+async fn stream(
+    shared: &Shared,
+    spec: &Spec,
+    w: &mut Writer,
+    close_all: &watch::Receiver<u64>,
+    deadline: Instant,
+) {
     let store = &shared.store;
     let mut notify = store.subscribe();
     notify.borrow_and_update();
@@ -360,7 +418,7 @@ async fn stream(shared: &Shared, spec: &Spec, w: &mut Writer, close_all: &watch:
                 }
             };
             for o in snap.iter().filter(|o| spec.filter.matches(o)) {
-                let line = event_line("ADDED", object_bytes(o, spec.meta_only));
+                let line = spec.initial_line(o);
                 if w.send_event(line).await == Flow::Stop {
                     return;
                 }
@@ -376,8 +434,7 @@ async fn stream(shared: &Shared, spec: &Spec, w: &mut Writer, close_all: &watch:
         .config
         .bookmark_interval
         .max(Duration::from_millis(1));
-    let mut ticker = tokio::time::interval_at(Instant::now() + interval, interval);
-    ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut bookmark_at = next_bookmark(Instant::now(), interval, deadline);
     // Bounded by the watch timeout, close faults and the client going away (see `run`).
     loop {
         loop {
@@ -403,20 +460,50 @@ async fn stream(shared: &Shared, spec: &Spec, w: &mut Writer, close_all: &watch:
                 pos = ev.rv;
             }
         }
+        let due = bookmark_at.filter(|_| spec.bookmarks);
         tokio::select! {
             r = notify.changed() => if r.is_err() { return },
-            _ = ticker.tick(), if spec.bookmarks => {
+            () = sleep_until_some(due) => {
                 if w.send(spec.bookmark(pos, false)).await == Flow::Stop {
                     return;
                 }
+                bookmark_at = next_bookmark(Instant::now(), interval, deadline);
             }
         }
+    }
+}
+
+/// Sleeps until `at`, or forever without one.
+async fn sleep_until_some(at: Option<Instant>) {
+    match at {
+        Some(at) => tokio::time::sleep_until(at).await,
+        None => std::future::pending().await,
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn bookmarks_are_due_each_interval_and_before_the_deadline() {
+        let now = Instant::now();
+        let minute = Duration::from_secs(60);
+        let deadline = now + Duration::from_secs(600);
+        assert_eq!(next_bookmark(now, minute, deadline), Some(now + minute));
+        let soon = now + Duration::from_secs(30);
+        assert_eq!(
+            next_bookmark(now, minute, soon),
+            Some(soon - PRE_TIMEOUT_BOOKMARK)
+        );
+        // Once the pre-timeout bookmark is sent, no more are due.
+        let late = soon - PRE_TIMEOUT_BOOKMARK;
+        assert_eq!(next_bookmark(late, minute, soon), None);
+        assert_eq!(
+            next_bookmark(now, minute, now + Duration::from_secs(1)),
+            None
+        );
+    }
 
     #[test]
     fn padding_reaches_the_requested_size() {

@@ -9,7 +9,7 @@ use serde_json::{Value, json};
 use tokio::task::JoinHandle;
 
 use crate::Error;
-use crate::store::{Store, rfc3339, splitmix, uuid_from_bits};
+use crate::store::{DeleteOptions, Store, rfc3339, splitmix, uuid_from_bits};
 
 /// The namespaces seeded pods live in.
 const NAMESPACES: [&str; 5] = ["default", "shop", "payments", "monitoring", "kube-system"];
@@ -231,7 +231,9 @@ fn namespaces() -> ApiResource {
 }
 
 /// How a churn loop writes: `rate_per_sec` writes per second (about a fifth creates, three fifths
-/// updates, a fifth deletes, so the population stays level), deterministic from `seed`.
+/// updates, a fifth deletes, so the population stays level), deterministic from `seed`. Deletes
+/// are graceful: a scheduled, running pod is first marked Terminating (a MODIFIED event with
+/// `deletionTimestamp`) and deleted when its grace period ends.
 #[derive(Debug, Clone)]
 pub struct ChurnConfig {
     /// Writes per second.
@@ -340,7 +342,13 @@ fn churn_step(store: &Store, rng: &mut Rng, next_index: &mut usize, seed: u64) {
     }
     let victim = &snap[rng.below(snap.len() as u64) as usize];
     if roll == 4 {
-        let _ = store.delete(&res, Some(&victim.namespace), &victim.name);
+        // A graceful delete, as a controller makes it: scheduled pods turn Terminating first.
+        let _ = store.delete_with(
+            &res,
+            Some(&victim.namespace),
+            &victim.name,
+            &DeleteOptions::default(),
+        );
     } else {
         let patch = json!({
             "metadata": {"labels": {"churn": rng.below(4).to_string()}},

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use kinformer_core::{ApiResource, Scope};
-use kinformer_sim::{Auth, RequestKind, SimConfig, SimServer};
+use kinformer_sim::{Auth, KubeVersion, RequestKind, SimConfig, SimServer};
 use rustls_pki_types::pem::PemObject as _;
 use rustls_pki_types::{CertificateDer, PrivateKeyDer};
 use serde_json::{Value, json};
@@ -245,8 +245,9 @@ async fn expired_continue_token_answers_410() {
     let c = client();
     let (_, first) = get_json(&c, &format!("{}/api/v1/pods?limit=5", sim.url())).await;
     let token = first["metadata"]["continue"].as_str().unwrap().to_owned();
+    // Sorted after every seeded pod, so the rest of the list includes it.
     sim.store()
-        .create(&pods(), pod("new", "default", json!({})))
+        .create(&pods(), pod("new", "zz", json!({})))
         .unwrap();
     sim.faults().compact_now();
     let (code, status) = get_json(
@@ -263,6 +264,22 @@ async fn expired_continue_token_answers_410() {
         ),
         (Some("Status"), Some("Expired"), Some(410))
     );
+    // The 410 carries a token that goes on, inconsistently, at the latest version.
+    let next = status["metadata"]["continue"].as_str().unwrap().to_owned();
+    let (code, rest) = get_json(
+        &c,
+        &format!("{}/api/v1/pods?limit=100&continue={next}", sim.url()),
+    )
+    .await;
+    assert_eq!(code, 200);
+    assert_eq!(
+        rest["metadata"]["resourceVersion"],
+        sim.store().resource_version().to_string()
+    );
+    let mut seen = names(&first);
+    seen.extend(names(&rest));
+    assert_eq!(seen.len(), 31, "every pod once, and the new one");
+    assert!(seen.contains(&"new".to_owned()));
     // A malformed token is a bad request.
     let (code, _) = get_json(
         &c,
@@ -421,7 +438,7 @@ async fn list_resource_version_semantics() {
 }
 
 #[tokio::test]
-async fn bookmarks_carry_only_the_resource_version() {
+async fn bookmarks_have_the_watch_cache_shape() {
     let sim = start(SimConfig {
         bookmark_interval: Duration::from_millis(30),
         ..SimConfig::default()
@@ -441,9 +458,10 @@ async fn bookmarks_carry_only_the_resource_version() {
     )
     .await;
     let e = w.event().await;
+    // An empty pod, as the watch cache's bookmarks are: Go's zero values and the version.
     assert_eq!(
         e,
-        json!({"type": "BOOKMARK", "object": {"kind": "Pod", "apiVersion": "v1", "metadata": {"resourceVersion": rv.to_string()}}})
+        json!({"type": "BOOKMARK", "object": {"kind": "Pod", "apiVersion": "v1", "metadata": {"resourceVersion": rv.to_string(), "creationTimestamp": null}, "spec": {"containers": null}, "status": {}}})
     );
     sim.store()
         .create(&pods(), pod("b", "ns", json!({})))
@@ -823,6 +841,25 @@ async fn writes_over_http_and_their_errors() {
     let sim = start(SimConfig::default()).await;
     let c = client();
     let base = format!("{}/api/v1/namespaces/dev/configmaps", sim.url());
+    // Objects are created only in a namespace that exists.
+    let r = c
+        .post(&base)
+        .json_body(&json!({"metadata": {"name": "cm"}, "data": {"a": "1"}}))
+        .send()
+        .await
+        .unwrap();
+    let s: Value = body_json(r).await;
+    assert_eq!(
+        (s["code"].as_u64(), s["message"].as_str()),
+        (Some(404), Some("namespaces \"dev\" not found"))
+    );
+    let r = c
+        .post(format!("{}/api/v1/namespaces", sim.url()))
+        .json_body(&json!({"metadata": {"name": "dev"}}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 201);
     let r = c
         .post(&base)
         .json_body(&json!({"metadata": {"name": "cm"}, "data": {"a": "1"}}))
@@ -1461,4 +1498,855 @@ async fn the_request_log_lists_what_clients_asked_in_order() {
     sim.clear_requests();
     assert!(sim.requests().is_empty());
     sim.shutdown().await;
+}
+
+#[tokio::test]
+async fn legacy_list_with_limit_is_an_exact_read_and_expires() {
+    let sim = start(SimConfig::default()).await;
+    let store = sim.store();
+    store
+        .create(&pods(), pod("a", "ns", json!({"v": "1"})))
+        .unwrap();
+    let at = store.resource_version();
+    store
+        .patch(
+            &pods(),
+            Some("ns"),
+            "a",
+            json!({"metadata": {"labels": {"v": "2"}}}),
+        )
+        .unwrap();
+    store.create(&pods(), pod("b", "ns", json!({}))).unwrap();
+    let c = client();
+    let base = format!("{}/api/v1/pods", sim.url());
+    // With a limit and no resourceVersionMatch, the version is read exactly.
+    let (code, l) = get_json(&c, &format!("{base}?limit=1&resourceVersion={at}")).await;
+    assert_eq!(code, 200);
+    assert_eq!(l["metadata"]["resourceVersion"], at.to_string());
+    assert_eq!(names(&l), ["a"]);
+    assert_eq!(l["items"][0]["metadata"]["labels"]["v"], "1");
+    assert_eq!(
+        l["metadata"].get("continue"),
+        None,
+        "b did not exist at {at}"
+    );
+    // Without a limit, the same request reads the current state (not older than `at`).
+    let (_, l) = get_json(&c, &format!("{base}?resourceVersion={at}")).await;
+    assert_eq!(
+        l["metadata"]["resourceVersion"],
+        store.resource_version().to_string()
+    );
+    // Once compacted, the exact read answers 410 (the not-older-than read still works).
+    sim.faults().compact_now();
+    let (code, s) = get_json(&c, &format!("{base}?limit=1&resourceVersion={at}")).await;
+    assert_eq!((code, s["reason"].as_str()), (410, Some("Expired")));
+    let (code, _) = get_json(&c, &format!("{base}?resourceVersion={at}")).await;
+    assert_eq!(code, 200);
+}
+
+#[tokio::test]
+async fn resource_version_zero_limit_follows_the_server_version() {
+    for (version, paged) in [
+        (KubeVersion::V1_32, false),
+        (KubeVersion::V1_33, false),
+        (KubeVersion::V1_34, true),
+    ] {
+        let sim = start(SimConfig {
+            version,
+            ..SimConfig::default()
+        })
+        .await;
+        sim.store().seed_pods(10, 1);
+        let c = client();
+        let (_, v) = get_json(&c, &format!("{}/version", sim.url())).await;
+        assert_eq!(v["minor"], version.minor().to_string());
+        let (code, l) = get_json(
+            &c,
+            &format!("{}/api/v1/pods?resourceVersion=0&limit=3", sim.url()),
+        )
+        .await;
+        assert_eq!(code, 200);
+        let n = l["items"].as_array().unwrap().len();
+        if paged {
+            assert_eq!(n, 3, "{version:?}");
+            assert!(l["metadata"]["continue"].is_string(), "{version:?}");
+        } else {
+            assert_eq!(n, 10, "{version:?}: the watch cache ignores the limit");
+            assert_eq!(l["metadata"].get("continue"), None, "{version:?}");
+        }
+        // Any other list honours the limit on every version.
+        let (_, l) = get_json(&c, &format!("{}/api/v1/pods?limit=3", sim.url())).await;
+        assert_eq!(l["items"].as_array().unwrap().len(), 3, "{version:?}");
+    }
+}
+
+#[tokio::test]
+async fn list_items_carry_no_kind_but_gets_watches_and_metadata_items_do() {
+    let sim = start(SimConfig::default()).await;
+    sim.store()
+        .create(&pods(), pod("a", "ns", json!({})))
+        .unwrap();
+    let c = client();
+    let (_, l) = get_json(&c, &format!("{}/api/v1/pods", sim.url())).await;
+    assert_eq!(
+        (l["kind"].as_str(), l["apiVersion"].as_str()),
+        (Some("PodList"), Some("v1"))
+    );
+    let item = l["items"][0].as_object().unwrap();
+    assert!(
+        !item.contains_key("kind") && !item.contains_key("apiVersion"),
+        "{item:?}"
+    );
+    assert_eq!(item["metadata"]["name"], "a");
+    let (_, o) = get_json(&c, &format!("{}/api/v1/namespaces/ns/pods/a", sim.url())).await;
+    assert_eq!(
+        (o["kind"].as_str(), o["apiVersion"].as_str()),
+        (Some("Pod"), Some("v1"))
+    );
+    let r = c
+        .get(format!("{}/api/v1/pods", sim.url()))
+        .header(
+            "accept",
+            "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1",
+        )
+        .send()
+        .await
+        .unwrap();
+    let m = body_json(r).await;
+    assert_eq!(m["items"][0]["kind"], "PartialObjectMetadata");
+    let mut w = Lines::open(&c, &format!("{}/api/v1/pods?watch=1", sim.url())).await;
+    let e = w.event().await;
+    assert_eq!(
+        (
+            e["object"]["kind"].as_str(),
+            e["object"]["apiVersion"].as_str()
+        ),
+        (Some("Pod"), Some("v1"))
+    );
+}
+
+#[tokio::test]
+async fn bookmarks_come_each_minute_and_just_before_the_timeout() {
+    // The default interval is a minute, so the only bookmark of a 4 s watch is the one the
+    // watch cache sends 2 s before the timeout; then the stream ends.
+    let sim = start(SimConfig::default()).await;
+    let c = client();
+    let rv = sim.store().resource_version();
+    let started = tokio::time::Instant::now();
+    let mut w = Lines::open(
+        &c,
+        &format!(
+            "{}/api/v1/pods?watch=1&resourceVersion={rv}&allowWatchBookmarks=true&timeoutSeconds=4",
+            sim.url()
+        ),
+    )
+    .await;
+    let e = w.event().await;
+    let at = started.elapsed();
+    assert_eq!(e["type"], "BOOKMARK");
+    assert!(
+        at >= Duration::from_millis(1500) && at < Duration::from_millis(3900),
+        "bookmark after {at:?}"
+    );
+    assert!(matches!(w.read().await, Read::End));
+    assert!(started.elapsed() >= Duration::from_millis(3900));
+}
+
+#[tokio::test]
+async fn history_is_time_based_and_compacted_periodically() {
+    let cms = ApiResource::new("", "v1", "ConfigMap", "configmaps", Scope::Namespaced);
+    // By default far more than 10 000 events are kept (compaction is every 5 minutes).
+    let sim = start(SimConfig::default()).await;
+    let store = sim.store();
+    store
+        .create(
+            &cms,
+            json!({"metadata": {"name": "first", "namespace": "ns"}}),
+        )
+        .unwrap();
+    let first = store.resource_version();
+    for i in 0..12_000 {
+        store
+            .create(
+                &cms,
+                json!({"metadata": {"name": format!("c{i}"), "namespace": "ns"}}),
+            )
+            .unwrap();
+    }
+    let c = client();
+    let exact = |sim: &SimServer, rv: u64| {
+        format!(
+            "{}/api/v1/configmaps?resourceVersion={rv}&resourceVersionMatch=Exact&limit=1",
+            sim.url()
+        )
+    };
+    let (code, _) = get_json(&c, &exact(&sim, first)).await;
+    assert_eq!(code, 200);
+
+    // With a short interval, a version survives the first compaction after it was written and
+    // is gone after the second.
+    let every = Duration::from_millis(300);
+    let sim = start(SimConfig {
+        compaction_interval: Some(every),
+        ..SimConfig::default()
+    })
+    .await;
+    let started = tokio::time::Instant::now();
+    sim.store()
+        .create(&cms, json!({"metadata": {"name": "a", "namespace": "ns"}}))
+        .unwrap();
+    let at = sim.store().resource_version();
+    sim.store()
+        .create(&cms, json!({"metadata": {"name": "b", "namespace": "ns"}}))
+        .unwrap();
+    let mut gone_after = None;
+    for _ in 0..200 {
+        let (code, _) = get_json(&c, &exact(&sim, at)).await;
+        if code == 410 {
+            gone_after = Some(started.elapsed());
+            break;
+        }
+        assert_eq!(code, 200);
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    let gone_after = gone_after.expect("compacted within 5 s");
+    assert!(gone_after >= every, "compacted after {gone_after:?}");
+}
+
+fn gunzip(b: &[u8]) -> Vec<u8> {
+    use std::io::Read as _;
+    let mut out = Vec::new();
+    flate2::read::GzDecoder::new(b)
+        .read_to_end(&mut out)
+        .unwrap();
+    out
+}
+
+#[tokio::test]
+async fn large_lists_are_gzipped_when_asked_and_watches_never() {
+    let sim = start(SimConfig::default()).await;
+    sim.store().seed_pods(100, 1);
+    // A client that does not decompress, to see the bytes on the wire.
+    let raw = reqwest::Client::builder()
+        .tls_backend_preconfigured(tls_config(None, None))
+        .no_gzip()
+        .build()
+        .unwrap();
+    let url = format!("{}/api/v1/pods", sim.url());
+    let plain = raw.get(&url).send().await.unwrap();
+    assert_eq!(plain.headers().get("content-encoding"), None);
+    let plain = plain.bytes().await.unwrap();
+    assert!(plain.len() > 128 * 1024, "{}", plain.len());
+
+    let r = raw
+        .get(&url)
+        .header("accept-encoding", "gzip")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.headers()["content-encoding"], "gzip");
+    assert_eq!(r.headers()["vary"], "Accept-Encoding");
+    let zipped = r.bytes().await.unwrap();
+    assert!(
+        zipped.len() < plain.len() / 2,
+        "{} of {}",
+        zipped.len(),
+        plain.len()
+    );
+    assert_eq!(gunzip(&zipped), plain.to_vec());
+
+    // Small responses, refused gzip, and watches are sent plain.
+    for (q, accept) in [
+        ("?limit=1", "gzip"),
+        ("", "gzip;q=0"),
+        ("", "identity"),
+        ("?watch=1", "gzip"),
+    ] {
+        let r = raw
+            .get(format!("{url}{q}"))
+            .header("accept-encoding", accept)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.headers().get("content-encoding"), None, "{q} {accept}");
+    }
+
+    // A server configured without compression never gzips.
+    let off = start(SimConfig {
+        compression: false,
+        ..SimConfig::default()
+    })
+    .await;
+    off.store().seed_pods(100, 1);
+    let r = raw
+        .get(format!("{}/api/v1/pods", off.url()))
+        .header("accept-encoding", "gzip")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.headers().get("content-encoding"), None);
+}
+
+async fn send_json(
+    c: &reqwest::Client,
+    method: reqwest::Method,
+    url: &str,
+    body: Option<Value>,
+) -> (u16, Value) {
+    let mut r = c.request(method, url);
+    if let Some(b) = body {
+        r = r.json_body(&b);
+    }
+    let r = r.send().await.unwrap();
+    let code = r.status().as_u16();
+    (code, body_json(r).await)
+}
+
+#[tokio::test]
+async fn deletes_honour_preconditions_and_dry_run_writes_nothing() {
+    let sim = start(SimConfig::default()).await;
+    let c = client();
+    let base = format!("{}/api/v1/namespaces/default/configmaps", sim.url());
+    use reqwest::Method;
+    // A dry-run create answers 201 with the object and stores nothing.
+    let (code, o) = send_json(
+        &c,
+        Method::POST,
+        &format!("{base}?dryRun=All"),
+        Some(json!({"metadata": {"name": "cm"}, "data": {"a": "1"}})),
+    )
+    .await;
+    assert_eq!((code, o["metadata"]["name"].as_str()), (201, Some("cm")));
+    let rv = sim.store().resource_version();
+    assert_eq!(get_json(&c, &format!("{base}/cm")).await.0, 404);
+    let (code, created) = send_json(
+        &c,
+        Method::POST,
+        &base,
+        Some(json!({"metadata": {"name": "cm"}, "data": {"a": "1"}})),
+    )
+    .await;
+    assert_eq!(code, 201);
+    let uid = created["metadata"]["uid"].as_str().unwrap().to_owned();
+    let at = sim.store().resource_version();
+    assert_eq!(at, rv + 1);
+    let mut w = Lines::open(&c, &format!("{base}?watch=1&resourceVersion={at}")).await;
+    // Dry-run patch, replace and delete change nothing and send no event.
+    let r = c
+        .patch(format!("{base}/cm?dryRun=All"))
+        .header("content-type", "application/merge-patch+json")
+        .body(r#"{"data":{"a":"2"}}"#)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    assert_eq!(body_json(r).await["data"]["a"], "2");
+    let mut replaced = created.clone();
+    replaced["data"]["a"] = json!("3");
+    let (code, _) = send_json(
+        &c,
+        Method::PUT,
+        &format!("{base}/cm?dryRun=All"),
+        Some(replaced),
+    )
+    .await;
+    assert_eq!(code, 200);
+    let (code, _) = send_json(
+        &c,
+        Method::DELETE,
+        &format!("{base}/cm"),
+        Some(json!({"kind": "DeleteOptions", "apiVersion": "v1", "dryRun": ["All"]})),
+    )
+    .await;
+    assert_eq!(code, 200);
+    let (code, got) = get_json(&c, &format!("{base}/cm")).await;
+    assert_eq!((code, &got["data"]["a"]), (200, &json!("1")));
+    assert_eq!(sim.store().resource_version(), at);
+    assert!(w.read_within(Duration::from_millis(200)).await.is_none());
+    // Preconditions that do not match answer 409 and delete nothing.
+    for pre in [
+        json!({"resourceVersion": "1"}),
+        json!({"uid": "not-the-uid"}),
+    ] {
+        let (code, s) = send_json(
+            &c,
+            Method::DELETE,
+            &format!("{base}/cm"),
+            Some(json!({"preconditions": pre})),
+        )
+        .await;
+        assert_eq!(
+            (code, s["reason"].as_str()),
+            (409, Some("Conflict")),
+            "{pre}"
+        );
+    }
+    assert_eq!(get_json(&c, &format!("{base}/cm")).await.0, 200);
+    let (code, _) = send_json(
+        &c,
+        Method::DELETE,
+        &format!("{base}/cm"),
+        Some(json!({"preconditions": {"uid": uid, "resourceVersion": at.to_string()}})),
+    )
+    .await;
+    assert_eq!(code, 200);
+    assert_eq!(ev(&w.object_event().await), pair("DELETED", "cm"));
+    // An unknown dry-run value is refused.
+    let (code, _) = send_json(
+        &c,
+        Method::POST,
+        &format!("{base}?dryRun=Some"),
+        Some(json!({"metadata": {"name": "x"}})),
+    )
+    .await;
+    assert_eq!(code, 400);
+}
+
+#[tokio::test]
+async fn pods_are_deleted_gracefully_and_finalizers_hold_objects() {
+    let sim = start(SimConfig::default()).await;
+    let c = client();
+    use reqwest::Method;
+    let base = format!("{}/api/v1/namespaces/default/pods", sim.url());
+    let at = sim.store().resource_version();
+    let mut w = Lines::open(&c, &format!("{base}?watch=1&resourceVersion={at}")).await;
+    let scheduled = |name: &str, grace: u32| json!({"metadata": {"name": name}, "spec": {"nodeName": "node-1", "terminationGracePeriodSeconds": grace, "containers": [{"name": "c", "image": "nginx"}]}});
+    for (name, grace) in [("slow", 1), ("forced", 30)] {
+        let (code, _) = send_json(&c, Method::POST, &base, Some(scheduled(name, grace))).await;
+        assert_eq!(code, 201);
+        assert_eq!(ev(&w.object_event().await), pair("ADDED", name));
+    }
+    // A scheduled pod is marked Terminating first, then deleted when its grace period ends.
+    let started = tokio::time::Instant::now();
+    let (code, o) = send_json(&c, Method::DELETE, &format!("{base}/slow"), None).await;
+    assert_eq!(code, 200);
+    assert!(o["metadata"]["deletionTimestamp"].is_string());
+    assert_eq!(o["metadata"]["deletionGracePeriodSeconds"], 1);
+    let e = w.object_event().await;
+    assert_eq!(ev(&e), pair("MODIFIED", "slow"));
+    assert_eq!(e["object"]["metadata"]["deletionGracePeriodSeconds"], 1);
+    assert_eq!(ev(&w.object_event().await), pair("DELETED", "slow"));
+    assert!(started.elapsed() >= Duration::from_millis(900));
+    // gracePeriodSeconds=0 deletes at once.
+    let (code, _) = send_json(
+        &c,
+        Method::DELETE,
+        &format!("{base}/forced?gracePeriodSeconds=0"),
+        None,
+    )
+    .await;
+    assert_eq!(code, 200);
+    assert_eq!(ev(&w.object_event().await), pair("DELETED", "forced"));
+    // An unscheduled pod has nothing to stop: it goes at once.
+    let (code, _) = send_json(&c, Method::POST, &base, Some(json!({"metadata": {"name": "pending"}, "spec": {"containers": [{"name": "c", "image": "nginx"}]}}))).await;
+    assert_eq!(code, 201);
+    assert_eq!(ev(&w.object_event().await), pair("ADDED", "pending"));
+    send_json(&c, Method::DELETE, &format!("{base}/pending"), None).await;
+    assert_eq!(ev(&w.object_event().await), pair("DELETED", "pending"));
+
+    // Finalizers keep an object, marked for deletion, until they are removed.
+    let cms = format!("{}/api/v1/namespaces/default/configmaps", sim.url());
+    let (code, _) = send_json(
+        &c,
+        Method::POST,
+        &cms,
+        Some(json!({"metadata": {"name": "held", "finalizers": ["example.com/hold"]}})),
+    )
+    .await;
+    assert_eq!(code, 201);
+    let (code, o) = send_json(&c, Method::DELETE, &format!("{cms}/held"), None).await;
+    assert_eq!(code, 200);
+    assert!(o["metadata"]["deletionTimestamp"].is_string());
+    let (code, got) = get_json(&c, &format!("{cms}/held")).await;
+    assert_eq!(code, 200);
+    assert!(got["metadata"]["deletionTimestamp"].is_string());
+    let mut cw = Lines::open(
+        &c,
+        &format!(
+            "{cms}?watch=1&resourceVersion={}",
+            sim.store().resource_version()
+        ),
+    )
+    .await;
+    let r = c
+        .patch(format!("{cms}/held"))
+        .header("content-type", "application/merge-patch+json")
+        .body(r#"{"metadata":{"finalizers":null}}"#)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    assert_eq!(ev(&cw.object_event().await), pair("DELETED", "held"));
+    assert_eq!(get_json(&c, &format!("{cms}/held")).await.0, 404);
+}
+
+#[tokio::test]
+async fn churn_makes_terminating_pods() {
+    let sim = start(SimConfig::default()).await;
+    sim.store().seed_pods(50, 3);
+    let c = client();
+    let at = sim.store().resource_version();
+    let mut w = Lines::open(
+        &c,
+        &format!("{}/api/v1/pods?watch=1&resourceVersion={at}", sim.url()),
+    )
+    .await;
+    let _churn = sim.store().churn(kinformer_sim::ChurnConfig {
+        rate_per_sec: 500.0,
+        seed: 9,
+    });
+    let mut terminating = false;
+    for _ in 0..5_000 {
+        let e = w.object_event().await;
+        if e["type"] == "MODIFIED" && e["object"]["metadata"]["deletionTimestamp"].is_string() {
+            terminating = true;
+            break;
+        }
+    }
+    assert!(terminating, "no pod turned Terminating");
+}
+
+#[tokio::test]
+async fn created_pods_get_defaults_and_namespaces_are_real() {
+    let sim = start(SimConfig::default()).await;
+    let c = client();
+    use reqwest::Method;
+    let (code, ns) = send_json(
+        &c,
+        Method::POST,
+        &format!("{}/api/v1/namespaces", sim.url()),
+        Some(json!({"metadata": {"name": "shop"}})),
+    )
+    .await;
+    assert_eq!(code, 201);
+    assert_eq!(ns["status"]["phase"], "Active");
+    assert_eq!(ns["spec"]["finalizers"], json!(["kubernetes"]));
+    let (code, pod) = send_json(
+        &c,
+        Method::POST,
+        &format!("{}/api/v1/namespaces/shop/pods", sim.url()),
+        Some(json!({"metadata": {"name": "p"}, "spec": {"containers": [{"name": "c", "image": "nginx", "ports": [{"containerPort": 80}]}]}, "status": {"phase": "Running"}})),
+    )
+    .await;
+    assert_eq!(code, 201);
+    assert_eq!(
+        pod["status"],
+        json!({"phase": "Pending", "qosClass": "BestEffort"})
+    );
+    let spec = &pod["spec"];
+    for (field, want) in [
+        ("restartPolicy", json!("Always")),
+        ("dnsPolicy", json!("ClusterFirst")),
+        ("schedulerName", json!("default-scheduler")),
+        ("terminationGracePeriodSeconds", json!(30)),
+        ("serviceAccountName", json!("default")),
+        ("enableServiceLinks", json!(true)),
+    ] {
+        assert_eq!(spec[field], want, "{field}");
+    }
+    let container = &spec["containers"][0];
+    assert_eq!(container["imagePullPolicy"], "Always");
+    assert_eq!(container["terminationMessagePath"], "/dev/termination-log");
+    assert_eq!(container["ports"][0]["protocol"], "TCP");
+    // A missing namespace is 404; the built-in ones exist.
+    let (code, s) = send_json(
+        &c,
+        Method::POST,
+        &format!("{}/api/v1/namespaces/nope/pods", sim.url()),
+        Some(json!({"metadata": {"name": "p"}})),
+    )
+    .await;
+    assert_eq!(
+        (code, s["details"]["kind"].as_str()),
+        (404, Some("namespaces"))
+    );
+    let (code, _) = send_json(
+        &c,
+        Method::POST,
+        &format!("{}/api/v1/namespaces/kube-system/configmaps", sim.url()),
+        Some(json!({"metadata": {"name": "c"}})),
+    )
+    .await;
+    assert_eq!(code, 201);
+    // Deleting a namespace deletes what is in it, then the namespace.
+    let at = sim.store().resource_version();
+    let mut w = Lines::open(
+        &c,
+        &format!("{}/api/v1/pods?watch=1&resourceVersion={at}", sim.url()),
+    )
+    .await;
+    let (code, gone) = send_json(
+        &c,
+        Method::DELETE,
+        &format!("{}/api/v1/namespaces/shop", sim.url()),
+        None,
+    )
+    .await;
+    assert_eq!(
+        (code, gone["status"]["phase"].as_str()),
+        (200, Some("Terminating"))
+    );
+    assert_eq!(ev(&w.object_event().await), pair("DELETED", "p"));
+    assert_eq!(
+        get_json(&c, &format!("{}/api/v1/namespaces/shop", sim.url()))
+            .await
+            .0,
+        404
+    );
+}
+
+#[tokio::test]
+async fn strategic_merge_patches_merge_lists_by_key_and_store_no_directive() {
+    let sim = start(SimConfig::default()).await;
+    let c = client();
+    sim.store()
+        .create(&pods(), json!({"metadata": {"name": "p", "namespace": "default"}, "spec": {"containers": [{"name": "c", "image": "a:1", "ports": [{"containerPort": 80}]}, {"name": "d", "image": "d:1"}]}}))
+        .unwrap();
+    // What kubectl apply sends to change one image.
+    let r = c
+        .patch(format!("{}/api/v1/namespaces/default/pods/p", sim.url()))
+        .header("content-type", "application/strategic-merge-patch+json")
+        .body(r#"{"spec":{"$setElementOrder/containers":[{"name":"c"},{"name":"d"}],"containers":[{"name":"c","image":"a:2"}]}}"#)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    let stored = sim.store().get(&pods(), Some("default"), "p").unwrap();
+    let containers = &stored["spec"]["containers"];
+    assert_eq!(containers[0]["image"], "a:2");
+    assert_eq!(containers[0]["ports"][0]["containerPort"], 80);
+    assert_eq!(containers[1]["name"], "d");
+    assert!(!stored.to_string().contains("$setElementOrder"), "{stored}");
+    // Custom resources have no strategic merge patch: 415, as on a real server.
+    let widgets = ApiResource::new("example.com", "v1", "Widget", "widgets", Scope::Namespaced);
+    sim.store().register_crd(widgets.clone());
+    sim.store()
+        .create(
+            &widgets,
+            json!({"metadata": {"name": "w", "namespace": "default"}}),
+        )
+        .unwrap();
+    let r = c
+        .patch(format!(
+            "{}/apis/example.com/v1/namespaces/default/widgets/w",
+            sim.url()
+        ))
+        .header("content-type", "application/strategic-merge-patch+json")
+        .body(r#"{"spec":{"size":2}}"#)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 415);
+    assert_eq!(body_json(r).await["reason"], "UnsupportedMediaType");
+    // Request bodies the sim cannot decode are refused the same way.
+    let r = c
+        .post(format!("{}/api/v1/namespaces/default/pods", sim.url()))
+        .header("content-type", "application/vnd.kubernetes.protobuf")
+        .body(vec![0x6b, 0x38, 0x73, 0x00])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 415);
+}
+
+#[tokio::test]
+async fn content_negotiation_answers_406_and_serves_tables() {
+    let sim = start(SimConfig::default()).await;
+    sim.store()
+        .create(&pods(), pod("a", "default", json!({})))
+        .unwrap();
+    let c = client();
+    let list = format!("{}/api/v1/pods", sim.url());
+    let one = format!("{}/api/v1/namespaces/default/pods/a", sim.url());
+    let code = |url: String, accept: &'static str| {
+        let c = c.clone();
+        async move {
+            let r = c.get(url).header("accept", accept).send().await.unwrap();
+            let code = r.status().as_u16();
+            (code, body_json(r).await)
+        }
+    };
+    for (url, accept) in [
+        (list.clone(), "application/vnd.kubernetes.protobuf"),
+        (list.clone(), "text/html"),
+        (format!("{list}?watch=1"), "application/yaml"),
+        (
+            list.clone(),
+            "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1",
+        ),
+        (
+            one.clone(),
+            "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1",
+        ),
+        (
+            format!("{list}?watch=1"),
+            "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1",
+        ),
+    ] {
+        let (status, s) = code(url.clone(), accept).await;
+        assert_eq!(
+            (status, s["reason"].as_str()),
+            (406, Some("NotAcceptable")),
+            "{url} {accept}"
+        );
+    }
+    // YAML for gets and lists.
+    let r = c
+        .get(&list)
+        .header("accept", "application/yaml")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.headers()["content-type"], "application/yaml");
+    let text = r.text().await.unwrap();
+    assert!(
+        text.starts_with("apiVersion: v1\nitems:") || text.contains("kind: PodList"),
+        "{text}"
+    );
+    assert!(text.contains("name: a"), "{text}");
+    // JSON as a listed alternative is served.
+    let (status, l) = code(
+        list.clone(),
+        "application/vnd.kubernetes.protobuf, application/json",
+    )
+    .await;
+    assert_eq!((status, l["kind"].as_str()), (200, Some("PodList")));
+    // The Table kubectl asks for.
+    let kubectl = "application/json;as=Table;v=v1;g=meta.k8s.io,application/json;as=Table;v=v1beta1;g=meta.k8s.io,application/json";
+    let (status, t) = code(list.clone(), kubectl).await;
+    assert_eq!((status, t["kind"].as_str()), (200, Some("Table")));
+    let names: Vec<&str> = t["columnDefinitions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c["priority"] == 0)
+        .map(|c| c["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["Name", "Ready", "Status", "Restarts", "Age"]);
+    assert_eq!(t["rows"][0]["cells"][0], "a");
+    assert_eq!(t["rows"][0]["cells"][2], "Running");
+    assert_eq!(t["rows"][0]["object"]["kind"], "PartialObjectMetadata");
+    let (_, t) = code(one, kubectl).await;
+    assert_eq!(t["rows"].as_array().unwrap().len(), 1);
+    // Watch events become one-row tables.
+    let r = c
+        .get(format!("{list}?watch=1&resourceVersion=0"))
+        .header("accept", kubectl)
+        .send()
+        .await
+        .unwrap();
+    let mut w = Lines {
+        resp: r,
+        buf: Vec::new(),
+    };
+    let e = w.event().await;
+    assert_eq!(
+        (e["type"].as_str(), e["object"]["kind"].as_str()),
+        (Some("ADDED"), Some("Table"))
+    );
+    assert_eq!(e["object"]["rows"][0]["cells"][0], "a");
+}
+
+#[tokio::test]
+async fn admin_endpoints_turn_the_fault_knobs_over_http() {
+    let off = start(SimConfig::default()).await;
+    let c = client();
+    let post = |base: String, action: &str| {
+        let c = c.clone();
+        let url = format!("{base}/kinformer-sim/admin/{action}");
+        async move { c.post(url).send().await.unwrap() }
+    };
+    assert_eq!(
+        post(off.url(), "compact").await.status(),
+        404,
+        "off by default"
+    );
+
+    let sim = start(SimConfig {
+        admin: true,
+        auth: Auth::BearerToken("t".into()),
+        ..SimConfig::default()
+    })
+    .await;
+    // Behind the same authentication as the API.
+    assert_eq!(post(sim.url(), "compact").await.status(), 401);
+    let authed = |action: &str| {
+        let c = c.clone();
+        let url = format!("{}/kinformer-sim/admin/{action}", sim.url());
+        async move { c.post(url).bearer_auth("t").send().await.unwrap() }
+    };
+    let get = |path: &str| {
+        let c = c.clone();
+        let url = format!("{}{path}", sim.url());
+        async move { c.get(url).bearer_auth("t").send().await.unwrap() }
+    };
+    sim.store()
+        .create(&pods(), pod("a", "ns", json!({})))
+        .unwrap();
+    let at = sim.store().resource_version();
+    sim.store()
+        .create(&pods(), pod("b", "ns", json!({})))
+        .unwrap();
+    assert_eq!(authed("compact").await.status(), 200);
+    let r = get(&format!(
+        "/api/v1/pods?resourceVersion={at}&resourceVersionMatch=Exact"
+    ))
+    .await;
+    assert_eq!(r.status(), 410);
+
+    assert_eq!(
+        authed("fail?kind=list&code=429&count=1&retryAfter=2")
+            .await
+            .status(),
+        200
+    );
+    let r = get("/api/v1/pods").await;
+    assert_eq!(
+        (
+            r.status().as_u16(),
+            r.headers()["retry-after"].to_str().unwrap()
+        ),
+        (429, "2")
+    );
+    assert_eq!(get("/api/v1/pods").await.status(), 200);
+
+    let mut w = Lines {
+        resp: get("/api/v1/pods?watch=1&resourceVersion=0").await,
+        buf: Vec::new(),
+    };
+    assert_eq!(ev(&w.object_event().await), pair("ADDED", "a"));
+    assert_eq!(ev(&w.object_event().await), pair("ADDED", "b"));
+    assert_eq!(authed("close-watches").await.status(), 200);
+    assert!(matches!(w.read().await, Read::End));
+
+    let before = sim.store().resource_version();
+    assert_eq!(authed("churn?rate=200/s&seed=3").await.status(), 200);
+    let mut grew = false;
+    for _ in 0..200 {
+        if sim.store().resource_version() > before + 5 {
+            grew = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert!(grew, "churn wrote nothing");
+    assert_eq!(authed("churn?rate=0").await.status(), 200);
+
+    for action in [
+        "stall?ms=10",
+        "gone-next-watch",
+        "drop-connections",
+        "clear",
+    ] {
+        assert_eq!(authed(action).await.status(), 200, "{action}");
+    }
+    assert_eq!(authed("fail?code=abc").await.status(), 400);
+    assert_eq!(authed("nonsense").await.status(), 404);
+    let r = c
+        .get(format!("{}/kinformer-sim/admin/compact", sim.url()))
+        .bearer_auth("t")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 405);
 }

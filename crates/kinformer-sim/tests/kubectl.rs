@@ -282,6 +282,17 @@ async fn watch_output_watch_events_sees_added_modified_deleted() {
     read_until(&mut table, &mut text, |o| lines(o).len() >= 3).await;
     assert_eq!(lines(&text), ["ADDED", "MODIFIED", "DELETED"], "{text}");
     assert!(text.starts_with("EVENT"), "{text}");
+    // The server's table columns, for the initial list and every event alike (one header).
+    let header: Vec<&str> = text.lines().next().unwrap().split_whitespace().collect();
+    assert_eq!(
+        header,
+        ["EVENT", "NAME", "READY", "STATUS", "RESTARTS", "AGE"],
+        "{text}"
+    );
+    assert_eq!(text.matches("EVENT").count(), 1, "{text}");
+    for line in text.lines().skip(1) {
+        assert_eq!(line.split_whitespace().count(), 6, "{text}");
+    }
 }
 
 #[tokio::test]
@@ -291,6 +302,16 @@ async fn create_from_a_file_and_delete() {
     let manifest = "apiVersion: v1\nkind: Pod\nmetadata:\n  name: from-file\n  labels:\n    app: demo\nspec:\n  containers:\n  - name: c\n    image: nginx:1.27\n";
     let file = k.dir.join("pod.yaml");
     std::fs::write(&file, manifest).unwrap();
+    // A server-side dry run answers as a create would and stores nothing.
+    let out = k
+        .run(&["create", "--dry-run=server", "-f", file.to_str().unwrap()])
+        .await;
+    assert_eq!(out.trim(), "pod/from-file created (server dry run)");
+    assert!(
+        sim.store()
+            .get(&pods(), Some("default"), "from-file")
+            .is_none()
+    );
     let out = k.run(&["create", "-f", file.to_str().unwrap()]).await;
     assert_eq!(out.trim(), "pod/from-file created");
     let stored = sim
@@ -299,11 +320,46 @@ async fn create_from_a_file_and_delete() {
         .unwrap();
     assert_eq!(stored["spec"]["containers"][0]["image"], "nginx:1.27");
     assert!(stored["metadata"]["uid"].is_string());
+    // With the defaults and status a real server gives a new pod.
+    assert_eq!(stored["status"]["phase"], "Pending");
+    assert_eq!(stored["spec"]["restartPolicy"], "Always");
+    assert_eq!(stored["spec"]["dnsPolicy"], "ClusterFirst");
+    assert_eq!(
+        stored["spec"]["containers"][0]["imagePullPolicy"],
+        "IfNotPresent"
+    );
 
+    // Creating in a namespace that does not exist fails as on a real server.
     let cm = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: from-stdin\n  namespace: team\ndata:\n  k: v\n";
+    let mut child = k.spawn(&["create", "-f", "-"], true);
+    let mut stdin = child.stdin.take().unwrap();
+    stdin.write_all(cm.as_bytes()).await.unwrap();
+    drop(stdin);
+    let failed = tokio::time::timeout(WAIT, child.wait_with_output())
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(!failed.status.success());
+    assert!(
+        String::from_utf8_lossy(&failed.stderr).contains("namespaces \"team\" not found"),
+        "{}",
+        String::from_utf8_lossy(&failed.stderr)
+    );
+    let ns = "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: team\n";
+    let out = k.run_with_stdin(&["create", "-f", "-"], Some(ns)).await;
+    assert_eq!(out.trim(), "namespace/team created");
     let out = k.run_with_stdin(&["create", "-f", "-"], Some(cm)).await;
     assert_eq!(out.trim(), "configmap/from-stdin created");
 
+    let out = k
+        .run(&["delete", "--dry-run=server", "pod", "from-file"])
+        .await;
+    assert_eq!(out.trim(), "pod \"from-file\" deleted (server dry run)");
+    assert!(
+        sim.store()
+            .get(&pods(), Some("default"), "from-file")
+            .is_some()
+    );
     let out = k.run(&["delete", "pod", "from-file"]).await;
     assert_eq!(out.trim(), "pod \"from-file\" deleted");
     assert!(
@@ -334,5 +390,75 @@ async fn kubectl_over_tls_with_a_token_and_with_a_client_certificate() {
             "pod/secure\n",
             "{auth:?}"
         );
+    }
+}
+
+#[tokio::test]
+async fn apply_creates_and_configures_as_a_real_server_stores_it() {
+    let sim = SimServer::start(SimConfig::default()).await.unwrap();
+    let k = Kubectl::new(&sim);
+    let manifest = |image: &str| {
+        format!(
+            "apiVersion: v1\nkind: Pod\nmetadata:\n  name: applied\nspec:\n  containers:\n  - name: c\n    image: {image}\n    ports:\n    - containerPort: 80\n  - name: d\n    image: busybox:1\n"
+        )
+    };
+    let out = k
+        .run_with_stdin(&["apply", "-f", "-"], Some(&manifest("nginx:1.27")))
+        .await;
+    assert_eq!(out.trim(), "pod/applied created");
+    // Changing one image is a strategic merge patch: the container is merged by name, its ports
+    // kept, and no directive is stored.
+    let out = k
+        .run_with_stdin(&["apply", "-f", "-"], Some(&manifest("nginx:1.28")))
+        .await;
+    assert_eq!(out.trim(), "pod/applied configured");
+    let stored = sim
+        .store()
+        .get(&pods(), Some("default"), "applied")
+        .unwrap();
+    let containers = &stored["spec"]["containers"];
+    assert_eq!(containers[0]["image"], "nginx:1.28");
+    assert_eq!(containers[0]["ports"][0]["containerPort"], 80);
+    assert_eq!(containers[1]["name"], "d");
+    assert!(!stored.to_string().contains("$setElementOrder"), "{stored}");
+    // Applying the same manifest again changes nothing.
+    let out = k
+        .run_with_stdin(&["apply", "-f", "-"], Some(&manifest("nginx:1.28")))
+        .await;
+    assert_eq!(out.trim(), "pod/applied unchanged");
+}
+
+#[tokio::test]
+async fn get_pods_prints_the_server_side_columns() {
+    let sim = SimServer::start(SimConfig::default()).await.unwrap();
+    sim.store().seed_pods(10, 4);
+    let k = Kubectl::new(&sim);
+    let out = k.run(&["get", "pods", "-n", "default"]).await;
+    let header: Vec<&str> = out.lines().next().unwrap().split_whitespace().collect();
+    assert_eq!(
+        header,
+        ["NAME", "READY", "STATUS", "RESTARTS", "AGE"],
+        "{out}"
+    );
+    let stored = sim.store().list(&pods(), Some("default"));
+    assert_eq!(out.lines().count(), stored.len() + 1, "{out}");
+    let first: Vec<&str> = out.lines().nth(1).unwrap().split_whitespace().collect();
+    assert_eq!(first[0], stored[0]["metadata"]["name"].as_str().unwrap());
+    assert!(first[1].contains('/'), "{out}");
+    assert_eq!(
+        first[2],
+        stored[0]["status"]["phase"].as_str().unwrap(),
+        "{out}"
+    );
+    let wide = k.run(&["get", "pods", "-A", "-o", "wide"]).await;
+    let header = wide.lines().next().unwrap();
+    for col in [
+        "NAMESPACE",
+        "IP",
+        "NODE",
+        "NOMINATED NODE",
+        "READINESS GATES",
+    ] {
+        assert!(header.contains(col), "{col}: {header}");
     }
 }

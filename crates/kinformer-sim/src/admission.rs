@@ -1,0 +1,241 @@
+//! What the API server does to a created object before storing it, for the kinds the sim
+//! serves: the namespace must exist (NamespaceLifecycle), and pods and namespaces get the
+//! defaults and initial status a real server gives them.
+
+use kinformer_core::{ApiResource, Scope, Status, StatusDetails};
+use serde_json::{Map, Value, json};
+
+use crate::store::{ResourceInfo, Store, status};
+
+/// Namespaces a cluster always has; they exist for admission even before anyone creates them.
+const SYSTEM_NAMESPACES: [&str; 4] = ["default", "kube-system", "kube-public", "kube-node-lease"];
+
+fn namespaces() -> ApiResource {
+    ApiResource::new("", "v1", "Namespace", "namespaces", Scope::Cluster)
+}
+
+/// Admits a create over the API: checks the namespace and applies defaults.
+pub(crate) fn admit_create(
+    store: &Store,
+    info: &ResourceInfo,
+    object: &mut Value,
+    path_namespace: Option<&str>,
+) -> Result<(), Status> {
+    if !object.is_object() {
+        return Ok(());
+    }
+    let api = &info.api;
+    if api.scope == Scope::Namespaced {
+        let ns = object["metadata"]["namespace"]
+            .as_str()
+            .or(path_namespace)
+            .unwrap_or("default")
+            .to_owned();
+        check_namespace(store, api, object, &ns)?;
+    }
+    match (api.group.as_str(), api.plural.as_str()) {
+        ("", "pods") => default_pod(object),
+        ("", "namespaces") => default_namespace(object),
+        _ => {}
+    }
+    Ok(())
+}
+
+fn check_namespace(
+    store: &Store,
+    api: &ApiResource,
+    object: &Value,
+    ns: &str,
+) -> Result<(), Status> {
+    match store.get(&namespaces(), None, ns) {
+        None if SYSTEM_NAMESPACES.contains(&ns) => Ok(()),
+        None => {
+            let mut s = status(404, "NotFound", format!("namespaces \"{ns}\" not found"));
+            s.details = Some(StatusDetails {
+                name: ns.to_owned(),
+                kind: "namespaces".to_owned(),
+                ..StatusDetails::default()
+            });
+            Err(s)
+        }
+        Some(n) if n["metadata"].get("deletionTimestamp").is_some() => {
+            let name = object["metadata"]["name"]
+                .as_str()
+                .or_else(|| object["metadata"]["generateName"].as_str())
+                .unwrap_or_default();
+            let mut s = status(
+                403,
+                "Forbidden",
+                format!(
+                    "{} \"{name}\" is forbidden: unable to create new content in namespace {ns} because it is being terminated",
+                    api.plural
+                ),
+            );
+            s.details = Some(StatusDetails {
+                name: name.to_owned(),
+                kind: api.plural.clone(),
+                ..StatusDetails::default()
+            });
+            Err(s)
+        }
+        Some(_) => Ok(()),
+    }
+}
+
+/// Sets `key` to `value` unless it is set.
+fn default_field(map: &mut Map<String, Value>, key: &str, value: Value) {
+    if map.get(key).is_none_or(Value::is_null) {
+        map.insert(key.to_owned(), value);
+    }
+}
+
+fn object_mut<'a>(v: &'a mut Value, key: &str) -> Option<&'a mut Map<String, Value>> {
+    let map = v.as_object_mut()?;
+    let entry = map
+        .entry(key.to_owned())
+        .or_insert_with(|| Value::Object(Map::new()));
+    if !entry.is_object() {
+        *entry = Value::Object(Map::new());
+    }
+    entry.as_object_mut()
+}
+
+/// The pull policy the API server defaults from the image: `Always` for `:latest` or no tag.
+fn pull_policy(image: &str) -> &'static str {
+    let name = image.rsplit('/').next().unwrap_or(image);
+    let tag = name.split('@').next().unwrap_or(name).split_once(':');
+    if image.contains('@') {
+        return "IfNotPresent";
+    }
+    match tag {
+        None | Some((_, "latest")) => "Always",
+        Some(_) => "IfNotPresent",
+    }
+}
+
+/// The QoS class of a pod spec: BestEffort without requests or limits, Guaranteed when every
+/// container's cpu and memory limits equal its requests, Burstable otherwise.
+fn qos_class(spec: &Value) -> &'static str {
+    let containers: Vec<&Value> = spec["containers"]
+        .as_array()
+        .map(|c| c.iter().collect())
+        .unwrap_or_default();
+    let empty = |v: &Value| v.as_object().is_none_or(Map::is_empty);
+    if containers
+        .iter()
+        .all(|c| empty(&c["resources"]["requests"]) && empty(&c["resources"]["limits"]))
+    {
+        return "BestEffort";
+    }
+    let guaranteed = containers.iter().all(|c| {
+        let r = &c["resources"];
+        ["cpu", "memory"].iter().all(|k| {
+            let limit = &r["limits"][*k];
+            !limit.is_null() && (r["requests"][*k].is_null() || r["requests"][*k] == *limit)
+        })
+    });
+    if guaranteed {
+        "Guaranteed"
+    } else {
+        "Burstable"
+    }
+}
+
+/// The defaults a real API server gives a pod (its defaulting functions and the
+/// ServiceAccount and DefaultTolerationSeconds admission plugins), and the status of a new pod:
+/// whatever status the client sent is replaced by `phase: Pending` and its QoS class.
+fn default_pod(pod: &mut Value) {
+    if let Some(spec) = object_mut(pod, "spec") {
+        default_field(spec, "restartPolicy", json!("Always"));
+        default_field(spec, "terminationGracePeriodSeconds", json!(30));
+        default_field(spec, "dnsPolicy", json!("ClusterFirst"));
+        default_field(spec, "securityContext", json!({}));
+        default_field(spec, "schedulerName", json!("default-scheduler"));
+        default_field(spec, "serviceAccountName", json!("default"));
+        let sa = spec["serviceAccountName"].clone();
+        default_field(spec, "serviceAccount", sa);
+        default_field(spec, "enableServiceLinks", json!(true));
+        default_field(spec, "preemptionPolicy", json!("PreemptLowerPriority"));
+        default_field(spec, "priority", json!(0));
+        default_field(
+            spec,
+            "tolerations",
+            json!([
+                {"key": "node.kubernetes.io/not-ready", "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 300},
+                {"key": "node.kubernetes.io/unreachable", "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 300},
+            ]),
+        );
+        for list in ["initContainers", "containers"] {
+            let Some(containers) = spec.get_mut(list).and_then(Value::as_array_mut) else {
+                continue;
+            };
+            for c in containers.iter_mut().filter_map(Value::as_object_mut) {
+                let image = c.get("image").and_then(Value::as_str).unwrap_or_default();
+                let policy = pull_policy(image);
+                default_field(c, "imagePullPolicy", json!(policy));
+                default_field(c, "terminationMessagePath", json!("/dev/termination-log"));
+                default_field(c, "terminationMessagePolicy", json!("File"));
+                default_field(c, "resources", json!({}));
+                if let Some(ports) = c.get_mut("ports").and_then(Value::as_array_mut) {
+                    for p in ports.iter_mut().filter_map(Value::as_object_mut) {
+                        default_field(p, "protocol", json!("TCP"));
+                    }
+                }
+            }
+        }
+    }
+    let qos = qos_class(&pod["spec"]);
+    if let Some(map) = pod.as_object_mut() {
+        map.insert(
+            "status".into(),
+            json!({"phase": "Pending", "qosClass": qos}),
+        );
+    }
+}
+
+/// A new namespace: the `kubernetes` finalizer, phase `Active`, and its name label.
+fn default_namespace(ns: &mut Value) {
+    let name = ns["metadata"]["name"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    if let Some(meta) = object_mut(ns, "metadata")
+        && !name.is_empty()
+        && let Some(labels) = {
+            default_field(meta, "labels", json!({}));
+            meta.get_mut("labels").and_then(Value::as_object_mut)
+        }
+    {
+        labels.insert("kubernetes.io/metadata.name".into(), json!(name));
+    }
+    if let Some(spec) = object_mut(ns, "spec") {
+        default_field(spec, "finalizers", json!(["kubernetes"]));
+    }
+    if let Some(map) = ns.as_object_mut() {
+        map.insert("status".into(), json!({"phase": "Active"}));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pull_policy_follows_the_tag() {
+        assert_eq!(pull_policy("nginx"), "Always");
+        assert_eq!(pull_policy("nginx:latest"), "Always");
+        assert_eq!(pull_policy("nginx:1.27"), "IfNotPresent");
+        assert_eq!(pull_policy("registry:5000/app"), "Always");
+        assert_eq!(pull_policy("registry:5000/app:v1"), "IfNotPresent");
+        assert_eq!(pull_policy("app@sha256:abc"), "IfNotPresent");
+    }
+
+    #[test]
+    fn qos_classes() {
+        assert_eq!(qos_class(&json!({"containers": [{}]})), "BestEffort");
+        let g = json!({"containers": [{"resources": {"limits": {"cpu": "1", "memory": "1Gi"}}}]});
+        assert_eq!(qos_class(&g), "Guaranteed");
+        let b = json!({"containers": [{"resources": {"requests": {"cpu": "1"}}}]});
+        assert_eq!(qos_class(&b), "Burstable");
+    }
+}
