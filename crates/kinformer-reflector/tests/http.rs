@@ -540,3 +540,79 @@ async fn each_episode_of_failures_is_logged_once_and_every_failure_reaches_the_h
     handle.stop();
     run.await.unwrap().unwrap();
 }
+
+#[tokio::test]
+async fn relists_are_paged_only_when_the_server_paged_the_first_list_under_both_server_profiles() {
+    for version in [
+        kinformer_sim::KubeVersion::V1_33,
+        kinformer_sim::KubeVersion::V1_34,
+    ] {
+        let sim = kinformer_sim::SimServer::start(kinformer_sim::SimConfig {
+            version,
+            ..kinformer_sim::SimConfig::default()
+        })
+        .await
+        .unwrap();
+        sim.store().seed_pods(5, 1);
+        let store = Arc::new(Recorder::default());
+        let config = Config {
+            page_size: 2,
+            ..config()
+        };
+        let (handle, run) = spawn(Reflector::new(pods_api(&sim), Arc::clone(&store), config));
+        eventually("the watch", || watches(&sim) == 1).await;
+        let seen = create_pod(&sim, "seen");
+        eventually("the event", || store.state().contains_key("default/seen")).await;
+        // The server moves on without a pod event, forgets the version the reflector holds, and
+        // the watch is answered 410.
+        let configmaps = kinformer_core::ApiResource::new(
+            "",
+            "v1",
+            "ConfigMap",
+            "configmaps",
+            kinformer_core::Scope::Namespaced,
+        );
+        sim.store()
+            .create(
+                &configmaps,
+                serde_json::json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c", "namespace": "default"}}),
+            )
+            .unwrap();
+        sim.faults().compact_now();
+        sim.faults().gone_next_watch();
+        sim.faults().close_all_watches_now();
+        eventually("the watch after the relist", || watches(&sim) == 3).await;
+
+        let now = sim.store().resource_version();
+        let expected: Vec<String> = if version.pages_rv0_lists() {
+            // Paged at "0", so the relist at the last version is paged: an exact read there,
+            // which the compaction has made 410, and then the consistent read, paged.
+            vec![
+                "list rv=0 limit=2".into(),
+                "list continue limit=2".into(),
+                "list continue limit=2".into(),
+                format!("watch rv={}", seen.parse::<u64>().unwrap() - 1),
+                format!("watch rv={seen}"),
+                format!("list rv={seen} limit=2"),
+                "list rv= limit=2".into(),
+                "list continue limit=2".into(),
+                "list continue limit=2".into(),
+                format!("watch rv={now}"),
+            ]
+        } else {
+            // The server ignored the limit at "0": one response, so the relist at the last
+            // version goes without a limit and the watch cache serves it.
+            vec![
+                "list rv=0 limit=2".into(),
+                format!("watch rv={}", seen.parse::<u64>().unwrap() - 1),
+                format!("watch rv={seen}"),
+                format!("list rv={seen}"),
+                format!("watch rv={now}"),
+            ]
+        };
+        assert_eq!(pod_requests(&sim), expected, "{version:?}");
+        assert_eq!(store.state(), server_state(&sim), "{version:?}");
+        handle.stop();
+        run.await.unwrap().unwrap();
+    }
+}
