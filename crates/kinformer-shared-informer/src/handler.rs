@@ -293,3 +293,112 @@ impl<K: Object + Send + Sync + 'static> Listener<K> {
         }
     }
 }
+
+/// A handler that sees only the objects `filter` accepts, as client-go's
+/// `FilteringResourceEventHandler`: an update that brings an object into the filter is an add,
+/// one that takes it out is a delete, and the rest pass or not as the filter says.
+///
+/// ```
+/// use std::sync::{Arc, Mutex};
+/// use k8s_openapi::api::core::v1::Pod;
+/// use kinformer_core::Object;
+/// use kinformer_shared_informer::{FilteringHandler, HandlerFns, ResourceEventHandler};
+///
+/// let seen = Arc::new(Mutex::new(Vec::new()));
+/// let log = seen.clone();
+/// let web = FilteringHandler::new(
+///     |pod: &Pod| pod.labels().get("app").is_some_and(|a| a == "web"),
+///     HandlerFns::new()
+///         .on_add(move |pod: &Arc<Pod>, _| log.lock().unwrap().push(format!("add {}", pod.name())))
+///         .on_delete({
+///             let log = seen.clone();
+///             move |pod| log.lock().unwrap().push(format!("delete {}", pod.key()))
+///         }),
+/// );
+/// let mut pod = Pod::default();
+/// pod.metadata.name = Some("a".into());
+/// pod.metadata.namespace = Some("shop".into());
+/// let plain = Arc::new(pod.clone());
+/// pod.metadata.labels = Some([("app".to_string(), "web".to_string())].into());
+/// let labelled = Arc::new(pod);
+/// web.on_update(&plain, &labelled); // enters the filter: an add
+/// web.on_update(&labelled, &plain); // leaves it: a delete
+/// assert_eq!(*seen.lock().unwrap(), ["add a", "delete shop/a"]);
+/// ```
+pub struct FilteringHandler<K, F, H> {
+    filter: F,
+    inner: H,
+    _objects: std::marker::PhantomData<fn(&K)>,
+}
+
+impl<K, F, H: fmt::Debug> fmt::Debug for FilteringHandler<K, F, H> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("FilteringHandler")
+            .field("inner", &self.inner)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<K, F, H> FilteringHandler<K, F, H>
+where
+    F: Fn(&K) -> bool,
+{
+    /// `inner`, shown only what `filter` accepts.
+    pub fn new(filter: F, inner: H) -> Self {
+        Self {
+            filter,
+            inner,
+            _objects: std::marker::PhantomData,
+        }
+    }
+}
+
+impl<K, F, H> ResourceEventHandler<K> for FilteringHandler<K, F, H>
+where
+    K: Send + Sync + 'static,
+    F: Fn(&K) -> bool + Send + Sync + 'static,
+    H: ResourceEventHandler<K>,
+{
+    fn on_add(&self, object: &Arc<K>, is_in_initial_list: bool) {
+        if (self.filter)(object) {
+            self.inner.on_add(object, is_in_initial_list);
+        }
+    }
+    fn on_update(&self, old: &Arc<K>, new: &Arc<K>) {
+        match ((self.filter)(old), (self.filter)(new)) {
+            (true, true) => self.inner.on_update(old, new),
+            (false, true) => self.inner.on_add(new, false),
+            (true, false) => self.inner.on_delete(&DeltaObject::Object(Arc::clone(old))),
+            (false, false) => {}
+        }
+    }
+    fn on_delete(&self, object: &DeltaObject<K>) {
+        if (self.filter)(object.object()) {
+            self.inner.on_delete(object);
+        }
+    }
+}
+
+/// A handler that forwards every notification into a channel: what
+/// [`SharedIndexInformer::event_stream`](crate::SharedIndexInformer::event_stream) reads.
+pub(crate) struct ChannelHandler<K>(pub(crate) tokio::sync::mpsc::UnboundedSender<Notification<K>>);
+
+impl<K: Send + Sync + 'static> ResourceEventHandler<K> for ChannelHandler<K> {
+    fn on_add(&self, object: &Arc<K>, is_in_initial_list: bool) {
+        let _ = self.0.send(Notification::Added {
+            object: Arc::clone(object),
+            is_in_initial_list,
+        });
+    }
+    fn on_update(&self, old: &Arc<K>, new: &Arc<K>) {
+        let _ = self.0.send(Notification::Updated {
+            old: Arc::clone(old),
+            new: Arc::clone(new),
+        });
+    }
+    fn on_delete(&self, object: &DeltaObject<K>) {
+        let _ = self.0.send(Notification::Deleted {
+            object: object.clone(),
+        });
+    }
+}

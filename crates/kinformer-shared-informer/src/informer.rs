@@ -295,6 +295,15 @@ where
         }
     }
 
+    /// Every notification as a `Stream`, for code that prefers `.next().await` to callbacks: a
+    /// handler (with the informer's resync period) whose buffer is the stream. Dropping the
+    /// stream removes the handler.
+    pub fn event_stream(&self) -> EventStream<K> {
+        let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+        let registration = self.add_handler(crate::handler::ChannelHandler(tx));
+        EventStream { rx, registration }
+    }
+
     /// Runs the informer until [`shutdown`](Self::shutdown): the reflector fills the queue, and
     /// each popped item is stored in the cache and handed to the handlers. Runs once; a second
     /// call returns at once.
@@ -488,6 +497,43 @@ where
     }
     fn poll_ready(&self, cx: &mut Context<'_>) -> Poll<Result<(), StoreError>> {
         self.queue.poll_ready(cx)
+    }
+}
+
+/// The stream [`SharedIndexInformer::event_stream`] returns.
+pub struct EventStream<K: Object + Send + Sync + 'static> {
+    rx: tokio::sync::mpsc::UnboundedReceiver<Notification<K>>,
+    registration: Registration<K>,
+}
+
+impl<K: Object + Send + Sync + 'static> fmt::Debug for EventStream<K> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("EventStream")
+            .field("registration", &self.registration)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<K: Object + Send + Sync + 'static> EventStream<K> {
+    /// The registration of the handler behind the stream (its `has_synced`).
+    pub fn registration(&self) -> &Registration<K> {
+        &self.registration
+    }
+}
+
+impl<K: Object + Send + Sync + 'static> futures_core::Stream for EventStream<K> {
+    type Item = Notification<K>;
+    fn poll_next(
+        self: std::pin::Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Notification<K>>> {
+        self.get_mut().rx.poll_recv(cx)
+    }
+}
+
+impl<K: Object + Send + Sync + 'static> Drop for EventStream<K> {
+    fn drop(&mut self) {
+        self.registration.remove();
     }
 }
 

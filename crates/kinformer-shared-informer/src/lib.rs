@@ -21,8 +21,12 @@
 //!   stored, and a shutdown that stops the watch, drains or drops the buffers, and waits for
 //!   every handler thread.
 //!
-//! What it does not do yet: the factory (one informer per type), dynamic and metadata-only
-//! informers, a `Stream` of events, and filtering handlers.
+//! - Offers every notification as a `Stream` ([`SharedIndexInformer::event_stream`]) and
+//!   filtering handlers ([`FilteringHandler`]: entering the filter is an add, leaving it a
+//!   delete).
+//!
+//! What it does not do yet: the factory (one informer per type) with dynamic and
+//! metadata-only informers.
 //!
 //! # Example
 //! ```
@@ -67,10 +71,10 @@
 mod handler;
 mod informer;
 
-pub use handler::{HandlerFns, ResourceEventHandler};
+pub use handler::{FilteringHandler, HandlerFns, ResourceEventHandler};
 pub use informer::{
-    HasSynced, InformerConfig, MIN_RESYNC_PERIOD, Registration, SharedIndexInformer, Transform,
-    wait_for_cache_sync,
+    EventStream, HasSynced, InformerConfig, MIN_RESYNC_PERIOD, Registration, SharedIndexInformer,
+    Transform, wait_for_cache_sync,
 };
 
 /// The names of the informer's counters, through the `metrics` facade.

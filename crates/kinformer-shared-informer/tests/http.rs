@@ -459,3 +459,52 @@ async fn shutdown_drains_the_handlers_and_leaves_no_thread_running() {
     assert_eq!(handler_threads(), 0, "handler threads left running");
     informer.shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_event_stream_and_a_filtering_handler_hear_what_they_should() {
+    use futures_util::StreamExt as _;
+    use kinformer_core::Notification;
+    use kinformer_shared_informer::FilteringHandler;
+    let sim = SimServer::start(SimConfig::default()).await.unwrap();
+    sim.store().seed_pods(3, 1);
+    create(&sim, "x");
+    let informer = start(&sim, config()).await;
+    let mut events = informer.event_stream();
+    let web = Record::default();
+    let web_reg = informer.add_handler(FilteringHandler::new(
+        |pod: &Pod| pod.labels().get("app").is_some_and(|a| a == "web"),
+        web.clone(),
+    ));
+    let task = run(&informer);
+    let mut initial = 0;
+    while initial < 4 {
+        match events.next().await.unwrap() {
+            Notification::Added {
+                is_in_initial_list: true,
+                ..
+            } => initial += 1,
+            other => panic!("expected the initial adds, got {other:?}"),
+        }
+    }
+    let label = |app: &str| json!({"metadata": {"labels": {"app": app}}});
+    sim.store()
+        .patch(&pods(), Some("default"), "x", label("web"))
+        .unwrap();
+    sim.store()
+        .patch(&pods(), Some("default"), "x", label("db"))
+        .unwrap();
+    for _ in 0..2 {
+        assert!(matches!(
+            events.next().await.unwrap(),
+            Notification::Updated { .. }
+        ));
+    }
+    eventually("the filtered events", || web.lines().len() == 2).await;
+    let lines = web.lines();
+    assert!(lines[0].starts_with("add default/x"), "{lines:?}");
+    assert!(lines[1].starts_with("delete default/x"), "{lines:?}");
+    assert!(events.registration().has_synced() && web_reg.has_synced());
+    drop(events);
+    informer.shutdown().await;
+    task.await.unwrap();
+}
