@@ -374,17 +374,24 @@ where
                 return;
             }
             // Outside the queue's lock: its `has_synced` takes it.
-            if !*inner.synced.borrow() && queue.has_synced() {
-                let mut handlers = inner.handlers.lock();
-                handlers.initial_done = true;
-                for l in &handlers.listeners {
-                    l.mark_initial_pushed();
-                }
-                drop(handlers);
-                inner.synced.send_replace(true);
-            }
+            mark_synced(inner, queue);
         }
     }
+}
+
+/// Declares the informer synced once the queue is: its first list has been popped and handed
+/// out. Idempotent.
+fn mark_synced<K: Object, Q: DeltaQueue<K>>(inner: &Inner<K>, queue: &Q) {
+    if *inner.synced.borrow() || !queue.has_synced() {
+        return;
+    }
+    let mut handlers = inner.handlers.lock();
+    handlers.initial_done = true;
+    for l in &handlers.listeners {
+        l.mark_initial_pushed();
+    }
+    drop(handlers);
+    inner.synced.send_replace(true);
 }
 
 /// Stores a popped item and hands what changed to the listeners, under the handlers' lock.
@@ -439,7 +446,7 @@ impl<K: Object, Q> Gate<K, Q> {
 impl<K, Q> ReflectorStore<K> for Gate<K, Q>
 where
     K: Object + Send + Sync + 'static,
-    Q: ReflectorStore<K>,
+    Q: ReflectorStore<K> + DeltaQueue<K>,
 {
     fn add(&self, object: Arc<K>) -> Result<(), StoreError> {
         self.queue.add(self.transform(object))
@@ -461,7 +468,11 @@ where
         self.queue.relist_page(objects)
     }
     fn end_relist(&self, resource_version: ResourceVersion) -> Result<(), StoreError> {
-        self.queue.end_relist(resource_version)
+        self.queue.end_relist(resource_version)?;
+        // A first list that queued nothing (an empty list into the classic FIFO) leaves the
+        // consumer nothing to pop: the informer is synced now.
+        mark_synced(&self.inner, &*self.queue);
+        Ok(())
     }
     fn abandon_relist(&self) {
         self.queue.abandon_relist();
