@@ -103,9 +103,12 @@ impl ListWatch<Pod> for Fake {
     }
 }
 
-/// Writes down each call as (key, what, old version, new version).
+/// One handler call: key, what, old version, new version.
+type Call = (String, &'static str, u64, u64);
+
+/// Writes down each call.
 #[derive(Clone, Default)]
-struct History(Arc<Mutex<Vec<(String, &'static str, u64, u64)>>>);
+struct History(Arc<Mutex<Vec<Call>>>);
 
 fn v(p: &Pod) -> u64 {
     p.resource_version().unwrap().parse().unwrap()
