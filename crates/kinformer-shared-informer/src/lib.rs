@@ -25,8 +25,10 @@
 //!   filtering handlers ([`FilteringHandler`]: entering the filter is an add, leaving it a
 //!   delete).
 //!
-//! What it does not do yet: the factory (one informer per type) with dynamic and
-//! metadata-only informers.
+//! - A [`SharedInformerFactory`] hands out one informer per type and resource, with a
+//!   factory-wide scope and resync, per-type resync, and starts, waits for and stops them
+//!   together. Each informer is built by a function the caller gives, so dynamic, metadata-only
+//!   and custom informers are just other functions.
 //!
 //! # Example
 //! ```
@@ -68,9 +70,11 @@
 
 #![forbid(unsafe_code)]
 
+mod factory;
 mod handler;
 mod informer;
 
+pub use factory::{InformerOptions, ManagedInformer, SharedInformerFactory};
 pub use handler::{FilteringHandler, HandlerFns, ResourceEventHandler};
 pub use informer::{
     EventStream, HasSynced, InformerConfig, MIN_RESYNC_PERIOD, Registration, SharedIndexInformer,
