@@ -151,6 +151,10 @@ pub(crate) struct Listener<K> {
     initial_pushed: AtomicBool,
     panics: AtomicU64,
     handled: AtomicU64,
+    /// Pushed and not yet handled (or dropped).
+    pending: AtomicUsize,
+    /// Set when the rest of the buffer is to be dropped (removal, or shutdown without drain).
+    dropping: AtomicBool,
     pub(crate) resync_period: Option<Duration>,
     abort_on_panic: bool,
     thread: Mutex<Option<JoinHandle<()>>>,
@@ -176,6 +180,8 @@ impl<K: Object + Send + Sync + 'static> Listener<K> {
             initial_pushed: AtomicBool::new(false),
             panics: AtomicU64::new(0),
             handled: AtomicU64::new(0),
+            pending: AtomicUsize::new(0),
+            dropping: AtomicBool::new(false),
             resync_period,
             abort_on_panic,
             thread: Mutex::new(None),
@@ -194,13 +200,18 @@ impl<K: Object + Send + Sync + 'static> Listener<K> {
         if initial {
             self.initial_pending.fetch_add(1, Ordering::AcqRel);
         }
+        self.pending.fetch_add(1, Ordering::AcqRel);
         let mut buffer = self.buffer.lock();
+        // The thread waits only on an empty buffer, so only the first push needs to wake it.
+        let was_empty = buffer.items.is_empty();
         buffer.items.push_back(Item {
             notification,
             initial,
         });
         drop(buffer);
-        self.wake.notify_one();
+        if was_empty {
+            self.wake.notify_one();
+        }
     }
 
     pub(crate) fn mark_initial_pushed(&self) {
@@ -214,7 +225,7 @@ impl<K: Object + Send + Sync + 'static> Listener<K> {
     }
 
     pub(crate) fn backlog(&self) -> usize {
-        self.buffer.lock().items.len()
+        self.pending.load(Ordering::Acquire)
     }
 
     pub(crate) fn panics(&self) -> u64 {
@@ -231,7 +242,10 @@ impl<K: Object + Send + Sync + 'static> Listener<K> {
             let mut buffer = self.buffer.lock();
             buffer.stopping = Some(drain);
             if !drain {
+                self.dropping.store(true, Ordering::Release);
+                let dropped = buffer.items.len();
                 buffer.items.clear();
+                self.pending.fetch_sub(dropped, Ordering::AcqRel);
             }
         }
         self.wake.notify_one();
@@ -243,26 +257,39 @@ impl<K: Object + Send + Sync + 'static> Listener<K> {
         }
     }
 
-    fn next(&self) -> Option<Item<K>> {
+    /// Everything buffered, taken in one go (so the writer and this thread meet on the lock once
+    /// per batch, not once per event); `None` once stopped and drained.
+    fn next_batch(&self, batch: &mut VecDeque<Item<K>>) -> bool {
         let mut buffer = self.buffer.lock();
         loop {
-            if let Some(item) = buffer.items.pop_front() {
-                return Some(item);
+            if !buffer.items.is_empty() {
+                std::mem::swap(&mut buffer.items, batch);
+                return true;
             }
             if buffer.stopping.is_some() {
-                return None;
+                return false;
             }
             self.wake.wait(&mut buffer);
         }
     }
 
     fn work(&self, handler: &dyn ResourceEventHandler<K>) {
-        while let Some(item) = self.next() {
-            let key = match &item.notification {
-                Notification::Added { object, .. } => object.key().to_string(),
-                Notification::Updated { new, .. } => new.key().to_string(),
-                Notification::Deleted { object } => object.key().to_string(),
-            };
+        let mut batch = VecDeque::new();
+        while self.next_batch(&mut batch) {
+            while let Some(item) = batch.pop_front() {
+                if self.dropping.load(Ordering::Acquire) {
+                    // Removed, or shut down without draining: drop the rest.
+                    self.pending.fetch_sub(batch.len() + 1, Ordering::AcqRel);
+                    batch.clear();
+                    break;
+                }
+                self.handle(handler, item);
+            }
+        }
+    }
+
+    fn handle(&self, handler: &dyn ResourceEventHandler<K>, item: Item<K>) {
+        {
             let outcome = catch_unwind(AssertUnwindSafe(|| match &item.notification {
                 Notification::Added {
                     object,
@@ -278,6 +305,11 @@ impl<K: Object + Send + Sync + 'static> Listener<K> {
                     .map(|s| (*s).to_owned())
                     .or_else(|| panic.downcast_ref::<String>().cloned())
                     .unwrap_or_default();
+                let key = match &item.notification {
+                    Notification::Added { object, .. } => object.key(),
+                    Notification::Updated { new, .. } => new.key(),
+                    Notification::Deleted { object } => object.key(),
+                };
                 tracing::error!(handler = %self.name, %key, %message, "event handler panicked");
                 metrics::counter!(crate::metric_names::HANDLER_PANICS, "handler" => self.name.clone())
                     .increment(1);
@@ -290,6 +322,7 @@ impl<K: Object + Send + Sync + 'static> Listener<K> {
             if item.initial {
                 self.initial_pending.fetch_sub(1, Ordering::AcqRel);
             }
+            self.pending.fetch_sub(1, Ordering::AcqRel);
         }
     }
 }

@@ -172,7 +172,10 @@ async fn the_factory_scope_and_per_type_resync_reach_each_informer() {
         .iter()
         .filter(|p| p["metadata"]["labels"]["tier"] == "frontend")
         .count();
-    assert!(expected > 0 && expected < 8, "the scope selects some pods: {expected}");
+    assert!(
+        expected > 0 && expected < 8,
+        "the scope selects some pods: {expected}"
+    );
     assert_eq!(informer.cache().list_keys().len(), expected);
     factory.shutdown().await;
 }
