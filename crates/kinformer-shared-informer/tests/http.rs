@@ -508,3 +508,43 @@ async fn the_event_stream_and_a_filtering_handler_hear_what_they_should() {
     informer.shutdown().await;
     task.await.unwrap();
 }
+
+/// Run by `aborting_on_a_handler_panic_is_a_setting` in a child process: configured to abort, a
+/// panicking handler ends the process.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn child_that_aborts_on_a_handler_panic() {
+    if std::env::var_os("KINFORMER_ABORT_CHILD").is_none() {
+        return;
+    }
+    let sim = SimServer::start(SimConfig::default()).await.unwrap();
+    create(&sim, "w-boom");
+    let informer = start(
+        &sim,
+        InformerConfig {
+            abort_on_handler_panic: true,
+            ..config()
+        },
+    )
+    .await;
+    informer.add_handler(Panicky);
+    let _task = run(&informer);
+    tokio::time::sleep(Duration::from_secs(20)).await;
+    unreachable!("the handler's panic should have aborted the process");
+}
+
+#[test]
+fn aborting_on_a_handler_panic_is_a_setting() {
+    use std::os::unix::process::ExitStatusExt as _;
+    let status = std::process::Command::new(std::env::current_exe().unwrap())
+        .args([
+            "--exact",
+            "child_that_aborts_on_a_handler_panic",
+            "--nocapture",
+        ])
+        .env("KINFORMER_ABORT_CHILD", "1")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .status()
+        .unwrap();
+    assert_eq!(status.signal(), Some(6), "SIGABRT: {status:?}");
+}
