@@ -174,29 +174,21 @@ fn watch_events(c: &mut Criterion) {
     let mut group = c.benchmark_group("reflector_watch");
     group.sample_size(10);
     group.throughput(Throughput::Elements(EVENTS as u64));
+    let replay = || ReplayFrom {
+        api: pods(&sim),
+        resource_version: before.clone(),
+    };
     group.bench_function("100k_modified", |b| {
         b.iter_custom(|iters| {
             (0..iters)
-                .map(|_| {
-                    let source = ReplayFrom {
-                        api: pods(&sim),
-                        resource_version: before.clone(),
-                    };
-                    rt.block_on(sync_to(source, &target))
-                })
+                .map(|_| rt.block_on(sync_to(replay(), &target)))
                 .sum()
         });
     });
     group.bench_function("100k_modified_discarded", |b| {
         b.iter_custom(|iters| {
             (0..iters)
-                .map(|_| {
-                    let source = ReplayFrom {
-                        api: pods(&sim),
-                        resource_version: before.clone(),
-                    };
-                    rt.block_on(sync_into(source, Discard, &target))
-                })
+                .map(|_| rt.block_on(sync_into(replay(), Discard, &target)))
                 .sum()
         });
     });

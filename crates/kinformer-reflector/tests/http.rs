@@ -226,20 +226,7 @@ async fn bookmarks_advance_the_version_the_next_watch_starts_from() {
     let store = Arc::new(Recorder::default());
     let (handle, run) = spawn(Reflector::new(pods_api(&sim), Arc::clone(&store), config()));
     eventually("the watch", || watches(&sim) == 1).await;
-    // Writes to another resource move the server's version on without a pod event.
-    let configmaps = kinformer_core::ApiResource::new(
-        "",
-        "v1",
-        "ConfigMap",
-        "configmaps",
-        kinformer_core::Scope::Namespaced,
-    );
-    sim.store()
-        .create(
-            &configmaps,
-            serde_json::json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c", "namespace": "default"}}),
-        )
-        .unwrap();
+    move_on_without_pods(&sim);
     let now = sim.store().resource_version().to_string();
     eventually("a bookmark at the new version", || {
         store.log().contains(&format!("bookmark {now}"))
@@ -565,19 +552,7 @@ async fn relists_are_paged_only_when_the_server_paged_the_first_list_under_both_
         eventually("the event", || store.state().contains_key("default/seen")).await;
         // The server moves on without a pod event, forgets the version the reflector holds, and
         // the watch is answered 410.
-        let configmaps = kinformer_core::ApiResource::new(
-            "",
-            "v1",
-            "ConfigMap",
-            "configmaps",
-            kinformer_core::Scope::Namespaced,
-        );
-        sim.store()
-            .create(
-                &configmaps,
-                serde_json::json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c", "namespace": "default"}}),
-            )
-            .unwrap();
+        move_on_without_pods(&sim);
         sim.faults().compact_now();
         sim.faults().gone_next_watch();
         sim.faults().close_all_watches_now();

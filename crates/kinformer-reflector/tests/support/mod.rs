@@ -169,6 +169,18 @@ pub fn create_pod(sim: &SimServer, name: &str) -> String {
         .to_owned()
 }
 
+/// Writes a config map: the server's version moves on without a pod event.
+pub fn move_on_without_pods(sim: &SimServer) {
+    let configmaps = ApiResource::new("", "v1", "ConfigMap", "configmaps", Scope::Namespaced);
+    let name = format!("c{}", sim.store().resource_version());
+    sim.store()
+        .create(
+            &configmaps,
+            json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name, "namespace": "default"}}),
+        )
+        .unwrap();
+}
+
 /// Starts `reflector` on its own task.
 pub fn spawn<L>(
     reflector: Reflector<Pod, L, Arc<Recorder>>,
