@@ -14,15 +14,13 @@ use support::*;
 
 #[tokio::test]
 async fn the_first_list_is_paged_from_the_watch_cache_then_the_watch_starts_at_its_version() {
-    let sim = sim().await;
-    sim.store().seed_pods(1200, 1);
-    let store = Arc::new(Recorder::default());
-    let (handle, run) = spawn(Reflector::new(pods_api(&sim), Arc::clone(&store), config()));
-    eventually("the watch", || watches(&sim) == 1).await;
+    let rig = Rig::start(1200, config()).await;
+    let (sim, store, handle) = (&rig.sim, &rig.store, &rig.handle);
+    eventually("the watch", || watches(sim) == 1).await;
 
     let listed = sim.store().resource_version().to_string();
     assert_eq!(
-        pod_requests(&sim),
+        pod_requests(sim),
         [
             "list rv=0 limit=500",
             "list continue limit=500",
@@ -30,7 +28,7 @@ async fn the_first_list_is_paged_from_the_watch_cache_then_the_watch_starts_at_i
             &format!("watch rv={listed}"),
         ]
     );
-    let watch = last_watch(&sim);
+    let watch = last_watch(sim);
     assert_eq!(watch.param("allowWatchBookmarks"), Some("true"));
     let timeout: u64 = watch.param("timeoutSeconds").unwrap().parse().unwrap();
     assert!((300..600).contains(&timeout), "timeout {timeout}");
@@ -38,42 +36,36 @@ async fn the_first_list_is_paged_from_the_watch_cache_then_the_watch_starts_at_i
         store.log()[..5],
         ["begin", "page 500", "page 500", "page 200", "end"]
     );
-    assert_eq!(store.state(), server_state(&sim));
+    assert_eq!(store.state(), server_state(sim));
     assert_eq!(
         handle.last_sync_resource_version().unwrap().as_str(),
         listed
     );
-    handle.stop();
-    run.await.unwrap().unwrap();
+    rig.stop().await;
 }
 
 #[tokio::test]
 async fn a_consistent_first_list_sends_no_resource_version() {
-    let sim = sim().await;
-    sim.store().seed_pods(3, 1);
-    let store = Arc::new(Recorder::default());
     let config = Config {
         initial_list: InitialList::Consistent,
         ..config()
     };
-    let (handle, run) = spawn(Reflector::new(pods_api(&sim), Arc::clone(&store), config));
-    eventually("the watch", || watches(&sim) == 1).await;
-    assert_eq!(pod_requests(&sim)[0], "list rv= limit=500");
-    assert_eq!(store.state(), server_state(&sim));
-    handle.stop();
-    run.await.unwrap().unwrap();
+    let rig = Rig::start(3, config).await;
+    let (sim, store, _handle) = (&rig.sim, &rig.store, &rig.handle);
+    eventually("the watch", || watches(sim) == 1).await;
+    assert_eq!(pod_requests(sim)[0], "list rv= limit=500");
+    assert_eq!(store.state(), server_state(sim));
+    rig.stop().await;
 }
 
 #[tokio::test]
 async fn watch_events_reach_the_store_and_advance_the_version() {
-    let sim = sim().await;
-    sim.store().seed_pods(5, 1);
-    let store = Arc::new(Recorder::default());
-    let (handle, run) = spawn(Reflector::new(pods_api(&sim), Arc::clone(&store), config()));
-    eventually("the watch", || watches(&sim) == 1).await;
+    let rig = Rig::start(5, config()).await;
+    let (sim, store, handle) = (&rig.sim, &rig.store, &rig.handle);
+    eventually("the watch", || watches(sim) == 1).await;
 
-    let created = create_pod(&sim, "fresh");
-    let victim = server_state(&sim).into_keys().next().unwrap();
+    let created = create_pod(sim, "fresh");
+    let victim = server_state(sim).into_keys().next().unwrap();
     let (ns, name) = victim.split_once('/').unwrap();
     sim.store()
         .delete(&pods_resource(), Some(ns), name)
@@ -88,47 +80,41 @@ async fn watch_events_reach_the_store_and_advance_the_version() {
     assert!(store.log().contains(&"add fresh".to_owned()));
     assert!(store.log().contains(&format!("delete {name}")));
     assert_eq!(store.state()["default/fresh"], created);
-    assert_eq!(store.state(), server_state(&sim));
-    assert_eq!(watches(&sim), 1, "one watch carried every event");
-    handle.stop();
-    run.await.unwrap().unwrap();
+    assert_eq!(store.state(), server_state(sim));
+    assert_eq!(watches(sim), 1, "one watch carried every event");
+    rig.stop().await;
 }
 
 #[tokio::test]
 async fn a_watch_that_closes_normally_is_reopened_from_the_last_version_with_no_list() {
-    let sim = sim().await;
-    sim.store().seed_pods(3, 1);
-    let store = Arc::new(Recorder::default());
-    let (handle, run) = spawn(Reflector::new(pods_api(&sim), Arc::clone(&store), config()));
-    eventually("the watch", || watches(&sim) == 1).await;
-    let seen = create_pod(&sim, "a");
+    let rig = Rig::start(3, config()).await;
+    let (sim, store, _handle) = (&rig.sim, &rig.store, &rig.handle);
+    eventually("the watch", || watches(sim) == 1).await;
+    let seen = create_pod(sim, "a");
     eventually("the event", || store.state().contains_key("default/a")).await;
     sim.faults().close_all_watches_now();
-    eventually("a second watch", || watches(&sim) == 2).await;
+    eventually("a second watch", || watches(sim) == 2).await;
 
-    let requests = pod_requests(&sim);
+    let requests = pod_requests(sim);
     assert_eq!(requests.len(), 3, "{requests:?}");
     assert_eq!(requests[2], format!("watch rv={seen}"));
-    handle.stop();
-    run.await.unwrap().unwrap();
+    rig.stop().await;
 }
 
 #[tokio::test]
 async fn a_watch_that_ends_at_once_with_nothing_is_followed_by_a_relist() {
-    let sim = sim().await;
-    sim.store().seed_pods(3, 1);
-    let store = Arc::new(Recorder::default());
-    let (handle, run) = spawn(Reflector::new(pods_api(&sim), Arc::clone(&store), config()));
-    eventually("the watch", || watches(&sim) == 1).await;
+    let rig = Rig::start(3, config()).await;
+    let (sim, store, handle) = (&rig.sim, &rig.store, &rig.handle);
+    eventually("the watch", || watches(sim) == 1).await;
     let listed = handle.last_sync_resource_version().unwrap();
     // The open watch ends, without delivering it, at the next event.
     sim.faults().close_watches_after_events(0);
-    create_pod(&sim, "unseen");
-    eventually("a second watch", || watches(&sim) == 2).await;
+    create_pod(sim, "unseen");
+    eventually("a second watch", || watches(sim) == 2).await;
     sim.faults().clear();
 
     assert_eq!(
-        pod_requests(&sim)[1..],
+        pod_requests(sim)[1..],
         [
             format!("watch rv={listed}"),
             // Three pods fit one page, so the list was not paged and the relist is not.
@@ -136,9 +122,8 @@ async fn a_watch_that_ends_at_once_with_nothing_is_followed_by_a_relist() {
             format!("watch rv={}", sim.store().resource_version()),
         ]
     );
-    assert_eq!(store.state(), server_state(&sim));
-    handle.stop();
-    run.await.unwrap().unwrap();
+    assert_eq!(store.state(), server_state(sim));
+    rig.stop().await;
 }
 
 #[tokio::test]
@@ -268,35 +253,32 @@ async fn a_403_is_retried_reported_every_time_and_never_stops_the_reflector() {
 
 #[tokio::test]
 async fn a_streaming_list_fills_the_store_then_goes_on_as_the_watch() {
-    let sim = sim().await;
-    sim.store().seed_pods(5, 1);
-    let store = Arc::new(Recorder::default());
     let config = Config {
         streaming_list: StreamingList::On,
         page_size: 2,
         ..config()
     };
-    let (handle, run) = spawn(Reflector::new(pods_api(&sim), Arc::clone(&store), config));
+    let rig = Rig::start(5, config).await;
+    let (sim, store, handle) = (&rig.sim, &rig.store, &rig.handle);
     eventually("the sync", || handle.last_sync_resource_version().is_some()).await;
     assert_eq!(store.log(), ["begin", "page 2", "page 2", "page 1", "end"]);
-    let watch = last_watch(&sim);
+    let watch = last_watch(sim);
     assert_eq!(watch.param("resourceVersionMatch"), Some("NotOlderThan"));
     assert_eq!(watch.param("allowWatchBookmarks"), Some("true"));
-    assert_eq!(pod_requests(&sim), ["watch rv= initial"]);
+    assert_eq!(pod_requests(sim), ["watch rv= initial"]);
 
-    create_pod(&sim, "live");
+    create_pod(sim, "live");
     eventually("the live event", || {
         store.state().contains_key("default/live")
     })
     .await;
     assert_eq!(
-        pod_requests(&sim).len(),
+        pod_requests(sim).len(),
         1,
         "the same watch carries live events"
     );
-    assert_eq!(store.state(), server_state(&sim));
-    handle.stop();
-    run.await.unwrap().unwrap();
+    assert_eq!(store.state(), server_state(sim));
+    rig.stop().await;
 }
 
 #[tokio::test]

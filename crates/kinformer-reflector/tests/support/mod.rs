@@ -181,6 +181,36 @@ pub fn move_on_without_pods(sim: &SimServer) {
         .unwrap();
 }
 
+/// A simulated server with some pods, and a reflector from it into a [`Recorder`], running.
+pub struct Rig {
+    pub sim: SimServer,
+    pub store: Arc<Recorder>,
+    pub handle: ReflectorHandle,
+    run: tokio::task::JoinHandle<kinformer_reflector::Result<()>>,
+}
+
+impl Rig {
+    /// `pods` generated pods on a fresh server, and the reflector started with `config`.
+    pub async fn start(pods: usize, config: Config) -> Self {
+        let sim = sim().await;
+        sim.store().seed_pods(pods, 1);
+        let store = Arc::new(Recorder::default());
+        let (handle, run) = spawn(Reflector::new(pods_api(&sim), Arc::clone(&store), config));
+        Self {
+            sim,
+            store,
+            handle,
+            run,
+        }
+    }
+
+    /// Stops the reflector; it must stop cleanly.
+    pub async fn stop(self) {
+        self.handle.stop();
+        self.run.await.unwrap().unwrap();
+    }
+}
+
 /// Starts `reflector` on its own task.
 pub fn spawn<L>(
     reflector: Reflector<Pod, L, Arc<Recorder>>,
