@@ -1,0 +1,248 @@
+//! Where the informer's writer, consumer and handler registration meet: a registration made
+//! while the consumer is inside its apply, driven step by step, and a stress run of writes,
+//! relists and registrations on real threads, checked at quiescence.
+
+mod support;
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1::Pod;
+use kinformer_core::{CacheOp, CacheRead, CacheWrite, Object, ObjectKey, Replaced, StoreError};
+use kinformer_delta_fifo::DeltaFifo;
+use kinformer_indexer::Indexer;
+use kinformer_shared_informer::{
+    InformerConfig, Registration, SharedIndexInformer, wait_for_cache_sync,
+};
+use support::{Fake, History, settle};
+
+#[derive(Default)]
+struct Gate {
+    armed: bool,
+    entered: bool,
+    released: bool,
+}
+
+/// An indexer whose next batch write, once armed, stops inside until released.
+#[derive(Default)]
+struct Blocking {
+    inner: Indexer<Pod>,
+    gate: Mutex<Gate>,
+    changed: Condvar,
+}
+
+impl Blocking {
+    fn arm(&self) {
+        self.gate.lock().unwrap().armed = true;
+    }
+    fn wait_entered(&self) {
+        let gate = self.gate.lock().unwrap();
+        let (gate, timeout) = self
+            .changed
+            .wait_timeout_while(gate, Duration::from_secs(20), |g| !g.entered)
+            .unwrap();
+        assert!(
+            !timeout.timed_out() && gate.entered,
+            "the consumer never applied"
+        );
+    }
+    fn release(&self) {
+        self.gate.lock().unwrap().released = true;
+        self.changed.notify_all();
+    }
+}
+
+impl CacheRead<Pod> for Blocking {
+    fn get_by_key(&self, key: &str) -> Option<Arc<Pod>> {
+        self.inner.get_by_key(key)
+    }
+    fn list_keys(&self) -> Vec<ObjectKey> {
+        self.inner.list_keys()
+    }
+    fn for_each(&self, f: &mut dyn FnMut(&Arc<Pod>)) {
+        self.inner.for_each(f);
+    }
+}
+
+impl CacheWrite<Pod> for Blocking {
+    fn upsert(&self, object: Arc<Pod>) -> Result<Option<Arc<Pod>>, StoreError> {
+        self.inner.upsert(object)
+    }
+    fn remove(&self, key: &str) -> Option<Arc<Pod>> {
+        self.inner.remove(key)
+    }
+    fn apply_batch(&self, ops: Vec<CacheOp<Pod>>) -> Vec<Result<Option<Arc<Pod>>, StoreError>> {
+        let out = self.inner.apply_batch(ops);
+        let mut gate = self.gate.lock().unwrap();
+        if gate.armed {
+            gate.armed = false;
+            gate.entered = true;
+            self.changed.notify_all();
+            while !gate.released {
+                gate = self.changed.wait(gate).unwrap();
+            }
+        }
+        out
+    }
+    fn replace_all(&self, objects: Vec<Arc<Pod>>) -> Replaced<Pod> {
+        self.inner.replace_all(objects)
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_handler_added_while_the_consumer_applies_hears_that_change_exactly_once() {
+    let fake = Fake::default();
+    fake.write("p0", false, false);
+    let cache = Arc::new(Blocking::default());
+    let queue = Arc::new(DeltaFifo::new(cache.clone()));
+    let informer = Arc::new(SharedIndexInformer::new(
+        fake.clone(),
+        queue,
+        Arc::clone(&cache),
+        InformerConfig::default(),
+    ));
+    let run = tokio::spawn({
+        let informer = Arc::clone(&informer);
+        async move { informer.run().await }
+    });
+    assert!(wait_for_cache_sync(&[&*informer], Some(Duration::from_secs(20))).await);
+
+    // The consumer stops inside its apply of p1: the cache already holds p1, the handlers have
+    // not heard of it.
+    cache.arm();
+    fake.write("p1", false, false);
+    let blocking = Arc::clone(&cache);
+    tokio::task::spawn_blocking(move || blocking.wait_entered())
+        .await
+        .unwrap();
+    // A handler is added now, from another thread; then the consumer goes on.
+    let late = History::default();
+    let adding = std::thread::spawn({
+        let informer = Arc::clone(&informer);
+        let late = late.clone();
+        move || informer.add_handler(late)
+    });
+    std::thread::sleep(Duration::from_millis(50));
+    cache.release();
+    let reg = tokio::task::spawn_blocking(move || adding.join().unwrap())
+        .await
+        .unwrap();
+    tokio::task::spawn_blocking(move || {
+        settle(std::slice::from_ref(&reg));
+        reg
+    })
+    .await
+    .unwrap();
+    let heard: Vec<String> = late
+        .0
+        .lock()
+        .unwrap()
+        .iter()
+        .map(|(key, what, _, _)| format!("{what} {key}"))
+        .collect();
+    let mut sorted = heard.clone();
+    sorted.sort();
+    assert_eq!(sorted, ["add ns/p0", "add ns/p1"], "once each: {heard:?}");
+    informer.shutdown().await;
+    run.await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stress_writes_relists_and_registrations_agree_at_quiescence() {
+    let fake = Fake::default();
+    let cache = Arc::new(Indexer::<Pod>::new());
+    let queue = Arc::new(DeltaFifo::new(cache.clone()));
+    let informer = Arc::new(SharedIndexInformer::new(
+        fake.clone(),
+        queue,
+        Arc::clone(&cache),
+        InformerConfig::default(),
+    ));
+    let run = tokio::spawn({
+        let informer = Arc::clone(&informer);
+        async move { informer.run().await }
+    });
+    assert!(wait_for_cache_sync(&[&*informer], Some(Duration::from_secs(20))).await);
+
+    // One thread writes (with a relist now and then), another adds and removes handlers.
+    let writer = std::thread::spawn({
+        let fake = fake.clone();
+        move || {
+            let mut rng = fastrand::Rng::with_seed(17);
+            for _ in 0..4000 {
+                let name = format!("p{}", rng.u8(0..25));
+                match rng.u8(0..40) {
+                    0 => fake.expire(),
+                    1..=10 => fake.write(&name, true, false),
+                    11 => fake.write(&name, false, true),
+                    _ => fake.write(&name, false, false),
+                }
+                if rng.u8(0..16) == 0 {
+                    std::thread::yield_now();
+                }
+            }
+        }
+    });
+    let registrar = std::thread::spawn({
+        let informer = Arc::clone(&informer);
+        move || {
+            let mut rng = fastrand::Rng::with_seed(18);
+            let mut kept: Vec<(History, Registration<Pod>)> = Vec::new();
+            for i in 0..12 {
+                let history = History::default();
+                let reg = informer.add_handler(history.clone());
+                if i % 4 == 3 {
+                    reg.remove();
+                } else {
+                    kept.push((history, reg));
+                }
+                std::thread::sleep(Duration::from_micros(rng.u64(100..2000)));
+            }
+            kept
+        }
+    });
+    writer.join().unwrap();
+    let kept = tokio::task::spawn_blocking(move || registrar.join().unwrap())
+        .await
+        .unwrap();
+
+    // Quiescence: a last relist catches up the silent writes; then everything must agree.
+    fake.expire();
+    let target = fake.state();
+    let cached = || -> BTreeMap<String, String> {
+        cache
+            .list()
+            .iter()
+            .map(|o| {
+                (
+                    o.key().to_string(),
+                    o.resource_version().unwrap().to_owned(),
+                )
+            })
+            .collect()
+    };
+    for _ in 0..4000 {
+        if cached() == target {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    assert_eq!(cached(), target);
+    let kept = tokio::task::spawn_blocking(move || {
+        let regs: Vec<&Registration<Pod>> = kept.iter().map(|(_, r)| r).collect();
+        for r in &regs {
+            settle(std::slice::from_ref(*r));
+        }
+        kept
+    })
+    .await
+    .unwrap();
+    assert_eq!(kept.len(), 9);
+    for (history, reg) in &kept {
+        assert!(reg.has_synced());
+        assert_eq!(history.replay().unwrap(), target);
+    }
+    informer.shutdown().await;
+    run.await.unwrap();
+}

@@ -1,0 +1,174 @@
+//! What the informer's in-memory tests share: a fake server that sends each write to the open
+//! watch, and a handler that writes down and checks its history.
+
+#![allow(dead_code, unreachable_pub)]
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use k8s_openapi::api::core::v1::Pod;
+use kinformer_core::list_watch::{self, ErrorKind, ListWatch, WatchStream};
+use kinformer_core::{DeltaObject, ListParams, Object, ObjectList, WatchEvent, WatchParams};
+use kinformer_shared_informer::{Registration, ResourceEventHandler};
+use tokio::sync::mpsc::{UnboundedSender, unbounded_channel};
+
+pub type Sender = UnboundedSender<Result<WatchEvent<Pod>, list_watch::Error>>;
+
+#[derive(Default)]
+pub struct Server {
+    version: u64,
+    objects: BTreeMap<String, Arc<Pod>>,
+    watch: Option<Sender>,
+}
+
+/// A server in memory: lists its state, and sends each write to the open watch (if any).
+#[derive(Clone, Default)]
+pub struct Fake(pub Arc<Mutex<Server>>);
+
+pub fn pod(name: &str, version: u64) -> Arc<Pod> {
+    let mut p = Pod::default();
+    p.metadata.name = Some(name.to_owned());
+    p.metadata.namespace = Some("ns".to_owned());
+    p.metadata.resource_version = Some(version.to_string());
+    Arc::new(p)
+}
+
+impl Fake {
+    /// Writes `name` (`None`: deletes it); `silent` keeps the event off the watch, as a watch
+    /// that missed it.
+    pub fn write(&self, name: &str, delete: bool, silent: bool) {
+        let mut s = self.0.lock().unwrap();
+        s.version += 1;
+        let object = pod(name, s.version);
+        let event = if delete {
+            match s.objects.remove(name) {
+                Some(_) => WatchEvent::Deleted(object),
+                None => return,
+            }
+        } else if s
+            .objects
+            .insert(name.to_owned(), Arc::clone(&object))
+            .is_some()
+        {
+            WatchEvent::Modified(object)
+        } else {
+            WatchEvent::Added(object)
+        };
+        if !silent && let Some(tx) = &s.watch {
+            let _ = tx.send(Ok(event));
+        }
+    }
+
+    /// Ends the open watch with "relist" (as a 410).
+    pub fn expire(&self) {
+        if let Some(tx) = self.0.lock().unwrap().watch.take() {
+            let _ = tx.send(Err(list_watch::Error::new(ErrorKind::Relist, "expired")));
+        }
+    }
+
+    pub fn state(&self) -> BTreeMap<String, String> {
+        self.0
+            .lock()
+            .unwrap()
+            .objects
+            .iter()
+            .map(|(k, o)| (format!("ns/{k}"), o.resource_version().unwrap().to_owned()))
+            .collect()
+    }
+}
+
+#[async_trait]
+impl ListWatch<Pod> for Fake {
+    async fn list(&self, _: &ListParams) -> Result<ObjectList<Pod>, list_watch::Error> {
+        let s = self.0.lock().unwrap();
+        Ok(ObjectList::new(
+            s.objects.values().cloned().collect(),
+            s.version.to_string().into(),
+        ))
+    }
+    async fn watch(&self, _: &WatchParams) -> Result<WatchStream<Pod>, list_watch::Error> {
+        let (tx, mut rx) = unbounded_channel();
+        self.0.lock().unwrap().watch = Some(tx);
+        Ok(Box::pin(futures_util::stream::poll_fn(move |cx| {
+            rx.poll_recv(cx)
+        })))
+    }
+}
+
+/// One handler call: key, what, old version, new version.
+pub type Call = (String, &'static str, u64, u64);
+
+/// Writes down each call.
+#[derive(Clone, Default)]
+pub struct History(pub Arc<Mutex<Vec<Call>>>);
+
+pub fn v(p: &Pod) -> u64 {
+    p.resource_version().unwrap().parse().unwrap()
+}
+
+impl ResourceEventHandler<Pod> for History {
+    fn on_add(&self, o: &Arc<Pod>, _: bool) {
+        let key = o.key().to_string();
+        self.0.lock().unwrap().push((key, "add", 0, v(o)));
+    }
+    fn on_update(&self, old: &Arc<Pod>, new: &Arc<Pod>) {
+        let key = new.key().to_string();
+        self.0.lock().unwrap().push((key, "update", v(old), v(new)));
+    }
+    fn on_delete(&self, o: &DeltaObject<Pod>) {
+        let key = o.key().to_string();
+        self.0
+            .lock()
+            .unwrap()
+            .push((key, "delete", v(o.object()), 0));
+    }
+}
+
+impl History {
+    /// Checks the history per key and returns the state it leads to.
+    pub fn replay(&self) -> Result<BTreeMap<String, String>, String> {
+        let mut state: BTreeMap<String, u64> = BTreeMap::new();
+        let mut last_version: BTreeMap<String, u64> = BTreeMap::new();
+        for (key, what, old, new) in self.0.lock().unwrap().iter() {
+            let held = state.get(key).copied();
+            match (*what, held) {
+                ("add", None) => {}
+                // An update's old object is what the handler last heard.
+                ("update", Some(h)) if h == *old => {}
+                // A delete carries the server's final state (a version at or after the last
+                // heard), or a tombstone with the last state the informer knew.
+                ("delete", Some(h)) if h <= *old => {}
+                _ => {
+                    return Err(format!(
+                        "{what} {key} ({old}->{new}) while holding {held:?}"
+                    ));
+                }
+            }
+            if *what != "delete" {
+                if last_version.get(key).is_some_and(|l| *l >= *new) {
+                    return Err(format!("{what} {key} went back or repeated to {new}"));
+                }
+                last_version.insert(key.clone(), *new);
+                state.insert(key.clone(), *new);
+            } else {
+                state.remove(key);
+            }
+        }
+        Ok(state.into_iter().map(|(k, v)| (k, v.to_string())).collect())
+    }
+}
+
+pub fn settle(regs: &[Registration<Pod>]) {
+    for _ in 0..5000 {
+        if regs.iter().all(|r| r.backlog() == 0) {
+            std::thread::sleep(Duration::from_millis(1));
+            if regs.iter().all(|r| r.backlog() == 0) {
+                return;
+            }
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    panic!("handlers did not settle");
+}
