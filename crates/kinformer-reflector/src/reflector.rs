@@ -156,7 +156,11 @@ where
     /// [`ReflectorHandle`] and [`Error::StoreClosed`] when the store is closed; every other
     /// failure is retried. Cancellation-safe: dropping the future stops the reflector cleanly.
     pub async fn run(&self) -> Result<()> {
-        let span = tracing::info_span!("reflector", name = %self.config.name);
+        let span = tracing::info_span!(
+            "reflector",
+            name = %self.config.name,
+            resource_version = tracing::field::Empty
+        );
         let run = async move { Runner::new(self).run().await };
         tracing::Instrument::instrument(run, span).await
     }
@@ -638,6 +642,8 @@ where
                 Some(stream) => (stream, 1),
                 None => {
                     let params = self.watch_params(&self.last_sync.clone());
+                    // The span carries the version each watch starts from (events carry theirs).
+                    tracing::Span::current().record("resource_version", self.last_sync.as_str());
                     tracing::debug!(resource_version = %self.last_sync, timeout = ?params.timeout_seconds, "watching");
                     self.metrics.watches.increment(1);
                     let list_watch = self.list_watch;
