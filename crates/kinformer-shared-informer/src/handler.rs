@@ -36,6 +36,19 @@ pub trait ResourceEventHandler<K>: Send + Sync + 'static {
     }
 }
 
+/// A boxed handler is a handler, so handlers of several types can be kept in one list.
+impl<K: Send + Sync + 'static> ResourceEventHandler<K> for Box<dyn ResourceEventHandler<K>> {
+    fn on_add(&self, object: &Arc<K>, is_in_initial_list: bool) {
+        (**self).on_add(object, is_in_initial_list);
+    }
+    fn on_update(&self, old: &Arc<K>, new: &Arc<K>) {
+        (**self).on_update(old, new);
+    }
+    fn on_delete(&self, object: &DeltaObject<K>) {
+        (**self).on_delete(object);
+    }
+}
+
 type AddFn<K> = Box<dyn Fn(&Arc<K>, bool) + Send + Sync>;
 type UpdateFn<K> = Box<dyn Fn(&Arc<K>, &Arc<K>) + Send + Sync>;
 type DeleteFn<K> = Box<dyn Fn(&DeltaObject<K>) + Send + Sync>;

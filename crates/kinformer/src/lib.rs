@@ -1,17 +1,93 @@
 //! kinformer: Kubernetes informers in Rust.
 //!
-//! This facade will wire the default pipeline (client, reflector, delta FIFO, shared informer,
-//! indexer, lister), re-export every layer and offer a prelude and a builder in which any layer can
-//! be replaced. It does no work of its own.
+//! An informer lists a resource once, keeps a local cache current from a long-lived watch, and
+//! calls your handlers on every change, so a controller never polls the API server. This crate
+//! wires the default pipeline and re-exports every layer:
 //!
-//! Until the pipeline layers land, it re-exports the shared vocabulary:
-//!
+//! ```text
+//! API server --list/watch--> client --> reflector --> delta FIFO --> shared informer --> indexer <-- lister
+//!                                                                          '--> handlers
 //! ```
-//! use kinformer::core::ObjectKey;
-//! assert_eq!(ObjectKey::new(Some("default"), "web").as_str(), "default/web");
+//!
+//! [`Informer::builder`] gives the common case in a few lines, and lets any layer be swapped:
+//! `.list_watch(..)` (any [`ListWatch`](core::ListWatch): the HTTP client's `Api`, or your own
+//! source), `.queue(..)`, `.cache(..)`, `.handler(..)`. The HTTP client sits behind the default
+//! `client` feature: a pipeline fed from another source compiles without it.
+//!
+//! # Example
+//! ```
+//! # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! use kinformer::prelude::*;
+//! use k8s_openapi::api::core::v1::Pod;
+//! # let sim = kinformer_sim::SimServer::start(kinformer_sim::SimConfig::default()).await?;
+//! # sim.store().seed_pods(3, 1);
+//! # let client = Client::new(kinformer::client::Config::new(sim.url()))?;
+//!
+//! let pods = Informer::<Pod>::builder()
+//!     .list_watch(Api::all(client))
+//!     .handler(HandlerFns::new().on_add(|pod: &Arc<Pod>, _| println!("Pod Added: {}", pod.key())))
+//!     .build()?;
+//! pods.start();
+//! assert!(wait_for_cache_sync(&[&*pods], None).await);
+//! println!("{} pods cached", pods.lister("pods").list(&LabelSelector::everything()).len());
+//! pods.shutdown().await;
+//! # Ok(()) }
 //! ```
 
 #![forbid(unsafe_code)]
 
+mod builder;
+
+#[cfg(feature = "client")]
+#[doc(inline)]
+pub use kinformer_client as client;
 #[doc(inline)]
 pub use kinformer_core as core;
+#[doc(inline)]
+pub use kinformer_delta_fifo as delta_fifo;
+#[doc(inline)]
+pub use kinformer_indexer as indexer;
+#[doc(inline)]
+pub use kinformer_lister as lister;
+#[doc(inline)]
+pub use kinformer_reflector as reflector;
+#[doc(inline)]
+pub use kinformer_shared_informer as shared_informer;
+
+pub use builder::{DefaultInformer, Informer, InformerBuilder, InformerHandle};
+
+/// What building a pipeline can fail with.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// The builder was given no source to list and watch: call `.list_watch(..)`.
+    #[error("no list/watch source: call .list_watch(..) on the builder")]
+    MissingListWatch,
+    /// The delta FIFO refused its settings.
+    #[error(transparent)]
+    Queue(#[from] kinformer_delta_fifo::Error),
+    /// The indexer refused an index.
+    #[error(transparent)]
+    Indexer(#[from] kinformer_indexer::Error),
+}
+
+/// `Result` with this crate's [`Error`].
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// What most programs need, in one `use`.
+pub mod prelude {
+    pub use std::sync::Arc;
+
+    #[cfg(feature = "client")]
+    pub use kinformer_client::{Api, Client};
+    pub use kinformer_core::{
+        ApiResource, DeltaObject, DynamicObject, LabelSelector, ListWatch, Object, ObjectKey,
+        PartialObjectMetadata,
+    };
+    pub use kinformer_lister::Lister;
+    pub use kinformer_shared_informer::{
+        FilteringHandler, HandlerFns, Registration, ResourceEventHandler, wait_for_cache_sync,
+    };
+
+    pub use crate::{Informer, InformerBuilder, InformerHandle};
+}
