@@ -38,6 +38,11 @@
 
 mod builder;
 
+/// README.md's Rust examples, compiled as doc tests so they never drift from the code.
+#[cfg(doctest)]
+#[doc = include_str!("../../../README.md")]
+pub struct ReadmeDoctests;
+
 #[cfg(feature = "client")]
 #[doc(inline)]
 pub use kinformer_client as client;
@@ -81,8 +86,8 @@ pub mod prelude {
     #[cfg(feature = "client")]
     pub use kinformer_client::{Api, Client};
     pub use kinformer_core::{
-        ApiResource, DeltaObject, DynamicObject, LabelSelector, ListWatch, Object, ObjectKey,
-        PartialObjectMetadata,
+        ApiResource, CacheRead, DeltaObject, DynamicObject, IndexRead, LabelSelector, ListWatch,
+        Object, ObjectKey, PartialObjectMetadata,
     };
     pub use kinformer_lister::Lister;
     pub use kinformer_shared_informer::{

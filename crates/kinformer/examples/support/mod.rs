@@ -1,0 +1,42 @@
+//! What the examples share: a client for the cluster of your kubeconfig or, when there is none,
+//! for an in-process simulated cluster with churn; and how long to run.
+
+#![allow(dead_code, unreachable_pub)]
+
+use std::time::Duration;
+
+use kinformer::client::{Client, Config, KubeconfigOptions};
+use kinformer_sim::{ChurnConfig, SimConfig, SimServer};
+
+/// A client, and the simulated server behind it when there was no cluster to connect to (keep
+/// it alive while the example runs).
+pub async fn connect() -> Result<(Client, Option<SimServer>), Box<dyn std::error::Error>> {
+    if let Some(config) = Config::find(&KubeconfigOptions::default())? {
+        return Ok((Client::new(config)?, None));
+    }
+    let sim = SimServer::start(SimConfig::default()).await?;
+    sim.store().seed_pods(50, 1);
+    sim.set_churn(Some(ChurnConfig {
+        rate_per_sec: 20.0,
+        seed: 1,
+    }));
+    eprintln!(
+        "no kubeconfig found: running against an in-process simulated cluster at {} with 50 pods and 20 writes/s",
+        sim.url()
+    );
+    Ok((Client::new(Config::new(sim.url()))?, Some(sim)))
+}
+
+/// Runs until Ctrl-C, or for `KINFORMER_EXAMPLE_SECONDS` seconds when that is set (the tests
+/// that keep the examples from rotting set it).
+pub async fn run_for_a_while() {
+    let limit = std::env::var("KINFORMER_EXAMPLE_SECONDS")
+        .ok()
+        .and_then(|s| s.parse::<u64>().ok());
+    match limit {
+        Some(seconds) => tokio::time::sleep(Duration::from_secs(seconds)).await,
+        None => {
+            let _ = tokio::signal::ctrl_c().await;
+        }
+    }
+}

@@ -1,0 +1,70 @@
+//! Each example runs against the in-process simulated cluster, bounded in time, so none rots.
+
+use std::path::PathBuf;
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+/// The example binary `cargo test` built beside this test.
+fn example(name: &str) -> PathBuf {
+    let deps = std::env::current_exe().unwrap();
+    let dir = deps.parent().unwrap().parent().unwrap().join("examples");
+    dir.join(format!("{name}{}", std::env::consts::EXE_SUFFIX))
+}
+
+/// Runs an example for `seconds` with no kubeconfig anywhere; kills it if it outlives a minute.
+fn run(name: &str, seconds: u64) -> Output {
+    let home = tempfile::tempdir().unwrap();
+    let mut child = Command::new(example(name))
+        .env("HOME", home.path())
+        .env_remove("KUBECONFIG")
+        .env_remove("KUBERNETES_SERVICE_HOST")
+        .env("KINFORMER_EXAMPLE_SECONDS", seconds.to_string())
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("example {name} ({}): {e}", example(name).display()));
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while child.try_wait().unwrap().is_none() {
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("example {name} did not stop");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let output = child.wait_with_output().unwrap();
+    assert!(
+        output.status.success(),
+        "example {name} failed: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    output
+}
+
+#[test]
+fn pod_watcher_prints_every_change_in_client_gos_words() {
+    let output = run("pod_watcher", 3);
+    let stdout = String::from_utf8(output.stdout).unwrap();
+    let stderr = String::from_utf8(output.stderr).unwrap();
+    assert!(stderr.contains("simulated cluster"), "{stderr}");
+    let lines: Vec<&str> = stdout.lines().collect();
+    let added = lines
+        .iter()
+        .filter(|l| l.starts_with("Pod Added: "))
+        .count();
+    assert!(added >= 50, "the 50 pods of the first list: {added}");
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.starts_with("Pod Updated: ") || l.starts_with("Pod Deleted: ")),
+        "churn reached the handler"
+    );
+    for line in &lines {
+        let (what, key) = line.split_once(": ").unwrap();
+        assert!(
+            ["Pod Added", "Pod Updated", "Pod Deleted"].contains(&what),
+            "{line}"
+        );
+        assert_eq!(key.split('/').count(), 2, "{line}");
+    }
+}
