@@ -37,6 +37,7 @@
 #![forbid(unsafe_code)]
 
 mod builder;
+pub mod workqueue;
 
 /// README.md's Rust examples, compiled as doc tests so they never drift from the code.
 #[cfg(doctest)]
@@ -94,5 +95,6 @@ pub mod prelude {
         FilteringHandler, HandlerFns, Registration, ResourceEventHandler, wait_for_cache_sync,
     };
 
+    pub use crate::workqueue::WorkQueue;
     pub use crate::{Informer, InformerBuilder, InformerHandle};
 }
