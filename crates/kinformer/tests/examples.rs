@@ -68,3 +68,79 @@ fn pod_watcher_prints_every_change_in_client_gos_words() {
         assert_eq!(key.split('/').count(), 2, "{line}");
     }
 }
+
+fn stdout_lines(output: &Output) -> Vec<String> {
+    String::from_utf8_lossy(&output.stdout)
+        .lines()
+        .map(str::to_owned)
+        .collect()
+}
+
+#[test]
+fn lister_index_counts_pods_per_node_from_a_custom_index() {
+    let output = run("lister_index", 0);
+    let lines = stdout_lines(&output);
+    let mut total = 0;
+    for line in &lines {
+        let (node, count) = line.split_once(": ").unwrap();
+        assert!(!node.is_empty(), "{line}");
+        total += count
+            .strip_suffix(" pods")
+            .unwrap()
+            .parse::<usize>()
+            .unwrap();
+    }
+    assert!(lines.iter().any(|l| l.starts_with("unscheduled: ")));
+    assert!(lines.len() >= 2, "at least one node: {lines:?}");
+    assert!(total >= 50, "every pod counted once: {total}");
+}
+
+#[test]
+fn dynamic_crd_watches_a_custom_resource_with_no_rust_type() {
+    let lines = stdout_lines(&run("dynamic_crd", 2));
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.starts_with("Widget Added: default/widget-") && l.contains("(size ")),
+        "{lines:?}"
+    );
+    assert!(
+        lines.iter().any(|l| l.starts_with("Widget Deleted: ")),
+        "{lines:?}"
+    );
+}
+
+#[test]
+fn bespoke_pipeline_runs_with_its_own_source_queue_and_cache() {
+    let output = run("bespoke_pipeline", 1);
+    let lines = stdout_lines(&output);
+    assert!(lines.iter().any(|l| l.starts_with("Pod Added: ")));
+    assert!(
+        lines.iter().all(|l| !l.contains(" kube-system/")),
+        "its source leaves kube-system out"
+    );
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("cached namespaces:") && !stderr.contains("kube-system"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn controller_reconciles_each_key_from_the_lister() {
+    let lines = stdout_lines(&run("controller", 3));
+    let reconciled = lines
+        .iter()
+        .filter(|l| l.starts_with("reconciled "))
+        .count();
+    assert!(
+        reconciled >= 50,
+        "every pod of the first list, then changes: {reconciled}"
+    );
+    for line in &lines {
+        let rest = line.strip_prefix("reconciled ").unwrap();
+        let (key, outcome) = rest.split_once(": ").unwrap();
+        assert_eq!(key.split('/').count(), 2, "{line}");
+        assert!(!outcome.is_empty(), "{line}");
+    }
+}
