@@ -138,17 +138,74 @@ impl<K: Send + Sync + 'static> ResourceEventHandler<K> for HandlerFns<K> {
     }
 }
 
-/// What a listener's buffer holds: a notification, and whether it counts towards the
-/// registration's initial sync.
+/// How a handler's buffer behaves when the handler falls behind.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum BufferPolicy {
+    /// Grow without bound: no event is ever dropped or merged, and no handler slows the others
+    /// (client-go's listeners). The default.
+    #[default]
+    Unbounded,
+    /// Hold at most about `capacity` events: when a handler's buffer is full, the informer stops
+    /// popping its queue (and so, through the queue's bound, the watch) until the handler catches
+    /// up. A pop hands out one batch at a time, so a buffer can exceed `capacity` by a batch.
+    Backpressure {
+        /// The buffer size at which the informer waits.
+        capacity: usize,
+    },
+    /// Keep one pending event per key where the events merge: updates of a key not yet handled
+    /// become one update from the oldest old object to the newest new one, and an update after a
+    /// pending add becomes the add of the newest object. A slow handler sees the latest state of
+    /// each key rather than every step; adds and deletes are never merged away.
+    CoalescePerKey,
+}
+
+/// What a listener's buffer holds: a notification, whether it counts towards the registration's
+/// initial sync, and when it was queued.
 struct Item<K> {
     notification: Notification<K>,
     initial: bool,
+    queued: std::time::Instant,
 }
 
 struct Buffer<K> {
     items: VecDeque<Item<K>>,
+    /// The sequence number of `items.front()`.
+    head: u64,
+    /// For [`BufferPolicy::CoalescePerKey`]: the sequence number of each key's last item.
+    last_of_key: std::collections::HashMap<kinformer_core::ObjectKey, u64>,
     /// Stop after the buffer is empty (drain) or at once (drop).
     stopping: Option<bool>,
+}
+
+fn key_of<K: Object>(n: &Notification<K>) -> kinformer_core::ObjectKey {
+    match n {
+        Notification::Added { object, .. } => object.key(),
+        Notification::Updated { new, .. } => new.key(),
+        Notification::Deleted { object } => object.key(),
+    }
+}
+
+/// `pending` followed by `next`, as one notification, when they merge.
+fn merge<K>(pending: &Notification<K>, next: &Notification<K>) -> Option<Notification<K>> {
+    match (pending, next) {
+        (
+            Notification::Added {
+                is_in_initial_list, ..
+            },
+            Notification::Updated { new, .. },
+        ) => Some(Notification::Added {
+            object: Arc::clone(new),
+            is_in_initial_list: *is_in_initial_list,
+        }),
+        (Notification::Updated { old, .. }, Notification::Updated { new, .. }) => {
+            Some(Notification::Updated {
+                old: Arc::clone(old),
+                new: Arc::clone(new),
+            })
+        }
+        _ => None,
+    }
 }
 
 /// One handler's buffer, thread and bookkeeping.
@@ -170,6 +227,13 @@ pub(crate) struct Listener<K> {
     dropping: AtomicBool,
     pub(crate) resync_period: Option<Duration>,
     abort_on_panic: bool,
+    policy: BufferPolicy,
+    /// When the item in the handler's hands was queued (the oldest not yet handled).
+    in_hand: Mutex<Option<std::time::Instant>>,
+    /// The dispatcher waiting for room ([`BufferPolicy::Backpressure`]).
+    room: Mutex<Option<std::task::Waker>>,
+    backlog_gauge: metrics::Gauge,
+    lag_gauge: metrics::Gauge,
     thread: Mutex<Option<JoinHandle<()>>>,
 }
 
@@ -180,12 +244,19 @@ impl<K: Object + Send + Sync + 'static> Listener<K> {
         handler: Arc<dyn ResourceEventHandler<K>>,
         resync_period: Option<Duration>,
         abort_on_panic: bool,
+        policy: BufferPolicy,
     ) -> Arc<Self> {
+        let backlog_gauge =
+            metrics::gauge!(crate::metric_names::HANDLER_BACKLOG, "handler" => name.clone());
+        let lag_gauge =
+            metrics::gauge!(crate::metric_names::HANDLER_LAG_SECONDS, "handler" => name.clone());
         let listener = Arc::new(Self {
             id,
             name,
             buffer: Mutex::new(Buffer {
                 items: VecDeque::new(),
+                head: 0,
+                last_of_key: std::collections::HashMap::new(),
                 stopping: None,
             }),
             wake: Condvar::new(),
@@ -197,6 +268,11 @@ impl<K: Object + Send + Sync + 'static> Listener<K> {
             dropping: AtomicBool::new(false),
             resync_period,
             abort_on_panic,
+            policy,
+            in_hand: Mutex::new(None),
+            room: Mutex::new(None),
+            backlog_gauge,
+            lag_gauge,
             thread: Mutex::new(None),
         });
         let worker = Arc::clone(&listener);
@@ -210,21 +286,69 @@ impl<K: Object + Send + Sync + 'static> Listener<K> {
 
     /// Queues a notification; never blocks on the handler.
     pub(crate) fn push(&self, notification: Notification<K>, initial: bool) {
+        let mut buffer = self.buffer.lock();
+        if self.policy == BufferPolicy::CoalescePerKey {
+            let key = key_of(&notification);
+            if let Some(&seq) = buffer.last_of_key.get(&key) {
+                let at = usize::try_from(seq - buffer.head).unwrap_or(usize::MAX);
+                if let Some(item) = buffer.items.get_mut(at)
+                    && let Some(merged) = merge(&item.notification, &notification)
+                {
+                    item.notification = merged;
+                    return;
+                }
+            }
+            let seq = buffer.head + buffer.items.len() as u64;
+            buffer.last_of_key.insert(key, seq);
+        }
         if initial {
             self.initial_pending.fetch_add(1, Ordering::AcqRel);
         }
-        self.pending.fetch_add(1, Ordering::AcqRel);
-        let mut buffer = self.buffer.lock();
+        let backlog = self.pending.fetch_add(1, Ordering::AcqRel) + 1;
         // The thread waits only on an empty buffer, so only the first push needs to wake it.
         let was_empty = buffer.items.is_empty();
         buffer.items.push_back(Item {
             notification,
             initial,
+            queued: std::time::Instant::now(),
         });
         drop(buffer);
+        self.backlog_gauge.set(backlog as f64);
         if was_empty {
             self.wake.notify_one();
         }
+    }
+
+    /// Ready for more notifications? Always, but under [`BufferPolicy::Backpressure`] with a
+    /// full buffer, when the handler will wake `cx` once it has made room.
+    pub(crate) fn poll_room(&self, cx: &mut std::task::Context<'_>) -> std::task::Poll<()> {
+        let BufferPolicy::Backpressure { capacity } = self.policy else {
+            return std::task::Poll::Ready(());
+        };
+        if self.pending.load(Ordering::Acquire) < capacity {
+            return std::task::Poll::Ready(());
+        }
+        *self.room.lock() = Some(cx.waker().clone());
+        // The handler may have made room before the waker was in place.
+        if self.pending.load(Ordering::Acquire) < capacity || self.dropping.load(Ordering::Acquire)
+        {
+            return std::task::Poll::Ready(());
+        }
+        std::task::Poll::Pending
+    }
+
+    /// Wakes a dispatcher waiting for room, whatever the buffer holds.
+    pub(crate) fn wake_room(&self) {
+        if let Some(waker) = self.room.lock().take() {
+            waker.wake();
+        }
+    }
+
+    /// How long the oldest notification not yet handled has waited.
+    pub(crate) fn oldest_pending_age(&self) -> Option<Duration> {
+        let in_hand = *self.in_hand.lock();
+        let queued = self.buffer.lock().items.front().map(|i| i.queued);
+        in_hand.or(queued).map(|t| t.elapsed())
     }
 
     pub(crate) fn mark_initial_pushed(&self) {
@@ -257,9 +381,14 @@ impl<K: Object + Send + Sync + 'static> Listener<K> {
             if !drain {
                 self.dropping.store(true, Ordering::Release);
                 let dropped = buffer.items.len();
+                buffer.head += dropped as u64;
                 buffer.items.clear();
+                buffer.last_of_key.clear();
                 self.pending.fetch_sub(dropped, Ordering::AcqRel);
             }
+        }
+        if let Some(waker) = self.room.lock().take() {
+            waker.wake();
         }
         self.wake.notify_one();
         let thread = self.thread.lock().take();
@@ -276,6 +405,9 @@ impl<K: Object + Send + Sync + 'static> Listener<K> {
         let mut buffer = self.buffer.lock();
         loop {
             if !buffer.items.is_empty() {
+                // What the handler takes can no longer be merged into.
+                buffer.head += buffer.items.len() as u64;
+                buffer.last_of_key.clear();
                 std::mem::swap(&mut buffer.items, batch);
                 return true;
             }
@@ -303,6 +435,8 @@ impl<K: Object + Send + Sync + 'static> Listener<K> {
 
     fn handle(&self, handler: &dyn ResourceEventHandler<K>, item: Item<K>) {
         {
+            *self.in_hand.lock() = Some(item.queued);
+            self.lag_gauge.set(item.queued.elapsed().as_secs_f64());
             let outcome = catch_unwind(AssertUnwindSafe(|| match &item.notification {
                 Notification::Added {
                     object,
@@ -335,7 +469,15 @@ impl<K: Object + Send + Sync + 'static> Listener<K> {
             if item.initial {
                 self.initial_pending.fetch_sub(1, Ordering::AcqRel);
             }
-            self.pending.fetch_sub(1, Ordering::AcqRel);
+            let backlog = self.pending.fetch_sub(1, Ordering::AcqRel) - 1;
+            *self.in_hand.lock() = None;
+            self.backlog_gauge.set(backlog as f64);
+            if let BufferPolicy::Backpressure { capacity } = self.policy
+                && backlog < capacity
+                && let Some(waker) = self.room.lock().take()
+            {
+                waker.wake();
+            }
         }
     }
 }

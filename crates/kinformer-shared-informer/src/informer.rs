@@ -42,6 +42,8 @@ pub struct InformerConfig<K> {
     /// Abort the process when a handler panics, as client-go does; `false` (the default) logs,
     /// counts, and goes on.
     pub abort_on_handler_panic: bool,
+    /// How each handler's buffer behaves when the handler falls behind (unbounded by default).
+    pub handler_buffer: crate::BufferPolicy,
 }
 
 impl<K> Default for InformerConfig<K> {
@@ -52,6 +54,7 @@ impl<K> Default for InformerConfig<K> {
             transform: None,
             drain_on_shutdown: true,
             abort_on_handler_panic: false,
+            handler_buffer: crate::BufferPolicy::Unbounded,
         }
     }
 }
@@ -64,6 +67,7 @@ impl<K> fmt::Debug for InformerConfig<K> {
             .field("transform", &self.transform.is_some())
             .field("drain_on_shutdown", &self.drain_on_shutdown)
             .field("abort_on_handler_panic", &self.abort_on_handler_panic)
+            .field("handler_buffer", &self.handler_buffer)
             .finish()
     }
 }
@@ -90,6 +94,7 @@ struct Inner<K> {
     transform: Option<Transform<K>>,
     drain_on_shutdown: bool,
     abort_on_panic: bool,
+    buffer_policy: crate::BufferPolicy,
 }
 
 /// One list/watch of a resource shared by many handlers: client-go's `SharedIndexInformer`.
@@ -149,6 +154,12 @@ impl<K: Object + Send + Sync + 'static> Registration<K> {
         self.listener.handled()
     }
 
+    /// How long the oldest notification this handler has not yet handled has waited; `None`
+    /// when it has handled everything.
+    pub fn oldest_pending_age(&self) -> Option<Duration> {
+        self.listener.oldest_pending_age()
+    }
+
     /// Times this handler panicked.
     pub fn panics(&self) -> u64 {
         self.listener.panics()
@@ -202,6 +213,7 @@ where
                 transform: config.transform,
                 drain_on_shutdown: config.drain_on_shutdown,
                 abort_on_panic: config.abort_on_handler_panic,
+                buffer_policy: config.handler_buffer,
             }),
             running: AtomicBool::new(false),
         }
@@ -268,6 +280,7 @@ where
             Arc::new(handler),
             period,
             self.inner.abort_on_panic,
+            self.inner.buffer_policy,
         );
         if handlers.started {
             // The cache and the distribution both change under the handlers' lock, so the
@@ -335,6 +348,10 @@ where
             let _ = stop.wait_for(|s| *s).await;
             handle.stop();
             self.queue.close();
+            // A dispatcher waiting for room in a full buffer goes on to drain the queue.
+            for l in &self.inner.handlers.lock().listeners {
+                l.wake_room();
+            }
         };
         tokio::join!(reflect, self.consume(), stopper);
         let listeners: Vec<_> = self.inner.handlers.lock().listeners.drain(..).collect();
@@ -366,6 +383,20 @@ where
         let cache: &C = &self.cache;
         let inner = &self.inner;
         loop {
+            // Backpressure: wait while a bounded handler buffer is full.
+            poll_fn(|cx: &mut Context<'_>| {
+                if *inner.stop.borrow() {
+                    return Poll::Ready(());
+                }
+                let handlers = inner.handlers.lock();
+                for l in &handlers.listeners {
+                    if l.poll_room(cx).is_pending() {
+                        return Poll::Pending;
+                    }
+                }
+                Poll::Ready(())
+            })
+            .await;
             let open = poll_fn(|cx: &mut Context<'_>| -> Poll<bool> {
                 queue.poll_pop(cx, &mut |popped| distribute(inner, cache, &popped))
             })

@@ -75,7 +75,7 @@ mod handler;
 mod informer;
 
 pub use factory::{InformerOptions, ManagedInformer, SharedInformerFactory};
-pub use handler::{FilteringHandler, HandlerFns, ResourceEventHandler};
+pub use handler::{BufferPolicy, FilteringHandler, HandlerFns, ResourceEventHandler};
 pub use informer::{
     EventStream, HasSynced, InformerConfig, MIN_RESYNC_PERIOD, Registration, SharedIndexInformer,
     Transform, wait_for_cache_sync,
@@ -85,4 +85,9 @@ pub use informer::{
 pub mod metric_names {
     /// Handler panics, labelled `handler`.
     pub const HANDLER_PANICS: &str = "kinformer_informer_handler_panics_total";
+    /// Notifications a handler has not yet handled (a gauge), labelled `handler`.
+    pub const HANDLER_BACKLOG: &str = "kinformer_informer_handler_backlog";
+    /// How long the notification a handler last took had waited, in seconds (a gauge),
+    /// labelled `handler`.
+    pub const HANDLER_LAG_SECONDS: &str = "kinformer_informer_handler_lag_seconds";
 }
