@@ -548,3 +548,37 @@ fn aborting_on_a_handler_panic_is_a_setting() {
         .unwrap();
     assert_eq!(status.signal(), Some(6), "SIGABRT: {status:?}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_index_added_after_start_indexes_the_cache_and_what_comes_next() {
+    use kinformer_core::IndexRead;
+    use kinformer_indexer::index;
+    let sim = SimServer::start(SimConfig::default()).await.unwrap();
+    sim.store().seed_pods(20, 1);
+    let informer = start(&sim, config()).await;
+    let task = run(&informer);
+    assert!(wait_for_cache_sync(&[&*informer], Some(Duration::from_secs(20))).await);
+    informer
+        .cache()
+        .add_indexers([("by-node".to_string(), index::pod_node_name())])
+        .unwrap();
+    let on_node = |node: &str| informer.cache().by_index("by-node", node).unwrap().len();
+    let nodes: BTreeSet<String> = informer
+        .cache()
+        .list()
+        .iter()
+        .filter_map(|p| p.spec.as_ref()?.node_name.clone())
+        .collect();
+    let node = nodes.iter().next().expect("scheduled pods").clone();
+    let before = on_node(&node);
+    assert!(before > 0);
+    sim.store()
+        .create(
+            &pods(),
+            json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "late", "namespace": "default"}, "spec": {"nodeName": node, "containers": [{"name": "c", "image": "i"}]}}),
+        )
+        .unwrap();
+    eventually("the new pod in the index", || on_node(&node) == before + 1).await;
+    informer.shutdown().await;
+    task.await.unwrap();
+}
