@@ -9,6 +9,8 @@ use k8s_openapi::api::apps::v1::{DaemonSet, Deployment, ReplicaSet, StatefulSet}
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Node, Pod, Secret, Service};
 use kinformer_core::{ApiResource, FieldSelector, LabelSelector, ListParams};
 
+use crate::print::Format;
+
 /// The most writes per second `--churn` and `--sim-churn` accept. The simulated server applies
 /// every write under one lock; far above this it spends all its time writing.
 pub(crate) const MAX_CHURN_PER_SEC: f64 = 100_000.0;
@@ -42,9 +44,19 @@ pub(crate) enum Command {
 #[derive(Debug, ClapArgs)]
 pub(crate) struct Query {
     /// The resource: pods, services, configmaps, secrets, namespaces, nodes, deployments,
-    /// replicasets, statefulsets, daemonsets (or their kubectl short names)
+    /// replicasets, statefulsets, daemonsets (or their singular, kubectl short name, or
+    /// `plural.group` as in deployments.apps)
     #[arg(value_parser = parse_resource)]
     pub(crate) resource: ApiResource,
+    /// Only the objects with these names
+    #[arg(value_name = "NAME")]
+    pub(crate) names: Vec<String>,
+    /// Output format: text (a summary per object), wide, json, yaml, name
+    #[arg(short = 'o', long, value_name = "FORMAT", value_enum, default_value_t = Format::Text)]
+    pub(crate) output: Format,
+    /// Show every object's labels
+    #[arg(long)]
+    pub(crate) show_labels: bool,
     /// Only this namespace (default: all namespaces; an empty value means the context's namespace)
     #[arg(short = 'n', long, value_name = "NS")]
     pub(crate) namespace: Option<String>,
@@ -71,8 +83,11 @@ pub(crate) struct Query {
     #[arg(long, value_name = "N")]
     pub(crate) max_events: Option<u64>,
     /// Use an embedded simulated cluster even if a kubeconfig exists
-    #[arg(long)]
+    #[arg(long, conflicts_with = "no_sim")]
     pub(crate) sim: bool,
+    /// Never fall back to the embedded simulated cluster (also: KINFORMER_NO_SIM=1)
+    #[arg(long)]
+    pub(crate) no_sim: bool,
     /// Pods the simulated cluster starts with
     #[arg(long, value_name = "N", default_value_t = 200)]
     pub(crate) sim_pods: usize,
@@ -145,6 +160,19 @@ pub(crate) struct RequestTimeout(pub(crate) Option<Duration>);
 
 /// The resource a name or kubectl short name stands for.
 fn parse_resource(name: &str) -> Result<ApiResource, String> {
+    // `deployments.apps`, `pods.` (the core group), `deploy.apps`: the name, then its group.
+    if let Some((short, group)) = name.split_once('.') {
+        let resource = parse_resource(short)?;
+        if resource.group != group {
+            return Err(format!(
+                "unknown resource (did you mean {}{}{}?)",
+                resource.plural,
+                if resource.group.is_empty() { "" } else { "." },
+                resource.group
+            ));
+        }
+        return Ok(resource);
+    }
     Ok(match name {
         "pods" | "pod" | "po" => ApiResource::of::<Pod>(),
         "services" | "service" | "svc" => ApiResource::of::<Service>(),
@@ -305,6 +333,31 @@ mod tests {
                 assert_eq!(parse_resource(name).unwrap().plural, plural, "{name}");
             }
         }
+    }
+
+    #[test]
+    fn names_may_carry_their_group() {
+        assert_eq!(
+            parse_resource("deployments.apps").unwrap().plural,
+            "deployments"
+        );
+        assert_eq!(parse_resource("deploy.apps").unwrap().plural, "deployments");
+        assert_eq!(parse_resource("pods.").unwrap().plural, "pods");
+        let err = parse_resource("deployments.batch").unwrap_err();
+        assert!(err.contains("did you mean deployments.apps?"), "{err}");
+        assert!(parse_resource("widgets.example.com").is_err());
+    }
+
+    #[test]
+    fn parses_output_names_and_sim_choices() {
+        let q = query("get pods web-1 web-2 -o wide --show-labels --no-sim");
+        assert_eq!(q.names, ["web-1", "web-2"]);
+        assert_eq!(q.output, Format::Wide);
+        assert!(q.show_labels && q.no_sim && !q.sim);
+        assert_eq!(query("watch pods -ojson").output, Format::Json);
+        assert_eq!(query("watch pods").output, Format::Text);
+        assert!(parse("watch pods --sim --no-sim").is_err());
+        assert!(parse("watch pods -o toml").is_err());
     }
 
     #[test]

@@ -13,10 +13,12 @@
 //! embedded simulated API server with seeded pods and a steady churn of writes, so the command
 //! works on any machine. A configuration that exists but is broken is reported, never replaced.
 //!
-//! Until the reflector and shared informer layers exist, `watch` runs its own small list-then-watch
-//! loop over `kinformer-client` (re-watch from the last resourceVersion, relist on 410, back off
-//! on retryable errors, stop on the others). It prints metadata only: the tool asks the server for
-//! `PartialObjectMetadata`, which is all it shows.
+//! `watch` and `get` run kinformer's own informer (the facade's default pipeline) on dynamic
+//! objects: `watch` prints one line per notification (`ADDED`, `MODIFIED`, `DELETED`, the key,
+//! the resourceVersion and a summary; tombstones marked), `get` waits for the cache to sync and
+//! prints it as a table like `kubectl get`. `-o json|yaml|name|wide` and `--show-labels` change
+//! the output; stdout carries only the data. Ctrl-C stops the informer and exits 130, or 1 when
+//! a failure was being retried (the failure is reported).
 //!
 //! It behaves as a Unix tool: a closed stdout (`kinformer get pods | head -1`) ends it quietly
 //! with exit 0; log lines on stderr are coloured only on a terminal and never with `NO_COLOR` set;
@@ -25,8 +27,9 @@
 #![forbid(unsafe_code)]
 
 mod args;
+mod informer;
+mod print;
 mod sim;
-mod watch;
 
 use std::borrow::Cow;
 use std::io::{IsTerminal, Write};
@@ -35,8 +38,9 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::{CommandFactory, Parser};
+use kinformer::prelude::DynamicObject;
 use kinformer_client::{Api, Client, Config, KubeconfigOptions};
-use kinformer_core::PartialObjectMetadata;
+use kinformer_core::{ListParams, Scope};
 use kinformer_sim::{ChurnConfig, SimConfig, SimServer};
 
 use crate::args::{Cli, Command, Query};
@@ -74,10 +78,34 @@ enum Error {
     /// Ctrl-C arrived while the watch was retrying a failure; the failure is what is reported.
     #[error("interrupted while retrying after: {0}")]
     InterruptedWhileRetrying(String),
+    /// Ctrl-C (or SIGTERM) arrived while all was well: exit 130, as other tools do.
+    #[error("interrupted")]
+    Interrupted,
+    /// No kubeconfig and no in-cluster configuration, and the fallback is forbidden.
+    #[error(
+        "no kubeconfig found (looked at --kubeconfig, KUBECONFIG, ~/.kube/config and the \
+         in-cluster service account), and --no-sim or {NO_SIM_ENV} forbids the embedded \
+         simulated cluster: name a kubeconfig with --kubeconfig"
+    )]
+    NoConfig,
+    /// `get RESOURCE NAME` named an object the cache does not hold.
+    #[error("{resource} \"{name}\" not found")]
+    NotFound {
+        /// The resource's plural.
+        resource: String,
+        /// The name asked for.
+        name: String,
+    },
+    /// The informer refused its settings.
+    #[error(transparent)]
+    Informer(#[from] kinformer::Error),
     /// Writing the output failed. A closed pipe is not reported: the tool stops quietly.
     #[error("writing output: {0}")]
     Output(#[from] std::io::Error),
 }
+
+/// The environment variable that forbids the fallback to an embedded simulated cluster.
+const NO_SIM_ENV: &str = "KINFORMER_NO_SIM";
 
 /// The longest line an error message prints; longer ones (a 100 KB argument echoed back) are cut
 /// in the middle.
@@ -121,6 +149,7 @@ fn main() -> ExitCode {
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(Error::Output(e)) if e.kind() == std::io::ErrorKind::BrokenPipe => ExitCode::SUCCESS,
+        Err(Error::Interrupted) => ExitCode::from(130),
         Err(e) => {
             let _ = writeln!(
                 std::io::stderr(),
@@ -224,6 +253,12 @@ fn completions(shell: clap_complete::Shell) -> Result<(), Error> {
     Ok(())
 }
 
+/// Whether the environment forbids the embedded simulated cluster (`KINFORMER_NO_SIM` set to
+/// anything but empty or `0`).
+fn no_sim_from_env(value: Option<std::ffi::OsString>) -> bool {
+    value.is_some_and(|v| !v.is_empty() && v != "0")
+}
+
 /// `watch` (when `watch` is true) or `get`.
 async fn run(q: Query, watch: bool) -> Result<(), Error> {
     let options = KubeconfigOptions {
@@ -237,6 +272,9 @@ async fn run(q: Query, watch: bool) -> Result<(), Error> {
     } else {
         Config::find(&options)?
     };
+    if config.is_none() && (q.no_sim || no_sim_from_env(std::env::var_os(NO_SIM_ENV))) {
+        return Err(Error::NoConfig);
+    }
     // Keep the embedded server and its churn alive for as long as the command runs.
     let mut embedded = None;
     let mut config = match config {
@@ -277,15 +315,52 @@ async fn run(q: Query, watch: bool) -> Result<(), Error> {
         Some("") => Some(client.default_namespace().to_owned()),
         other => other.map(str::to_owned),
     };
-    let api: Api<PartialObjectMetadata> = Api::metadata(client, &q.resource, namespace.as_deref());
+    let namespace = namespace.filter(|_| q.resource.scope == Scope::Namespaced);
+    let api: Api<DynamicObject> =
+        Api::with_resource(client, q.resource.clone(), namespace.as_deref());
+    let selectors = q.selectors();
+    // One small request first: a failure retrying cannot fix (bad credentials, a forbidden or
+    // unknown resource, a bad selector) ends the command at once with one line, before an
+    // informer starts retrying; `get` gives up on any failure, as kubectl does.
+    let probe = ListParams {
+        limit: Some(1),
+        ..selectors.clone()
+    };
+    if let Err(e) = api.list(&probe).await {
+        let e = kinformer_core::list_watch::Error::from(e);
+        if !watch || e.kind() == kinformer_core::list_watch::ErrorKind::Fatal {
+            return Err(e.into());
+        }
+    }
+    let style = print::Style {
+        format: q.output,
+        show_labels: q.show_labels,
+        name_prefix: if q.resource.group.is_empty() {
+            q.resource.kind.to_lowercase()
+        } else {
+            format!("{}.{}", q.resource.kind.to_lowercase(), q.resource.group)
+        },
+        plural: q.resource.plural.clone(),
+        namespace_column: namespace.is_none() && q.resource.scope == Scope::Namespaced,
+    };
+    let job = informer::Run {
+        api,
+        name: if q.resource.group.is_empty() {
+            q.resource.plural.clone()
+        } else {
+            format!("{}.{}", q.resource.plural, q.resource.group)
+        },
+        label_selector: selectors.label_selector,
+        field_selector: with_names(selectors.field_selector, &q.names, watch),
+        style,
+    };
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
-    let selectors = q.selectors();
+    let interrupt = tokio::signal::ctrl_c();
     let result = if watch {
-        let interrupt = tokio::signal::ctrl_c();
-        watch::watch(&api, &selectors, q.max_events, &mut out, interrupt).await
+        informer::watch(job, q.max_events, &mut out, interrupt).await
     } else {
-        watch::get(&api, &selectors, &mut out).await
+        informer::get(job, &q.names, &mut out, interrupt).await
     };
     let flushed = out.flush();
     if let Some((sim, churn)) = embedded {
@@ -295,6 +370,18 @@ async fn run(q: Query, watch: bool) -> Result<(), Error> {
     result?;
     flushed?;
     Ok(())
+}
+
+/// `watch pods NAME` watches one object: a `metadata.name` field selector, as kubectl does.
+/// `get` filters its cache instead, so that several names work.
+fn with_names(field_selector: Option<String>, names: &[String], watch: bool) -> Option<String> {
+    match (watch, names) {
+        (true, [name]) => Some(match field_selector {
+            Some(s) if !s.is_empty() => format!("{s},metadata.name={name}"),
+            _ => format!("metadata.name={name}"),
+        }),
+        _ => field_selector,
+    }
 }
 
 #[cfg(test)]
