@@ -31,6 +31,9 @@ pub(crate) enum Command {
     Watch(Query),
     /// List once, one line per object, sorted by key.
     Get(Query),
+    /// Run an informer and print its live counters every interval: events/s by type, cache size,
+    /// handler lag, lists, relists, watch restarts, errors.
+    Stats(StatsArgs),
     /// Run the simulated API server until Ctrl-C, and write a kubeconfig for it.
     Sim(SimArgs),
     /// Print a shell completion script (for example: `kinformer completions bash`).
@@ -117,6 +120,20 @@ impl Query {
             ..ListParams::default()
         }
     }
+}
+
+/// `kinformer stats`'s flags.
+#[derive(Debug, ClapArgs)]
+pub(crate) struct StatsArgs {
+    /// What to watch, and from where.
+    #[command(flatten)]
+    pub(crate) query: Query,
+    /// How often to report: 1s, 500ms, 1m
+    #[arg(long, value_name = "DURATION", default_value = "1s", value_parser = parse_interval)]
+    pub(crate) interval: Duration,
+    /// Stop after N reports
+    #[arg(long, value_name = "N")]
+    pub(crate) count: Option<u64>,
 }
 
 /// `kinformer sim`'s flags.
@@ -223,6 +240,14 @@ fn parse_churn(s: &str) -> Result<f64, String> {
         ));
     }
     Ok(rate)
+}
+
+/// A report interval: a duration as `--request-timeout` takes it, but never zero.
+fn parse_interval(s: &str) -> Result<Duration, String> {
+    match parse_request_timeout(s)? {
+        RequestTimeout(Some(d)) => Ok(d),
+        RequestTimeout(None) => Err("the interval must be longer than zero".to_owned()),
+    }
 }
 
 /// A kubectl-style `--request-timeout`: `0` (no limit), a bare number of seconds, or a sequence
@@ -358,6 +383,21 @@ mod tests {
         assert_eq!(query("watch pods").output, Format::Text);
         assert!(parse("watch pods --sim --no-sim").is_err());
         assert!(parse("watch pods -o toml").is_err());
+    }
+
+    #[test]
+    fn parses_stats_flags() {
+        let Command::Stats(a) = parse("stats po --interval 250ms --count 3 --sim")
+            .unwrap()
+            .command
+        else {
+            panic!("not stats")
+        };
+        assert_eq!(a.query.resource.plural, "pods");
+        assert_eq!(a.interval, Duration::from_millis(250));
+        assert_eq!(a.count, Some(3));
+        assert!(a.query.sim);
+        assert!(parse("stats pods --interval 0").is_err());
     }
 
     #[test]

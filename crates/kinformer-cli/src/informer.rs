@@ -107,11 +107,23 @@ impl<K, L: ListWatch<K>> ListWatch<K> for ThrottledWatches<L> {
 
 /// A failure the reflector reported through its hook.
 #[derive(Debug)]
-struct Failure {
+pub(crate) struct Failure {
     /// `list: ...` or `watch: ...`.
     cause: String,
     /// Whether retrying can fix it.
-    fatal: bool,
+    pub(crate) fatal: bool,
+}
+
+impl Failure {
+    /// The failure as the tool reports it.
+    pub(crate) fn into_error(self) -> Error {
+        let kind = if self.fatal {
+            ErrorKind::Fatal
+        } else {
+            ErrorKind::Retry
+        };
+        list_watch::Error::new(kind, self.cause).into()
+    }
 }
 
 /// How long a clean shutdown of the informer may take before the tool exits anyway.
@@ -132,9 +144,8 @@ pub(crate) struct Run {
     pub(crate) style: Style,
 }
 
-/// Builds and starts the informer; returns it with its event stream and the failures its
-/// reflector reports.
-fn start(
+/// Builds the informer; returns it with the failures its reflector reports and the style.
+pub(crate) fn build(
     run: Run,
 ) -> Result<
     (
@@ -169,7 +180,7 @@ fn start(
 }
 
 /// Stops the informer, bounded in time.
-async fn stop(informer: &Informer<DynamicObject>) {
+pub(crate) async fn stop(informer: &Informer<DynamicObject>) {
     let _ = tokio::time::timeout(SHUTDOWN_BOUND, informer.shutdown()).await;
 }
 
@@ -184,7 +195,7 @@ pub(crate) async fn watch(
     if max_events == Some(0) {
         return Ok(());
     }
-    let (informer, mut failures, style) = start(run)?;
+    let (informer, mut failures, style) = build(run)?;
     let mut events = informer.event_stream();
     informer.start();
     let mut interrupt = pin!(interrupt);
@@ -209,7 +220,7 @@ pub(crate) async fn watch(
             }
             Some(f) = failures.recv() => {
                 if f.fatal {
-                    break Err(list_watch::Error::new(ErrorKind::Fatal, f.cause).into());
+                    break Err(f.into_error());
                 }
                 episode = Some(f.cause);
             }
@@ -273,7 +284,7 @@ pub(crate) async fn get(
     interrupt: impl Future<Output = std::io::Result<()>>,
 ) -> Result<(), Error> {
     let resource = run.api.resource().plural.clone();
-    let (informer, mut failures, style) = start(run)?;
+    let (informer, mut failures, style) = build(run)?;
     informer.start();
     let informers: [&dyn kinformer::shared_informer::HasSynced; 1] = [&*informer];
     let sync = wait_for_cache_sync(&informers, None);
@@ -282,10 +293,7 @@ pub(crate) async fn get(
             Err(e) => Err(Error::Signal(e)),
             Ok(()) => Err(Error::Interrupted),
         },
-        Some(f) = failures.recv() => {
-            let kind = if f.fatal { ErrorKind::Fatal } else { ErrorKind::Retry };
-            Err(list_watch::Error::new(kind, f.cause).into())
-        }
+        Some(f) = failures.recv() => Err(f.into_error()),
         _ = sync => Ok(()),
     };
     let mut objects = informer.cache().list();

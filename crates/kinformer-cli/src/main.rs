@@ -30,6 +30,7 @@ mod args;
 mod informer;
 mod print;
 mod sim;
+mod stats;
 
 use std::borrow::Cow;
 use std::io::{IsTerminal, Write};
@@ -141,8 +142,18 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Completions { shell } => completions(shell),
         Command::Sim(args) => runtime.block_on(sim::run(args)),
-        Command::Watch(q) => runtime.block_on(run(q, true)),
-        Command::Get(q) => runtime.block_on(run(q, false)),
+        Command::Watch(q) => runtime.block_on(run(q, Mode::Watch)),
+        Command::Get(q) => runtime.block_on(run(q, Mode::Get)),
+        Command::Stats(a) => {
+            // Before any counter is registered: the reflector's handles bind to it.
+            let recorder = stats::install();
+            let mode = Mode::Stats {
+                recorder,
+                interval: a.interval,
+                count: a.count,
+            };
+            runtime.block_on(run(a.query, mode))
+        }
     };
     // A task that does not yield (a busy simulated churn) must not keep the process alive.
     runtime.shutdown_timeout(Duration::from_secs(1));
@@ -259,8 +270,27 @@ fn no_sim_from_env(value: Option<std::ffi::OsString>) -> bool {
     value.is_some_and(|v| !v.is_empty() && v != "0")
 }
 
-/// `watch` (when `watch` is true) or `get`.
-async fn run(q: Query, watch: bool) -> Result<(), Error> {
+/// Which command runs the informer.
+#[derive(Debug)]
+enum Mode {
+    /// Print every event.
+    Watch,
+    /// Print the synced cache.
+    Get,
+    /// Print counters every `interval`.
+    Stats {
+        /// Where the reflector's counters are read.
+        recorder: Option<&'static stats::AtomicRecorder>,
+        /// How often.
+        interval: Duration,
+        /// How many reports.
+        count: Option<u64>,
+    },
+}
+
+/// `watch`, `get` or `stats`.
+async fn run(q: Query, mode: Mode) -> Result<(), Error> {
+    let watch = !matches!(mode, Mode::Get);
     let options = KubeconfigOptions {
         context: q.context.clone(),
         ..KubeconfigOptions::default()
@@ -357,10 +387,14 @@ async fn run(q: Query, watch: bool) -> Result<(), Error> {
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
     let interrupt = tokio::signal::ctrl_c();
-    let result = if watch {
-        informer::watch(job, q.max_events, &mut out, interrupt).await
-    } else {
-        informer::get(job, &q.names, &mut out, interrupt).await
+    let result = match mode {
+        Mode::Watch => informer::watch(job, q.max_events, &mut out, interrupt).await,
+        Mode::Get => informer::get(job, &q.names, &mut out, interrupt).await,
+        Mode::Stats {
+            recorder,
+            interval,
+            count,
+        } => stats::stats(job, recorder, interval, count, &mut out, interrupt).await,
     };
     let flushed = out.flush();
     if let Some((sim, churn)) = embedded {

@@ -237,3 +237,38 @@ fn ctrl_c_stops_a_healthy_watch_with_exit_130_and_whole_lines() {
         "{err}"
     );
 }
+
+#[test]
+fn stats_reports_counters_until_ctrl_c() {
+    let home = tempfile::tempdir().unwrap();
+    let mut cmd = bare(home.path());
+    cmd.args(["stats", "pods", "--sim", "--sim-pods", "5", "--sim-churn", "0"])
+        .args(["--interval", "100ms"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null());
+    let mut child = KillOnDrop(cmd.spawn().unwrap());
+    let out = Lines::new(child.0.stdout.take().unwrap());
+    let field = |line: &str, name: &str| -> String {
+        line.split_whitespace()
+            .find_map(|w| w.strip_prefix(&format!("{name}=")).map(str::to_owned))
+            .unwrap_or_else(|| panic!("no {name} in {line}"))
+    };
+    // Bounded: the cache holds the five pods within a few reports.
+    let mut synced = None;
+    for _ in 0..300 {
+        let line = out.next();
+        assert!(line.starts_with("elapsed="), "{line}");
+        if field(&line, "cache") == "5" {
+            synced = Some(line);
+            break;
+        }
+    }
+    let line = synced.expect("the cache to fill");
+    assert_eq!(field(&line, "lists"), "1", "{line}");
+    assert_eq!(field(&line, "relists"), "0", "{line}");
+    assert_eq!(field(&line, "watch_restarts"), "0", "{line}");
+    assert_eq!(field(&line, "errors"), "0", "{line}");
+    assert_eq!(field(&line, "lag"), "0", "{line}");
+    signal(&child.0, "INT");
+    assert_eq!(wait_bounded(&mut child.0).code(), Some(130));
+}
