@@ -122,6 +122,62 @@ impl Query {
     }
 }
 
+/// The flags of `watch`, `get` and `stats` that take a value as the next argument.
+const FLAGS_WITH_VALUES: &[&str] = &[
+    "-n",
+    "--namespace",
+    "-l",
+    "--selector",
+    "--field-selector",
+    "--kubeconfig",
+    "--context",
+    "--request-timeout",
+    "-o",
+    "--output",
+    "--max-events",
+    "--sim-pods",
+    "--sim-churn",
+    "--seed",
+    "--interval",
+    "--count",
+];
+
+/// kubectl's habit of flags before the verb (`kinformer -n shop get pods`): moves the flags
+/// found before `watch`, `get` or `stats` to just after it, where clap expects them. Anything
+/// else is left as it is, for clap to judge.
+pub(crate) fn flags_after_verb(args: Vec<std::ffi::OsString>) -> Vec<std::ffi::OsString> {
+    let mut i = 1;
+    while i < args.len() {
+        let Some(arg) = args[i].to_str() else {
+            return args;
+        };
+        if !arg.starts_with('-') || arg == "-" {
+            break;
+        }
+        if arg == "--" {
+            return args;
+        }
+        i += if FLAGS_WITH_VALUES.contains(&arg) {
+            2
+        } else {
+            1
+        };
+    }
+    let is_verb = args
+        .get(i)
+        .and_then(|a| a.to_str())
+        .is_some_and(|a| matches!(a, "watch" | "get" | "stats"));
+    if i == 1 || !is_verb {
+        return args;
+    }
+    let mut out = Vec::with_capacity(args.len());
+    out.push(args[0].clone());
+    out.push(args[i].clone());
+    out.extend_from_slice(&args[1..i]);
+    out.extend_from_slice(&args[i + 1..]);
+    out
+}
+
 /// `kinformer stats`'s flags.
 #[derive(Debug, ClapArgs)]
 pub(crate) struct StatsArgs {
@@ -398,6 +454,48 @@ mod tests {
         assert_eq!(a.count, Some(3));
         assert!(a.query.sim);
         assert!(parse("stats pods --interval 0").is_err());
+    }
+
+    #[test]
+    fn flags_before_the_verb_move_after_it() {
+        let moved = |line: &str| -> String {
+            let args = std::iter::once("kinformer")
+                .chain(line.split_whitespace())
+                .map(std::ffi::OsString::from)
+                .collect();
+            let out: Vec<String> = flags_after_verb(args)
+                .into_iter()
+                .map(|a| a.into_string().unwrap())
+                .collect();
+            out[1..].join(" ")
+        };
+        assert_eq!(moved("-n shop get pods"), "get -n shop pods");
+        assert_eq!(
+            moved("-nshop --sim watch po -A"),
+            "watch -nshop --sim po -A"
+        );
+        assert_eq!(
+            moved("--kubeconfig k -o json -l a=b get pods x"),
+            "get --kubeconfig k -o json -l a=b pods x"
+        );
+        assert_eq!(moved("--context=c stats pods"), "stats --context=c pods");
+        // Nothing to move, or nothing this applies to: unchanged.
+        assert_eq!(moved("get pods -n shop"), "get pods -n shop");
+        assert_eq!(moved("--port 1 sim"), "--port 1 sim");
+        assert_eq!(moved("--help"), "--help");
+        assert_eq!(moved("-n get pods"), "-n get pods");
+        let q = match Cli::try_parse_from(flags_after_verb(
+            ["kinformer", "-n", "shop", "get", "pods"]
+                .map(Into::into)
+                .to_vec(),
+        ))
+        .unwrap()
+        .command
+        {
+            Command::Get(q) => q,
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(q.namespace(), Some("shop"));
     }
 
     #[test]

@@ -113,7 +113,7 @@ const NO_SIM_ENV: &str = "KINFORMER_NO_SIM";
 const MAX_MESSAGE_LINE: usize = 300;
 
 fn main() -> ExitCode {
-    let cli = match Cli::try_parse() {
+    let cli = match Cli::try_parse_from(args::flags_after_verb(std::env::args_os().collect())) {
         Ok(cli) => cli,
         Err(e) => return usage_error(&e),
     };

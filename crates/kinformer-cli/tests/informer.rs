@@ -137,6 +137,16 @@ async fn get_prints_names_single_objects_and_reports_missing_ones() {
     assert!(status.success(), "{err}");
     assert_eq!(out, "pod/web-1\npod/web-2\n");
 
+    // Flags before the verb, as kubectl takes them.
+    let (status, out, err) = kinformer(
+        dir.path(),
+        &path,
+        &["-nshop", "-o", "name", "get", "po", "web-1"],
+    )
+    .await;
+    assert!(status.success(), "{err}");
+    assert_eq!(out, "pod/web-1\n");
+
     let (status, out, err) =
         kinformer(dir.path(), &path, &["get", "pods.", "web-2", "-n", "shop"]).await;
     assert!(status.success(), "{err}");
@@ -242,10 +252,18 @@ fn ctrl_c_stops_a_healthy_watch_with_exit_130_and_whole_lines() {
 fn stats_reports_counters_until_ctrl_c() {
     let home = tempfile::tempdir().unwrap();
     let mut cmd = bare(home.path());
-    cmd.args(["stats", "pods", "--sim", "--sim-pods", "5", "--sim-churn", "0"])
-        .args(["--interval", "100ms"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null());
+    cmd.args([
+        "stats",
+        "pods",
+        "--sim",
+        "--sim-pods",
+        "5",
+        "--sim-churn",
+        "0",
+    ])
+    .args(["--interval", "100ms"])
+    .stdout(Stdio::piped())
+    .stderr(Stdio::null());
     let mut child = KillOnDrop(cmd.spawn().unwrap());
     let out = Lines::new(child.0.stdout.take().unwrap());
     let field = |line: &str, name: &str| -> String {
