@@ -10,7 +10,7 @@
 //! command; the others are remembered, so that Ctrl-C during a retry reports what was failing.
 //! `get`, like `kubectl get`, retries nothing: its first failure ends it.
 
-use std::io::Write;
+use std::io::{IsTerminal, Write};
 use std::pin::pin;
 use std::time::{Duration, Instant};
 
@@ -275,6 +275,61 @@ fn print_notification(
     out.flush()
 }
 
+/// How often the progress line is redrawn.
+const PROGRESS_EVERY: Duration = Duration::from_millis(100);
+
+/// A one-line progress indicator on stderr, redrawn in place: objects received and time spent.
+/// Shown only on a terminal, and only once the list has taken longer than [`Self::AFTER`], so a
+/// quick list draws nothing.
+#[derive(Debug)]
+struct Progress {
+    resource: String,
+    started: Instant,
+    drawn: bool,
+}
+
+impl Progress {
+    const AFTER: Duration = Duration::from_millis(300);
+
+    fn new(resource: &str) -> Self {
+        Self {
+            resource: resource.to_owned(),
+            started: Instant::now(),
+            drawn: false,
+        }
+    }
+
+    fn line(resource: &str, objects: usize, elapsed: Duration) -> String {
+        format!(
+            "kinformer: listing {resource}: {objects} objects, {:.1}s",
+            elapsed.as_secs_f64()
+        )
+    }
+
+    fn show(&mut self, objects: usize) {
+        let elapsed = self.started.elapsed();
+        if elapsed < Self::AFTER {
+            return;
+        }
+        let mut err = std::io::stderr().lock();
+        let _ = write!(
+            err,
+            "\r\x1b[2K{}",
+            Self::line(&self.resource, objects, elapsed)
+        );
+        let _ = err.flush();
+        self.drawn = true;
+    }
+
+    fn clear(self) {
+        if self.drawn {
+            let mut err = std::io::stderr().lock();
+            let _ = write!(err, "\r\x1b[2K");
+            let _ = err.flush();
+        }
+    }
+}
+
 /// Waits for the cache to sync, then prints it (only the objects called `names`, when given).
 /// The first failure ends it, as `kubectl get` does.
 pub(crate) async fn get(
@@ -287,15 +342,31 @@ pub(crate) async fn get(
     let (informer, mut failures, style) = build(run)?;
     informer.start();
     let informers: [&dyn kinformer::shared_informer::HasSynced; 1] = [&*informer];
-    let sync = wait_for_cache_sync(&informers, None);
-    let synced = tokio::select! {
-        r = interrupt => match r {
-            Err(e) => Err(Error::Signal(e)),
-            Ok(()) => Err(Error::Interrupted),
-        },
-        Some(f) = failures.recv() => Err(f.into_error()),
-        _ = sync => Ok(()),
+    let mut sync = pin!(wait_for_cache_sync(&informers, None));
+    let mut interrupt = pin!(interrupt);
+    // On a terminal, a line on stderr tells how the initial list is going.
+    let mut progress = std::io::stderr()
+        .is_terminal()
+        .then(|| Progress::new(&resource));
+    let mut ticker = tokio::time::interval(PROGRESS_EVERY);
+    let synced = loop {
+        tokio::select! {
+            r = &mut interrupt => break match r {
+                Err(e) => Err(Error::Signal(e)),
+                Ok(()) => Err(Error::Interrupted),
+            },
+            Some(f) = failures.recv() => break Err(f.into_error()),
+            _ = &mut sync => break Ok(()),
+            _ = ticker.tick() => {
+                if let Some(p) = &mut progress {
+                    p.show(informer.cache().list_keys().len());
+                }
+            }
+        }
     };
+    if let Some(p) = progress {
+        p.clear();
+    }
     let mut objects = informer.cache().list();
     stop(&informer).await;
     synced?;
@@ -322,6 +393,14 @@ pub(crate) async fn get(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_progress_line_counts_objects_and_time() {
+        assert_eq!(
+            Progress::line("pods", 1234, Duration::from_millis(2150)),
+            "kinformer: listing pods: 1234 objects, 2.1s"
+        );
+    }
 
     #[test]
     fn watches_opened_within_a_second_of_each_other_wait_longer_each_time() {

@@ -356,7 +356,16 @@ async fn run(q: Query, mode: Mode) -> Result<(), Error> {
         limit: Some(1),
         ..selectors.clone()
     };
-    if let Err(e) = api.list(&probe).await {
+    // Listening for Ctrl-C from here on: the first request is already cancellable.
+    let mut interrupt = std::pin::pin!(tokio::signal::ctrl_c());
+    let probed = tokio::select! {
+        r = &mut interrupt => {
+            r.map_err(Error::Signal)?;
+            return Err(Error::Interrupted);
+        }
+        probed = api.list(&probe) => probed,
+    };
+    if let Err(e) = probed {
         let e = kinformer_core::list_watch::Error::from(e);
         if !watch || e.kind() == kinformer_core::list_watch::ErrorKind::Fatal {
             return Err(e.into());
@@ -386,7 +395,7 @@ async fn run(q: Query, mode: Mode) -> Result<(), Error> {
     };
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
-    let interrupt = tokio::signal::ctrl_c();
+    let interrupt = interrupt.as_mut();
     let result = match mode {
         Mode::Watch => informer::watch(job, q.max_events, &mut out, interrupt).await,
         Mode::Get => informer::get(job, &q.names, &mut out, interrupt).await,
