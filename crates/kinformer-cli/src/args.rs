@@ -49,8 +49,9 @@ pub(crate) struct Query {
     /// The resource: pods, services, configmaps, secrets, namespaces, nodes, deployments,
     /// replicasets, statefulsets, daemonsets (or their singular, kubectl short name, or
     /// `plural.group` as in deployments.apps)
-    #[arg(value_parser = parse_resource)]
-    pub(crate) resource: ApiResource,
+    /// (`get` takes several, comma-separated: pods,nodes)
+    #[arg(value_parser = parse_resources)]
+    pub(crate) resource: Resources,
     /// Only the objects with these names
     #[arg(value_name = "NAME")]
     pub(crate) names: Vec<String>,
@@ -231,6 +232,18 @@ pub(crate) struct SimArgs {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct RequestTimeout(pub(crate) Option<Duration>);
 
+/// The resource types a command line names: one, or several comma-separated (`pods,nodes`).
+#[derive(Debug, Clone)]
+pub(crate) struct Resources(pub(crate) Vec<ApiResource>);
+
+fn parse_resources(names: &str) -> Result<Resources, String> {
+    let resources = names
+        .split(',')
+        .map(parse_resource)
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(Resources(resources))
+}
+
 /// The resource a name or kubectl short name stands for.
 fn parse_resource(name: &str) -> Result<ApiResource, String> {
     // `deployments.apps`, `pods.` (the core group), `deploy.apps`: the name, then its group.
@@ -366,7 +379,7 @@ mod tests {
         let Command::Watch(a) = cli.command else {
             panic!("not watch")
         };
-        assert_eq!(a.resource.plural, "pods");
+        assert_eq!(a.resource.0[0].plural, "pods");
         assert_eq!(a.namespace(), Some("shop"));
         assert_eq!(a.selectors().label_selector.as_deref(), Some("app=web"));
         assert_eq!(
@@ -385,7 +398,7 @@ mod tests {
         let Command::Get(a) = cli.command else {
             panic!("not get")
         };
-        assert_eq!(a.resource.group, "apps");
+        assert_eq!(a.resource.0[0].group, "apps");
         assert_eq!(a.namespace(), None);
         assert_eq!(a.kubeconfig, Some(PathBuf::from("/k")));
         assert_eq!(a.context.as_deref(), Some("c"));
@@ -414,6 +427,24 @@ mod tests {
                 assert_eq!(parse_resource(name).unwrap().plural, plural, "{name}");
             }
         }
+    }
+
+    #[test]
+    fn several_types_are_comma_separated() {
+        let plurals = |line: &str| -> Vec<String> {
+            query(line)
+                .resource
+                .0
+                .into_iter()
+                .map(|r| r.plural)
+                .collect()
+        };
+        assert_eq!(
+            plurals("get pods,no,deploy.apps"),
+            ["pods", "nodes", "deployments"]
+        );
+        assert!(parse("get pods,widgets").is_err());
+        assert!(parse("get pods,").is_err());
     }
 
     #[test]
@@ -449,7 +480,7 @@ mod tests {
         else {
             panic!("not stats")
         };
-        assert_eq!(a.query.resource.plural, "pods");
+        assert_eq!(a.query.resource.0[0].plural, "pods");
         assert_eq!(a.interval, Duration::from_millis(250));
         assert_eq!(a.count, Some(3));
         assert!(a.query.sim);

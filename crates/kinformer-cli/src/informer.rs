@@ -330,14 +330,16 @@ impl Progress {
     }
 }
 
-/// Waits for the cache to sync, then prints it (only the objects called `names`, when given).
-/// The first failure ends it, as `kubectl get` does.
+/// Waits for the cache to sync, then prints it (only the objects called `names`, when given),
+/// after a blank line when `separate` (a table printed before). Returns whether it printed
+/// anything. The first failure ends it, as `kubectl get` does.
 pub(crate) async fn get(
     run: Run,
     names: &[String],
+    separate: bool,
     out: &mut impl Write,
     interrupt: impl Future<Output = std::io::Result<()>>,
-) -> Result<(), Error> {
+) -> Result<bool, Error> {
     let resource = run.api.resource().plural.clone();
     let (informer, mut failures, style) = build(run)?;
     informer.start();
@@ -384,10 +386,13 @@ pub(crate) async fn get(
     }
     if objects.is_empty() {
         eprintln!("No resources found");
-        return Ok(());
+        return Ok(false);
+    }
+    if separate && matches!(style.format, print::Format::Text | print::Format::Wide) {
+        writeln!(out)?;
     }
     print::objects(out, &style, &objects, k8s_openapi::jiff::Timestamp::now())?;
-    Ok(())
+    Ok(true)
 }
 
 #[cfg(test)]

@@ -79,6 +79,9 @@ enum Error {
     /// Ctrl-C arrived while the watch was retrying a failure; the failure is what is reported.
     #[error("interrupted while retrying after: {0}")]
     InterruptedWhileRetrying(String),
+    /// A command line clap accepts but the command cannot run: exit 2.
+    #[error("{0}")]
+    Usage(String),
     /// Ctrl-C (or SIGTERM) arrived while all was well: exit 130, as other tools do.
     #[error("interrupted")]
     Interrupted,
@@ -161,6 +164,10 @@ fn main() -> ExitCode {
         Ok(()) => ExitCode::SUCCESS,
         Err(Error::Output(e)) if e.kind() == std::io::ErrorKind::BrokenPipe => ExitCode::SUCCESS,
         Err(Error::Interrupted) => ExitCode::from(130),
+        Err(Error::Usage(message)) => {
+            let _ = writeln!(std::io::stderr(), "error: {message}");
+            ExitCode::from(2)
+        }
         Err(e) => {
             let _ = writeln!(
                 std::io::stderr(),
@@ -288,6 +295,16 @@ enum Mode {
     },
 }
 
+impl Mode {
+    fn verb(&self) -> &'static str {
+        match self {
+            Self::Watch => "watch",
+            Self::Get => "get",
+            Self::Stats { .. } => "stats",
+        }
+    }
+}
+
 /// `watch`, `get` or `stats`.
 async fn run(q: Query, mode: Mode) -> Result<(), Error> {
     let watch = !matches!(mode, Mode::Get);
@@ -339,72 +356,36 @@ async fn run(q: Query, mode: Mode) -> Result<(), Error> {
         config.request_timeout = timeout;
     }
     let client = Client::new(config)?;
-    // An informer watches every namespace unless told otherwise; an empty namespace is the
-    // context's, as in kubectl.
-    let namespace = match q.namespace() {
-        Some("") => Some(client.default_namespace().to_owned()),
-        other => other.map(str::to_owned),
-    };
-    let namespace = namespace.filter(|_| q.resource.scope == Scope::Namespaced);
-    let api: Api<DynamicObject> =
-        Api::with_resource(client, q.resource.clone(), namespace.as_deref());
-    let selectors = q.selectors();
-    // One small request first: a failure retrying cannot fix (bad credentials, a forbidden or
-    // unknown resource, a bad selector) ends the command at once with one line, before an
-    // informer starts retrying; `get` gives up on any failure, as kubectl does.
-    let probe = ListParams {
-        limit: Some(1),
-        ..selectors.clone()
-    };
+    let resources = &q.resource.0;
+    if watch && resources.len() > 1 {
+        return Err(Error::Usage(format!(
+            "{} takes one resource type; run one {} per type",
+            mode.verb(),
+            mode.verb()
+        )));
+    }
     // Listening for Ctrl-C from here on: the first request is already cancellable.
     let mut interrupt = std::pin::pin!(tokio::signal::ctrl_c());
-    let probed = tokio::select! {
-        r = &mut interrupt => {
-            r.map_err(Error::Signal)?;
-            return Err(Error::Interrupted);
-        }
-        probed = api.list(&probe) => probed,
-    };
-    if let Err(e) = probed {
-        let e = kinformer_core::list_watch::Error::from(e);
-        if !watch || e.kind() == kinformer_core::list_watch::ErrorKind::Fatal {
-            return Err(e.into());
-        }
-    }
-    let style = print::Style {
-        format: q.output,
-        show_labels: q.show_labels,
-        name_prefix: if q.resource.group.is_empty() {
-            q.resource.kind.to_lowercase()
-        } else {
-            format!("{}.{}", q.resource.kind.to_lowercase(), q.resource.group)
-        },
-        plural: q.resource.plural.clone(),
-        namespace_column: namespace.is_none() && q.resource.scope == Scope::Namespaced,
-    };
-    let job = informer::Run {
-        api,
-        name: if q.resource.group.is_empty() {
-            q.resource.plural.clone()
-        } else {
-            format!("{}.{}", q.resource.plural, q.resource.group)
-        },
-        label_selector: selectors.label_selector,
-        field_selector: with_names(selectors.field_selector, &q.names, watch),
-        style,
-    };
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
-    let interrupt = interrupt.as_mut();
-    let result = match mode {
-        Mode::Watch => informer::watch(job, q.max_events, &mut out, interrupt).await,
-        Mode::Get => informer::get(job, &q.names, &mut out, interrupt).await,
-        Mode::Stats {
-            recorder,
-            interval,
-            count,
-        } => stats::stats(job, recorder, interval, count, &mut out, interrupt).await,
-    };
+    let mut result = Ok(());
+    // Whether a table was printed: the next one comes after a blank line, as in kubectl.
+    let mut printed = false;
+    for resource in resources {
+        let one = One {
+            client: &client,
+            q: &q,
+            resource,
+            several: resources.len() > 1,
+        };
+        match one.run(&mode, printed, &mut out, interrupt.as_mut()).await {
+            Ok(p) => printed |= p,
+            Err(e) => {
+                result = Err(e);
+                break;
+            }
+        }
+    }
     let flushed = out.flush();
     if let Some((sim, churn)) = embedded {
         drop(churn);
@@ -413,6 +394,97 @@ async fn run(q: Query, mode: Mode) -> Result<(), Error> {
     result?;
     flushed?;
     Ok(())
+}
+
+/// One resource type of a command.
+struct One<'a> {
+    client: &'a Client,
+    q: &'a Query,
+    resource: &'a kinformer_core::ApiResource,
+    /// Whether the command names several types (`get pods,nodes`): names then carry their type.
+    several: bool,
+}
+
+impl One<'_> {
+    /// Runs the command for this type; `Ok(true)` when `get` printed a table. `separate`: a
+    /// table was printed before.
+    async fn run(
+        &self,
+        mode: &Mode,
+        separate: bool,
+        out: &mut impl Write,
+        mut interrupt: std::pin::Pin<&mut impl Future<Output = std::io::Result<()>>>,
+    ) -> Result<bool, Error> {
+        let (q, resource) = (self.q, self.resource);
+        let watch = !matches!(mode, Mode::Get);
+        // An informer watches every namespace unless told otherwise; an empty namespace is the
+        // context's, as in kubectl.
+        let namespace = match q.namespace() {
+            Some("") => Some(self.client.default_namespace().to_owned()),
+            other => other.map(str::to_owned),
+        };
+        let namespace = namespace.filter(|_| resource.scope == Scope::Namespaced);
+        let api: Api<DynamicObject> =
+            Api::with_resource(self.client.clone(), resource.clone(), namespace.as_deref());
+        let selectors = q.selectors();
+        // One small request first: a failure retrying cannot fix (bad credentials, a forbidden
+        // or unknown resource, a bad selector) ends the command at once with one line, before
+        // an informer starts retrying; `get` gives up on any failure, as kubectl does.
+        let probe = ListParams {
+            limit: Some(1),
+            ..selectors.clone()
+        };
+        let probed = tokio::select! {
+            r = &mut interrupt => {
+                r.map_err(Error::Signal)?;
+                return Err(Error::Interrupted);
+            }
+            probed = api.list(&probe) => probed,
+        };
+        if let Err(e) = probed {
+            let e = kinformer_core::list_watch::Error::from(e);
+            if !watch || e.kind() == kinformer_core::list_watch::ErrorKind::Fatal {
+                return Err(e.into());
+            }
+        }
+        let kind = resource.kind.to_lowercase();
+        let style = print::Style {
+            format: q.output,
+            show_labels: q.show_labels,
+            name_prefix: if resource.group.is_empty() {
+                kind
+            } else {
+                format!("{kind}.{}", resource.group)
+            },
+            plural: resource.plural.clone(),
+            namespace_column: namespace.is_none() && resource.scope == Scope::Namespaced,
+            prefix_names: self.several,
+        };
+        let job = informer::Run {
+            api,
+            name: if resource.group.is_empty() {
+                resource.plural.clone()
+            } else {
+                format!("{}.{}", resource.plural, resource.group)
+            },
+            label_selector: selectors.label_selector,
+            field_selector: with_names(selectors.field_selector, &q.names, watch),
+            style,
+        };
+        match *mode {
+            Mode::Watch => informer::watch(job, q.max_events, out, interrupt)
+                .await
+                .map(|()| false),
+            Mode::Get => informer::get(job, &q.names, separate, out, interrupt).await,
+            Mode::Stats {
+                recorder,
+                interval,
+                count,
+            } => stats::stats(job, recorder, interval, count, out, interrupt)
+                .await
+                .map(|()| false),
+        }
+    }
 }
 
 /// `watch pods NAME` watches one object: a `metadata.name` field selector, as kubectl does.

@@ -69,6 +69,8 @@ pub(crate) struct Style {
     pub(crate) plural: String,
     /// Whether the table gets a NAMESPACE column.
     pub(crate) namespace_column: bool,
+    /// Whether the table's names carry their type (`pod/web-1`), as when `get` prints several.
+    pub(crate) prefix_names: bool,
 }
 
 /// Prints one event.
@@ -236,7 +238,11 @@ fn table(
         if style.namespace_column {
             row.push(o.namespace().unwrap_or("").to_owned());
         }
-        row.push(o.name().to_owned());
+        row.push(if style.prefix_names {
+            format!("{}/{}", style.name_prefix, o.name())
+        } else {
+            o.name().to_owned()
+        });
         for column in extra {
             row.push(match *column {
                 "READY" if style.plural == "pods" => pod_ready(o),
@@ -435,6 +441,7 @@ mod tests {
             name_prefix: "pod".into(),
             plural: "pods".into(),
             namespace_column: true,
+            prefix_names: false,
         }
     }
 

@@ -137,6 +137,26 @@ async fn get_prints_names_single_objects_and_reports_missing_ones() {
     assert!(status.success(), "{err}");
     assert_eq!(out, "pod/web-1\npod/web-2\n");
 
+    // Several types: a table each, names carrying their type.
+    let (status, out, err) =
+        kinformer(dir.path(), &path, &["get", "pods,deploy", "-n", "shop"]).await;
+    assert!(status.success(), "{err}");
+    let rows: Vec<Vec<&str>> = out
+        .lines()
+        .map(|l| l.split_whitespace().collect())
+        .collect();
+    assert_eq!(rows.len(), 3, "{out}");
+    assert_eq!(rows[1][..4], ["pod/web-1", "1/1", "Running", "3"], "{out}");
+    assert_eq!(rows[2][..4], ["pod/web-2", "0/1", "Pending", "0"], "{out}");
+    assert_eq!(err, "No resources found\n");
+    let (status, out, err) = kinformer(dir.path(), &path, &["watch", "pods,nodes"]).await;
+    assert_eq!(status.code(), Some(2), "{err}");
+    assert!(out.is_empty(), "{out}");
+    assert_eq!(
+        err,
+        "error: watch takes one resource type; run one watch per type\n"
+    );
+
     // Flags before the verb, as kubectl takes them.
     let (status, out, err) = kinformer(
         dir.path(),
