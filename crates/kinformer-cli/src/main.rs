@@ -308,6 +308,13 @@ impl Mode {
 /// `watch`, `get` or `stats`.
 async fn run(q: Query, mode: Mode) -> Result<(), Error> {
     let watch = !matches!(mode, Mode::Get);
+    if watch && q.resource.0.len() > 1 {
+        return Err(Error::Usage(format!(
+            "{} takes one resource type; run one {} per type",
+            mode.verb(),
+            mode.verb()
+        )));
+    }
     let options = KubeconfigOptions {
         context: q.context.clone(),
         ..KubeconfigOptions::default()
@@ -357,13 +364,6 @@ async fn run(q: Query, mode: Mode) -> Result<(), Error> {
     }
     let client = Client::new(config)?;
     let resources = &q.resource.0;
-    if watch && resources.len() > 1 {
-        return Err(Error::Usage(format!(
-            "{} takes one resource type; run one {} per type",
-            mode.verb(),
-            mode.verb()
-        )));
-    }
     // Listening for Ctrl-C from here on: the first request is already cancellable.
     let mut interrupt = std::pin::pin!(tokio::signal::ctrl_c());
     let stdout = std::io::stdout();

@@ -531,6 +531,33 @@ mod tests {
     }
 
     #[test]
+    fn yaml_events_are_documents_and_get_prints_a_list() {
+        let p = sample();
+        let added = Event {
+            kind: EventType::Added,
+            object: &p,
+            tombstone: false,
+        };
+        let text = printed(&style(Format::Yaml), &added);
+        assert!(text.starts_with("---\n"), "{text}");
+        let doc: Value = serde_yaml_ng::from_str(&text[4..]).unwrap();
+        assert_eq!(doc["type"], "ADDED");
+        assert_eq!(doc["object"]["metadata"]["name"], "web-1");
+        let mut out = Vec::new();
+        let now: Timestamp = "2026-01-01T00:05:00Z".parse().unwrap();
+        objects(
+            &mut out,
+            &style(Format::Yaml),
+            &[std::sync::Arc::new(p)],
+            now,
+        )
+        .unwrap();
+        let list: Value = serde_yaml_ng::from_slice(&out).unwrap();
+        assert_eq!(list["kind"], "List");
+        assert_eq!(list["items"][0]["spec"]["nodeName"], "node-2");
+    }
+
+    #[test]
     fn ages_are_short_like_kubectl() {
         assert_eq!(short_duration(5), "5s");
         assert_eq!(short_duration(119), "119s");
