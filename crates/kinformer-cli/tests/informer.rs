@@ -80,6 +80,19 @@ async fn watch_prints_each_event_with_its_version_and_a_pod_summary() {
     );
     assert!(err.is_empty(), "{err}");
 
+    // One object by name.
+    let (status, out, err) = kinformer(
+        dir.path(),
+        &path,
+        &["watch", "pods", "web-2", "--max-events", "1"],
+    )
+    .await;
+    assert!(status.success(), "{err}");
+    assert_eq!(
+        out,
+        format!("ADDED    shop/web-2\trv={rv2}\tstatus=Pending node=node-2 restarts=0\n")
+    );
+
     let (status, out, err) = kinformer(
         dir.path(),
         &path,
