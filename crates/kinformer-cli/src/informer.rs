@@ -12,6 +12,8 @@
 
 use std::io::{IsTerminal, Write};
 use std::pin::pin;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use futures_util::StreamExt;
@@ -30,9 +32,18 @@ use crate::print::{self, Event, EventType, Style};
 /// that ends at once having delivered nothing, but re-opens at once a watch that delivered an
 /// event before it ended: a server whose every watch delivers one event and closes would be
 /// asked thousands of times a second. This guard keeps the tool polite with such a server.
+/// It also counts the list pages and objects received, for the progress line.
 struct ThrottledWatches<L> {
     inner: L,
     state: parking_lot::Mutex<Throttle>,
+    listed: Arc<Listed>,
+}
+
+/// List pages and objects received so far.
+#[derive(Debug, Default)]
+pub(crate) struct Listed {
+    pages: AtomicU64,
+    objects: AtomicU64,
 }
 
 #[derive(Debug)]
@@ -48,9 +59,10 @@ impl<L> ThrottledWatches<L> {
     const MAX: Duration = Duration::from_secs(30);
     const RESET_AFTER: Duration = Duration::from_secs(120);
 
-    fn new(inner: L) -> Self {
+    fn new(inner: L, listed: Arc<Listed>) -> Self {
         Self {
             inner,
+            listed,
             state: parking_lot::Mutex::new(Throttle {
                 last_open: None,
                 last_wait: None,
@@ -89,7 +101,12 @@ impl<K, L: ListWatch<K>> ListWatch<K> for ThrottledWatches<L> {
         &self,
         params: &kinformer::core::ListParams,
     ) -> Result<kinformer::core::ObjectList<K>, list_watch::Error> {
-        self.inner.list(params).await
+        let page = self.inner.list(params).await?;
+        self.listed.pages.fetch_add(1, Ordering::Relaxed);
+        self.listed
+            .objects
+            .fetch_add(page.items.len() as u64, Ordering::Relaxed);
+        Ok(page)
     }
 
     async fn watch(
@@ -142,6 +159,8 @@ pub(crate) struct Run {
     pub(crate) field_selector: Option<String>,
     /// How to print.
     pub(crate) style: Style,
+    /// Where the list pages and objects received are counted.
+    pub(crate) listed: Arc<Listed>,
 }
 
 /// Builds the informer; returns it with the failures its reflector reports and the style.
@@ -173,7 +192,7 @@ pub(crate) fn build(
         });
     });
     let informer = Informer::<DynamicObject>::builder()
-        .list_watch(ThrottledWatches::new(run.api))
+        .list_watch(ThrottledWatches::new(run.api, run.listed))
         .reflector(config)
         .build()?;
     Ok((informer, failures, run.style))
@@ -299,14 +318,17 @@ impl Progress {
         }
     }
 
-    fn line(resource: &str, objects: usize, elapsed: Duration) -> String {
+    fn line(resource: &str, objects: u64, pages: u64, cached: usize, elapsed: Duration) -> String {
         format!(
-            "kinformer: listing {resource}: {objects} objects, {:.1}s",
+            "kinformer: listing {resource}: {objects} objects in {pages} {}, {cached} cached, {:.1}s",
+            if pages == 1 { "page" } else { "pages" },
             elapsed.as_secs_f64()
         )
     }
 
-    fn show(&mut self, objects: usize) {
+    fn show(&mut self, listed: &Listed, cached: usize) {
+        let objects = listed.objects.load(Ordering::Relaxed);
+        let pages = listed.pages.load(Ordering::Relaxed);
         let elapsed = self.started.elapsed();
         if elapsed < Self::AFTER {
             return;
@@ -315,7 +337,7 @@ impl Progress {
         let _ = write!(
             err,
             "\r\x1b[2K{}",
-            Self::line(&self.resource, objects, elapsed)
+            Self::line(&self.resource, objects, pages, cached, elapsed)
         );
         let _ = err.flush();
         self.drawn = true;
@@ -341,6 +363,7 @@ pub(crate) async fn get(
     interrupt: impl Future<Output = std::io::Result<()>>,
 ) -> Result<bool, Error> {
     let resource = run.api.resource().plural.clone();
+    let listed = Arc::clone(&run.listed);
     let (informer, mut failures, style) = build(run)?;
     informer.start();
     let informers: [&dyn kinformer::shared_informer::HasSynced; 1] = [&*informer];
@@ -361,7 +384,7 @@ pub(crate) async fn get(
             _ = &mut sync => break Ok(()),
             _ = ticker.tick() => {
                 if let Some(p) = &mut progress {
-                    p.show(informer.cache().list_keys().len());
+                    p.show(&listed, informer.cache().list_keys().len());
                 }
             }
         }
@@ -402,15 +425,19 @@ mod tests {
     #[test]
     fn the_progress_line_counts_objects_and_time() {
         assert_eq!(
-            Progress::line("pods", 1234, Duration::from_millis(2150)),
-            "kinformer: listing pods: 1234 objects, 2.1s"
+            Progress::line("pods", 1234, 3, 1000, Duration::from_millis(2150)),
+            "kinformer: listing pods: 1234 objects in 3 pages, 1000 cached, 2.1s"
+        );
+        assert_eq!(
+            Progress::line("pods", 7, 1, 0, Duration::from_millis(400)),
+            "kinformer: listing pods: 7 objects in 1 page, 0 cached, 0.4s"
         );
     }
 
     #[test]
     fn watches_opened_within_a_second_of_each_other_wait_longer_each_time() {
         type T = ThrottledWatches<()>;
-        let t = T::new(());
+        let t = T::new((), Arc::default());
         let start = Instant::now();
         assert_eq!(t.wait_before_watch(start), Duration::ZERO);
         // Healthy watches (a second or more apart) never wait.

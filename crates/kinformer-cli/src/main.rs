@@ -470,6 +470,7 @@ impl One<'_> {
             label_selector: selectors.label_selector,
             field_selector: with_names(selectors.field_selector, &q.names, watch),
             style,
+            listed: std::sync::Arc::default(),
         };
         match *mode {
             Mode::Watch => informer::watch(job, q.max_events, out, interrupt)
