@@ -82,7 +82,7 @@ enum Error {
     /// A command line clap accepts but the command cannot run: exit 2.
     #[error("{0}")]
     Usage(String),
-    /// Ctrl-C (or SIGTERM) arrived while all was well: exit 130, as other tools do.
+    /// Ctrl-C (SIGINT) arrived while all was well: exit 130, as other tools do.
     #[error("interrupted")]
     Interrupted,
     /// No kubeconfig and no in-cluster configuration, and the fallback is forbidden.
