@@ -9,6 +9,8 @@ use k8s_openapi::api::apps::v1::{DaemonSet, Deployment, ReplicaSet, StatefulSet}
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Node, Pod, Secret, Service};
 use kinformer_core::{ApiResource, FieldSelector, LabelSelector, ListParams};
 
+use crate::print::Format;
+
 /// The most writes per second `--churn` and `--sim-churn` accept. The simulated server applies
 /// every write under one lock; far above this it spends all its time writing.
 pub(crate) const MAX_CHURN_PER_SEC: f64 = 100_000.0;
@@ -29,6 +31,9 @@ pub(crate) enum Command {
     Watch(Query),
     /// List once, one line per object, sorted by key.
     Get(Query),
+    /// Run an informer and print its live counters every interval: events/s by type, cache size,
+    /// handler lag, lists, relists, watch restarts, errors.
+    Stats(StatsArgs),
     /// Run the simulated API server until Ctrl-C, and write a kubeconfig for it.
     Sim(SimArgs),
     /// Print a shell completion script (for example: `kinformer completions bash`).
@@ -42,9 +47,20 @@ pub(crate) enum Command {
 #[derive(Debug, ClapArgs)]
 pub(crate) struct Query {
     /// The resource: pods, services, configmaps, secrets, namespaces, nodes, deployments,
-    /// replicasets, statefulsets, daemonsets (or their kubectl short names)
-    #[arg(value_parser = parse_resource)]
-    pub(crate) resource: ApiResource,
+    /// replicasets, statefulsets, daemonsets (or their singular, kubectl short name, or
+    /// `plural.group` as in deployments.apps)
+    /// (`get` takes several, comma-separated: pods,nodes)
+    #[arg(value_parser = parse_resources)]
+    pub(crate) resource: Resources,
+    /// Only the objects with these names
+    #[arg(value_name = "NAME")]
+    pub(crate) names: Vec<String>,
+    /// Output format: text (a summary per object), wide, json, yaml, name
+    #[arg(short = 'o', long, value_name = "FORMAT", value_enum, default_value_t = Format::Text)]
+    pub(crate) output: Format,
+    /// Show every object's labels
+    #[arg(long)]
+    pub(crate) show_labels: bool,
     /// Only this namespace (default: all namespaces; an empty value means the context's namespace)
     #[arg(short = 'n', long, value_name = "NS")]
     pub(crate) namespace: Option<String>,
@@ -71,8 +87,11 @@ pub(crate) struct Query {
     #[arg(long, value_name = "N")]
     pub(crate) max_events: Option<u64>,
     /// Use an embedded simulated cluster even if a kubeconfig exists
-    #[arg(long)]
+    #[arg(long, conflicts_with = "no_sim")]
     pub(crate) sim: bool,
+    /// Never fall back to the embedded simulated cluster (also: KINFORMER_NO_SIM=1)
+    #[arg(long)]
+    pub(crate) no_sim: bool,
     /// Pods the simulated cluster starts with
     #[arg(long, value_name = "N", default_value_t = 200)]
     pub(crate) sim_pods: usize,
@@ -102,6 +121,76 @@ impl Query {
             ..ListParams::default()
         }
     }
+}
+
+/// The flags of `watch`, `get` and `stats` that take a value as the next argument.
+const FLAGS_WITH_VALUES: &[&str] = &[
+    "-n",
+    "--namespace",
+    "-l",
+    "--selector",
+    "--field-selector",
+    "--kubeconfig",
+    "--context",
+    "--request-timeout",
+    "-o",
+    "--output",
+    "--max-events",
+    "--sim-pods",
+    "--sim-churn",
+    "--seed",
+    "--interval",
+    "--count",
+];
+
+/// kubectl's habit of flags before the verb (`kinformer -n shop get pods`): moves the flags
+/// found before `watch`, `get` or `stats` to just after it, where clap expects them. Anything
+/// else is left as it is, for clap to judge.
+pub(crate) fn flags_after_verb(args: Vec<std::ffi::OsString>) -> Vec<std::ffi::OsString> {
+    let mut i = 1;
+    while i < args.len() {
+        let Some(arg) = args[i].to_str() else {
+            return args;
+        };
+        if !arg.starts_with('-') || arg == "-" {
+            break;
+        }
+        if arg == "--" {
+            return args;
+        }
+        i += if FLAGS_WITH_VALUES.contains(&arg) {
+            2
+        } else {
+            1
+        };
+    }
+    let is_verb = args
+        .get(i)
+        .and_then(|a| a.to_str())
+        .is_some_and(|a| matches!(a, "watch" | "get" | "stats"));
+    if i == 1 || !is_verb {
+        return args;
+    }
+    let mut out = Vec::with_capacity(args.len());
+    out.push(args[0].clone());
+    out.push(args[i].clone());
+    out.extend_from_slice(&args[1..i]);
+    out.extend_from_slice(&args[i + 1..]);
+    out
+}
+
+/// `kinformer stats`'s flags.
+#[derive(Debug, ClapArgs)]
+pub(crate) struct StatsArgs {
+    /// What to watch, and from where.
+    #[command(flatten)]
+    pub(crate) query: Query,
+    /// How often to report: 1s, 500ms, 1m
+    #[arg(long, value_name = "DURATION", default_value = "1s", value_parser = parse_interval)]
+    pub(crate) interval: Duration,
+    /// Stop after N reports
+    #[arg(long, value_name = "N")]
+    pub(crate) count: Option<u64>,
 }
 
 /// `kinformer sim`'s flags.
@@ -143,8 +232,33 @@ pub(crate) struct SimArgs {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct RequestTimeout(pub(crate) Option<Duration>);
 
+/// The resource types a command line names: one, or several comma-separated (`pods,nodes`).
+#[derive(Debug, Clone)]
+pub(crate) struct Resources(pub(crate) Vec<ApiResource>);
+
+fn parse_resources(names: &str) -> Result<Resources, String> {
+    let resources = names
+        .split(',')
+        .map(parse_resource)
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(Resources(resources))
+}
+
 /// The resource a name or kubectl short name stands for.
 fn parse_resource(name: &str) -> Result<ApiResource, String> {
+    // `deployments.apps`, `pods.` (the core group), `deploy.apps`: the name, then its group.
+    if let Some((short, group)) = name.split_once('.') {
+        let resource = parse_resource(short)?;
+        if resource.group != group {
+            return Err(format!(
+                "unknown resource (did you mean {}{}{}?)",
+                resource.plural,
+                if resource.group.is_empty() { "" } else { "." },
+                resource.group
+            ));
+        }
+        return Ok(resource);
+    }
     Ok(match name {
         "pods" | "pod" | "po" => ApiResource::of::<Pod>(),
         "services" | "service" | "svc" => ApiResource::of::<Service>(),
@@ -195,6 +309,14 @@ fn parse_churn(s: &str) -> Result<f64, String> {
         ));
     }
     Ok(rate)
+}
+
+/// A report interval: a duration as `--request-timeout` takes it, but never zero.
+fn parse_interval(s: &str) -> Result<Duration, String> {
+    match parse_request_timeout(s)? {
+        RequestTimeout(Some(d)) => Ok(d),
+        RequestTimeout(None) => Err("the interval must be longer than zero".to_owned()),
+    }
 }
 
 /// A kubectl-style `--request-timeout`: `0` (no limit), a bare number of seconds, or a sequence
@@ -257,7 +379,7 @@ mod tests {
         let Command::Watch(a) = cli.command else {
             panic!("not watch")
         };
-        assert_eq!(a.resource.plural, "pods");
+        assert_eq!(a.resource.0[0].plural, "pods");
         assert_eq!(a.namespace(), Some("shop"));
         assert_eq!(a.selectors().label_selector.as_deref(), Some("app=web"));
         assert_eq!(
@@ -276,7 +398,7 @@ mod tests {
         let Command::Get(a) = cli.command else {
             panic!("not get")
         };
-        assert_eq!(a.resource.group, "apps");
+        assert_eq!(a.resource.0[0].group, "apps");
         assert_eq!(a.namespace(), None);
         assert_eq!(a.kubeconfig, Some(PathBuf::from("/k")));
         assert_eq!(a.context.as_deref(), Some("c"));
@@ -305,6 +427,106 @@ mod tests {
                 assert_eq!(parse_resource(name).unwrap().plural, plural, "{name}");
             }
         }
+    }
+
+    #[test]
+    fn several_types_are_comma_separated() {
+        let plurals = |line: &str| -> Vec<String> {
+            query(line)
+                .resource
+                .0
+                .into_iter()
+                .map(|r| r.plural)
+                .collect()
+        };
+        assert_eq!(
+            plurals("get pods,no,deploy.apps"),
+            ["pods", "nodes", "deployments"]
+        );
+        assert!(parse("get pods,widgets").is_err());
+        assert!(parse("get pods,").is_err());
+    }
+
+    #[test]
+    fn names_may_carry_their_group() {
+        assert_eq!(
+            parse_resource("deployments.apps").unwrap().plural,
+            "deployments"
+        );
+        assert_eq!(parse_resource("deploy.apps").unwrap().plural, "deployments");
+        assert_eq!(parse_resource("pods.").unwrap().plural, "pods");
+        let err = parse_resource("deployments.batch").unwrap_err();
+        assert!(err.contains("did you mean deployments.apps?"), "{err}");
+        assert!(parse_resource("widgets.example.com").is_err());
+    }
+
+    #[test]
+    fn parses_output_names_and_sim_choices() {
+        let q = query("get pods web-1 web-2 -o wide --show-labels --no-sim");
+        assert_eq!(q.names, ["web-1", "web-2"]);
+        assert_eq!(q.output, Format::Wide);
+        assert!(q.show_labels && q.no_sim && !q.sim);
+        assert_eq!(query("watch pods -ojson").output, Format::Json);
+        assert_eq!(query("watch pods").output, Format::Text);
+        assert!(parse("watch pods --sim --no-sim").is_err());
+        assert!(parse("watch pods -o toml").is_err());
+    }
+
+    #[test]
+    fn parses_stats_flags() {
+        let Command::Stats(a) = parse("stats po --interval 250ms --count 3 --sim")
+            .unwrap()
+            .command
+        else {
+            panic!("not stats")
+        };
+        assert_eq!(a.query.resource.0[0].plural, "pods");
+        assert_eq!(a.interval, Duration::from_millis(250));
+        assert_eq!(a.count, Some(3));
+        assert!(a.query.sim);
+        assert!(parse("stats pods --interval 0").is_err());
+    }
+
+    #[test]
+    fn flags_before_the_verb_move_after_it() {
+        let moved = |line: &str| -> String {
+            let args = std::iter::once("kinformer")
+                .chain(line.split_whitespace())
+                .map(std::ffi::OsString::from)
+                .collect();
+            let out: Vec<String> = flags_after_verb(args)
+                .into_iter()
+                .map(|a| a.into_string().unwrap())
+                .collect();
+            out[1..].join(" ")
+        };
+        assert_eq!(moved("-n shop get pods"), "get -n shop pods");
+        assert_eq!(
+            moved("-nshop --sim watch po -A"),
+            "watch -nshop --sim po -A"
+        );
+        assert_eq!(
+            moved("--kubeconfig k -o json -l a=b get pods x"),
+            "get --kubeconfig k -o json -l a=b pods x"
+        );
+        assert_eq!(moved("--context=c stats pods"), "stats --context=c pods");
+        // Nothing to move, or nothing this applies to: unchanged.
+        assert_eq!(moved("get pods -n shop"), "get pods -n shop");
+        assert_eq!(moved("--port 1 sim"), "--port 1 sim");
+        assert_eq!(moved("--help"), "--help");
+        assert_eq!(moved("-n get pods"), "-n get pods");
+        let q = match Cli::try_parse_from(flags_after_verb(
+            ["kinformer", "-n", "shop", "get", "pods"]
+                .map(Into::into)
+                .to_vec(),
+        ))
+        .unwrap()
+        .command
+        {
+            Command::Get(q) => q,
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(q.namespace(), Some("shop"));
     }
 
     #[test]

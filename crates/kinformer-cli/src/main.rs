@@ -13,10 +13,12 @@
 //! embedded simulated API server with seeded pods and a steady churn of writes, so the command
 //! works on any machine. A configuration that exists but is broken is reported, never replaced.
 //!
-//! Until the reflector and shared informer layers exist, `watch` runs its own small list-then-watch
-//! loop over `kinformer-client` (re-watch from the last resourceVersion, relist on 410, back off
-//! on retryable errors, stop on the others). It prints metadata only: the tool asks the server for
-//! `PartialObjectMetadata`, which is all it shows.
+//! `watch` and `get` run kinformer's own informer (the facade's default pipeline) on dynamic
+//! objects: `watch` prints one line per notification (`ADDED`, `MODIFIED`, `DELETED`, the key,
+//! the resourceVersion and a summary; tombstones marked), `get` waits for the cache to sync and
+//! prints it as a table like `kubectl get`. `-o json|yaml|name|wide` and `--show-labels` change
+//! the output; stdout carries only the data. Ctrl-C stops the informer and exits 130, or 1 when
+//! a failure was being retried (the failure is reported).
 //!
 //! It behaves as a Unix tool: a closed stdout (`kinformer get pods | head -1`) ends it quietly
 //! with exit 0; log lines on stderr are coloured only on a terminal and never with `NO_COLOR` set;
@@ -25,8 +27,10 @@
 #![forbid(unsafe_code)]
 
 mod args;
+mod informer;
+mod print;
 mod sim;
-mod watch;
+mod stats;
 
 use std::borrow::Cow;
 use std::io::{IsTerminal, Write};
@@ -35,8 +39,9 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::{CommandFactory, Parser};
+use kinformer::prelude::DynamicObject;
 use kinformer_client::{Api, Client, Config, KubeconfigOptions};
-use kinformer_core::PartialObjectMetadata;
+use kinformer_core::{ListParams, Scope};
 use kinformer_sim::{ChurnConfig, SimConfig, SimServer};
 
 use crate::args::{Cli, Command, Query};
@@ -74,17 +79,44 @@ enum Error {
     /// Ctrl-C arrived while the watch was retrying a failure; the failure is what is reported.
     #[error("interrupted while retrying after: {0}")]
     InterruptedWhileRetrying(String),
+    /// A command line clap accepts but the command cannot run: exit 2.
+    #[error("{0}")]
+    Usage(String),
+    /// Ctrl-C (SIGINT) arrived while all was well: exit 130, as other tools do.
+    #[error("interrupted")]
+    Interrupted,
+    /// No kubeconfig and no in-cluster configuration, and the fallback is forbidden.
+    #[error(
+        "no kubeconfig found (looked at --kubeconfig, KUBECONFIG, ~/.kube/config and the \
+         in-cluster service account), and --no-sim or {NO_SIM_ENV} forbids the embedded \
+         simulated cluster: name a kubeconfig with --kubeconfig"
+    )]
+    NoConfig,
+    /// `get RESOURCE NAME` named an object the cache does not hold.
+    #[error("{resource} \"{name}\" not found")]
+    NotFound {
+        /// The resource's plural.
+        resource: String,
+        /// The name asked for.
+        name: String,
+    },
+    /// The informer refused its settings.
+    #[error(transparent)]
+    Informer(#[from] kinformer::Error),
     /// Writing the output failed. A closed pipe is not reported: the tool stops quietly.
     #[error("writing output: {0}")]
     Output(#[from] std::io::Error),
 }
+
+/// The environment variable that forbids the fallback to an embedded simulated cluster.
+const NO_SIM_ENV: &str = "KINFORMER_NO_SIM";
 
 /// The longest line an error message prints; longer ones (a 100 KB argument echoed back) are cut
 /// in the middle.
 const MAX_MESSAGE_LINE: usize = 300;
 
 fn main() -> ExitCode {
-    let cli = match Cli::try_parse() {
+    let cli = match Cli::try_parse_from(args::flags_after_verb(std::env::args_os().collect())) {
         Ok(cli) => cli,
         Err(e) => return usage_error(&e),
     };
@@ -113,14 +145,29 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Completions { shell } => completions(shell),
         Command::Sim(args) => runtime.block_on(sim::run(args)),
-        Command::Watch(q) => runtime.block_on(run(q, true)),
-        Command::Get(q) => runtime.block_on(run(q, false)),
+        Command::Watch(q) => runtime.block_on(run(q, Mode::Watch)),
+        Command::Get(q) => runtime.block_on(run(q, Mode::Get)),
+        Command::Stats(a) => {
+            // Before any counter is registered: the reflector's handles bind to it.
+            let recorder = stats::install();
+            let mode = Mode::Stats {
+                recorder,
+                interval: a.interval,
+                count: a.count,
+            };
+            runtime.block_on(run(a.query, mode))
+        }
     };
     // A task that does not yield (a busy simulated churn) must not keep the process alive.
     runtime.shutdown_timeout(Duration::from_secs(1));
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(Error::Output(e)) if e.kind() == std::io::ErrorKind::BrokenPipe => ExitCode::SUCCESS,
+        Err(Error::Interrupted) => ExitCode::from(130),
+        Err(Error::Usage(message)) => {
+            let _ = writeln!(std::io::stderr(), "error: {message}");
+            ExitCode::from(2)
+        }
         Err(e) => {
             let _ = writeln!(
                 std::io::stderr(),
@@ -224,8 +271,50 @@ fn completions(shell: clap_complete::Shell) -> Result<(), Error> {
     Ok(())
 }
 
-/// `watch` (when `watch` is true) or `get`.
-async fn run(q: Query, watch: bool) -> Result<(), Error> {
+/// Whether the environment forbids the embedded simulated cluster (`KINFORMER_NO_SIM` set to
+/// anything but empty or `0`).
+fn no_sim_from_env(value: Option<std::ffi::OsString>) -> bool {
+    value.is_some_and(|v| !v.is_empty() && v != "0")
+}
+
+/// Which command runs the informer.
+#[derive(Debug)]
+enum Mode {
+    /// Print every event.
+    Watch,
+    /// Print the synced cache.
+    Get,
+    /// Print counters every `interval`.
+    Stats {
+        /// Where the reflector's counters are read.
+        recorder: Option<&'static stats::AtomicRecorder>,
+        /// How often.
+        interval: Duration,
+        /// How many reports.
+        count: Option<u64>,
+    },
+}
+
+impl Mode {
+    fn verb(&self) -> &'static str {
+        match self {
+            Self::Watch => "watch",
+            Self::Get => "get",
+            Self::Stats { .. } => "stats",
+        }
+    }
+}
+
+/// `watch`, `get` or `stats`.
+async fn run(q: Query, mode: Mode) -> Result<(), Error> {
+    let watch = !matches!(mode, Mode::Get);
+    if watch && q.resource.0.len() > 1 {
+        return Err(Error::Usage(format!(
+            "{} takes one resource type; run one {} per type",
+            mode.verb(),
+            mode.verb()
+        )));
+    }
     let options = KubeconfigOptions {
         context: q.context.clone(),
         ..KubeconfigOptions::default()
@@ -237,6 +326,9 @@ async fn run(q: Query, watch: bool) -> Result<(), Error> {
     } else {
         Config::find(&options)?
     };
+    if config.is_none() && (q.no_sim || no_sim_from_env(std::env::var_os(NO_SIM_ENV))) {
+        return Err(Error::NoConfig);
+    }
     // Keep the embedded server and its churn alive for as long as the command runs.
     let mut embedded = None;
     let mut config = match config {
@@ -271,22 +363,29 @@ async fn run(q: Query, watch: bool) -> Result<(), Error> {
         config.request_timeout = timeout;
     }
     let client = Client::new(config)?;
-    // An informer watches every namespace unless told otherwise; an empty namespace is the
-    // context's, as in kubectl.
-    let namespace = match q.namespace() {
-        Some("") => Some(client.default_namespace().to_owned()),
-        other => other.map(str::to_owned),
-    };
-    let api: Api<PartialObjectMetadata> = Api::metadata(client, &q.resource, namespace.as_deref());
+    let resources = &q.resource.0;
+    // Listening for Ctrl-C from here on: the first request is already cancellable.
+    let mut interrupt = std::pin::pin!(tokio::signal::ctrl_c());
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
-    let selectors = q.selectors();
-    let result = if watch {
-        let interrupt = tokio::signal::ctrl_c();
-        watch::watch(&api, &selectors, q.max_events, &mut out, interrupt).await
-    } else {
-        watch::get(&api, &selectors, &mut out).await
-    };
+    let mut result = Ok(());
+    // Whether a table was printed: the next one comes after a blank line, as in kubectl.
+    let mut printed = false;
+    for resource in resources {
+        let one = One {
+            client: &client,
+            q: &q,
+            resource,
+            several: resources.len() > 1,
+        };
+        match one.run(&mode, printed, &mut out, interrupt.as_mut()).await {
+            Ok(p) => printed |= p,
+            Err(e) => {
+                result = Err(e);
+                break;
+            }
+        }
+    }
     let flushed = out.flush();
     if let Some((sim, churn)) = embedded {
         drop(churn);
@@ -295,6 +394,110 @@ async fn run(q: Query, watch: bool) -> Result<(), Error> {
     result?;
     flushed?;
     Ok(())
+}
+
+/// One resource type of a command.
+struct One<'a> {
+    client: &'a Client,
+    q: &'a Query,
+    resource: &'a kinformer_core::ApiResource,
+    /// Whether the command names several types (`get pods,nodes`): names then carry their type.
+    several: bool,
+}
+
+impl One<'_> {
+    /// Runs the command for this type; `Ok(true)` when `get` printed a table. `separate`: a
+    /// table was printed before.
+    async fn run(
+        &self,
+        mode: &Mode,
+        separate: bool,
+        out: &mut impl Write,
+        mut interrupt: std::pin::Pin<&mut impl Future<Output = std::io::Result<()>>>,
+    ) -> Result<bool, Error> {
+        let (q, resource) = (self.q, self.resource);
+        let watch = !matches!(mode, Mode::Get);
+        // An informer watches every namespace unless told otherwise; an empty namespace is the
+        // context's, as in kubectl.
+        let namespace = match q.namespace() {
+            Some("") => Some(self.client.default_namespace().to_owned()),
+            other => other.map(str::to_owned),
+        };
+        let namespace = namespace.filter(|_| resource.scope == Scope::Namespaced);
+        let api: Api<DynamicObject> =
+            Api::with_resource(self.client.clone(), resource.clone(), namespace.as_deref());
+        let selectors = q.selectors();
+        // One small request first: a failure retrying cannot fix (bad credentials, a forbidden
+        // or unknown resource, a bad selector) ends the command at once with one line, before
+        // an informer starts retrying; `get` gives up on any failure, as kubectl does.
+        let probe = ListParams {
+            limit: Some(1),
+            ..selectors.clone()
+        };
+        let probed = tokio::select! {
+            r = &mut interrupt => {
+                r.map_err(Error::Signal)?;
+                return Err(Error::Interrupted);
+            }
+            probed = api.list(&probe) => probed,
+        };
+        if let Err(e) = probed {
+            let e = kinformer_core::list_watch::Error::from(e);
+            if !watch || e.kind() == kinformer_core::list_watch::ErrorKind::Fatal {
+                return Err(e.into());
+            }
+        }
+        let kind = resource.kind.to_lowercase();
+        let style = print::Style {
+            format: q.output,
+            show_labels: q.show_labels,
+            name_prefix: if resource.group.is_empty() {
+                kind
+            } else {
+                format!("{kind}.{}", resource.group)
+            },
+            plural: resource.plural.clone(),
+            namespace_column: namespace.is_none() && resource.scope == Scope::Namespaced,
+            prefix_names: self.several,
+        };
+        let job = informer::Run {
+            api,
+            name: if resource.group.is_empty() {
+                resource.plural.clone()
+            } else {
+                format!("{}.{}", resource.plural, resource.group)
+            },
+            label_selector: selectors.label_selector,
+            field_selector: with_names(selectors.field_selector, &q.names, watch),
+            style,
+            listed: std::sync::Arc::default(),
+        };
+        match *mode {
+            Mode::Watch => informer::watch(job, q.max_events, out, interrupt)
+                .await
+                .map(|()| false),
+            Mode::Get => informer::get(job, &q.names, separate, out, interrupt).await,
+            Mode::Stats {
+                recorder,
+                interval,
+                count,
+            } => stats::stats(job, recorder, interval, count, out, interrupt)
+                .await
+                .map(|()| false),
+        }
+    }
+}
+
+/// `watch pods NAME` watches one object: a `metadata.name` field selector, as kubectl does.
+/// `get` filters its cache instead, so that several names work.
+fn with_names(field_selector: Option<String>, names: &[String], watch: bool) -> Option<String> {
+    match (watch, names) {
+        (true, [name]) => Some(match field_selector {
+            Some(s) if !s.is_empty() => format!("{s},metadata.name={name}"),
+            _ => format!("metadata.name={name}"),
+        }),
+        _ => field_selector,
+    }
 }
 
 #[cfg(test)]

@@ -1,0 +1,460 @@
+//! `watch` and `get` on kinformer's informer: the facade's default pipeline (reflector, delta
+//! FIFO, shared informer, indexer) over the HTTP client.
+//!
+//! `watch` prints every notification the informer hands its handlers: the initial list as
+//! `ADDED`, then each change; a delete the informer only inferred from a relist (a tombstone) is
+//! marked as such. `get` waits for the cache to sync and prints it.
+//!
+//! The reflector retries what can be retried, forever, as an informer must. The tool hears of
+//! each failure through the reflector's watch-error hook: a failure retrying cannot fix ends the
+//! command; the others are remembered, so that Ctrl-C during a retry reports what was failing.
+//! `get`, like `kubectl get`, retries nothing: its first failure ends it.
+
+use std::io::{IsTerminal, Write};
+use std::pin::pin;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use futures_util::StreamExt;
+use kinformer::core::Notification;
+use kinformer::core::list_watch::{self, ErrorKind};
+use kinformer::prelude::*;
+use kinformer::reflector::Phase;
+use tokio::sync::mpsc;
+
+use crate::Error;
+use crate::print::{self, Event, EventType, Style};
+
+/// A source whose watches, when they keep ending within a second of opening, are opened again
+/// only after a growing wait (800 ms doubling to 30 s, from the start again after two minutes
+/// without one), as client-go's reflector does. kinformer's reflector backs off after a watch
+/// that ends at once having delivered nothing, but re-opens at once a watch that delivered an
+/// event before it ended: a server whose every watch delivers one event and closes would be
+/// asked thousands of times a second. This guard keeps the tool polite with such a server.
+/// It also counts the list pages and objects received, for the progress line.
+struct ThrottledWatches<L> {
+    inner: L,
+    state: parking_lot::Mutex<Throttle>,
+    listed: Arc<Listed>,
+}
+
+/// List pages and objects received so far.
+#[derive(Debug, Default)]
+pub(crate) struct Listed {
+    pages: AtomicU64,
+    objects: AtomicU64,
+}
+
+#[derive(Debug)]
+struct Throttle {
+    last_open: Option<Instant>,
+    last_wait: Option<Instant>,
+    next: Duration,
+}
+
+impl<L> ThrottledWatches<L> {
+    const SHORT: Duration = Duration::from_secs(1);
+    const INITIAL: Duration = Duration::from_millis(800);
+    const MAX: Duration = Duration::from_secs(30);
+    const RESET_AFTER: Duration = Duration::from_secs(120);
+
+    fn new(inner: L, listed: Arc<Listed>) -> Self {
+        Self {
+            inner,
+            listed,
+            state: parking_lot::Mutex::new(Throttle {
+                last_open: None,
+                last_wait: None,
+                next: Self::INITIAL,
+            }),
+        }
+    }
+
+    /// How long to wait before opening a watch at `now`; records the opening.
+    fn wait_before_watch(&self, now: Instant) -> Duration {
+        let mut s = self.state.lock();
+        let recent = s
+            .last_open
+            .is_some_and(|t| now.duration_since(t) < Self::SHORT);
+        let wait = if recent {
+            if s.last_wait
+                .is_some_and(|t| now.duration_since(t) >= Self::RESET_AFTER)
+            {
+                s.next = Self::INITIAL;
+            }
+            let wait = s.next;
+            s.next = (s.next * 2).min(Self::MAX);
+            s.last_wait = Some(now);
+            wait
+        } else {
+            Duration::ZERO
+        };
+        s.last_open = Some(now + wait);
+        wait
+    }
+}
+
+#[async_trait::async_trait]
+impl<K, L: ListWatch<K>> ListWatch<K> for ThrottledWatches<L> {
+    async fn list(
+        &self,
+        params: &kinformer::core::ListParams,
+    ) -> Result<kinformer::core::ObjectList<K>, list_watch::Error> {
+        let page = self.inner.list(params).await?;
+        self.listed.pages.fetch_add(1, Ordering::Relaxed);
+        self.listed
+            .objects
+            .fetch_add(page.items.len() as u64, Ordering::Relaxed);
+        Ok(page)
+    }
+
+    async fn watch(
+        &self,
+        params: &kinformer::core::WatchParams,
+    ) -> Result<kinformer::core::WatchStream<K>, list_watch::Error> {
+        let wait = self.wait_before_watch(Instant::now());
+        if !wait.is_zero() {
+            tracing::debug!(?wait, "watches keep ending within a second; waiting");
+            tokio::time::sleep(wait).await;
+        }
+        self.inner.watch(params).await
+    }
+}
+
+/// A failure the reflector reported through its hook.
+#[derive(Debug)]
+pub(crate) struct Failure {
+    /// `list: ...` or `watch: ...`.
+    cause: String,
+    /// Whether retrying can fix it.
+    pub(crate) fatal: bool,
+}
+
+impl Failure {
+    /// The failure as the tool reports it.
+    pub(crate) fn into_error(self) -> Error {
+        let kind = if self.fatal {
+            ErrorKind::Fatal
+        } else {
+            ErrorKind::Retry
+        };
+        list_watch::Error::new(kind, self.cause).into()
+    }
+}
+
+/// How long a clean shutdown of the informer may take before the tool exits anyway.
+const SHUTDOWN_BOUND: Duration = Duration::from_secs(5);
+
+/// What a run of `watch` or `get` needs.
+#[derive(Debug)]
+pub(crate) struct Run {
+    /// The source.
+    pub(crate) api: Api<DynamicObject>,
+    /// The reflector's name, for logs and metrics.
+    pub(crate) name: String,
+    /// `-l`.
+    pub(crate) label_selector: Option<String>,
+    /// `--field-selector`.
+    pub(crate) field_selector: Option<String>,
+    /// How to print.
+    pub(crate) style: Style,
+    /// Where the list pages and objects received are counted.
+    pub(crate) listed: Arc<Listed>,
+}
+
+/// Builds the informer; returns it with the failures its reflector reports and the style.
+pub(crate) fn build(
+    run: Run,
+) -> Result<
+    (
+        Informer<DynamicObject>,
+        mpsc::UnboundedReceiver<Failure>,
+        Style,
+    ),
+    Error,
+> {
+    let (failures_tx, failures) = mpsc::unbounded_channel();
+    let config = kinformer::reflector::Config {
+        name: run.name,
+        label_selector: run.label_selector,
+        field_selector: run.field_selector,
+        ..kinformer::reflector::Config::default()
+    }
+    .with_watch_error_handler(move |info| {
+        let phase = match info.phase {
+            Phase::List => "list",
+            _ => "watch",
+        };
+        let _ = failures_tx.send(Failure {
+            cause: format!("{phase}: {}", info.error),
+            fatal: info.error.kind() == ErrorKind::Fatal,
+        });
+    });
+    let informer = Informer::<DynamicObject>::builder()
+        .list_watch(ThrottledWatches::new(run.api, run.listed))
+        .reflector(config)
+        .build()?;
+    Ok((informer, failures, run.style))
+}
+
+/// Stops the informer, bounded in time.
+pub(crate) async fn stop(informer: &Informer<DynamicObject>) {
+    let _ = tokio::time::timeout(SHUTDOWN_BOUND, informer.shutdown()).await;
+}
+
+/// Prints every notification until `max_events` lines have been printed, a failure retrying
+/// cannot fix, or `interrupt` completes.
+pub(crate) async fn watch(
+    run: Run,
+    max_events: Option<u64>,
+    out: &mut impl Write,
+    interrupt: impl Future<Output = std::io::Result<()>>,
+) -> Result<(), Error> {
+    if max_events == Some(0) {
+        return Ok(());
+    }
+    let (informer, mut failures, style) = build(run)?;
+    let mut events = informer.event_stream();
+    informer.start();
+    let mut interrupt = pin!(interrupt);
+    let mut printed = 0u64;
+    // The failure being retried, if any: what Ctrl-C reports.
+    let mut episode: Option<String> = None;
+    let result = loop {
+        tokio::select! {
+            biased;
+            r = &mut interrupt => {
+                if let Err(e) = r {
+                    break Err(Error::Signal(e));
+                }
+                // A failure reported just before the signal is still being retried.
+                while let Ok(f) = failures.try_recv() {
+                    episode = Some(f.cause);
+                }
+                break Err(match episode.take() {
+                    Some(cause) => Error::InterruptedWhileRetrying(cause),
+                    None => Error::Interrupted,
+                });
+            }
+            Some(f) = failures.recv() => {
+                if f.fatal {
+                    break Err(f.into_error());
+                }
+                episode = Some(f.cause);
+            }
+            n = events.next() => {
+                let Some(n) = n else { break Ok(()) };
+                episode = None;
+                if let Err(e) = print_notification(out, &style, &n) {
+                    break Err(e.into());
+                }
+                printed += 1;
+                if max_events.is_some_and(|m| printed >= m) {
+                    break Ok(());
+                }
+            }
+        }
+    };
+    drop(events);
+    stop(&informer).await;
+    result
+}
+
+fn print_notification(
+    out: &mut impl Write,
+    style: &Style,
+    n: &Notification<DynamicObject>,
+) -> std::io::Result<()> {
+    let e = match n {
+        Notification::Added { object, .. } => Event {
+            kind: EventType::Added,
+            object,
+            tombstone: false,
+        },
+        Notification::Updated { new, .. } => Event {
+            kind: EventType::Modified,
+            object: new,
+            tombstone: false,
+        },
+        Notification::Deleted { object } => match object {
+            DeltaObject::Object(o) => Event {
+                kind: EventType::Deleted,
+                object: o,
+                tombstone: false,
+            },
+            DeltaObject::DeletedFinalStateUnknown(t) => Event {
+                kind: EventType::Deleted,
+                object: &t.last_known,
+                tombstone: true,
+            },
+        },
+    };
+    print::event(out, style, &e)?;
+    out.flush()
+}
+
+/// How often the progress line is redrawn.
+const PROGRESS_EVERY: Duration = Duration::from_millis(100);
+
+/// A one-line progress indicator on stderr, redrawn in place: objects received and time spent.
+/// Shown only on a terminal, and only once the list has taken longer than [`Self::AFTER`], so a
+/// quick list draws nothing.
+#[derive(Debug)]
+struct Progress {
+    resource: String,
+    started: Instant,
+    drawn: bool,
+}
+
+impl Progress {
+    const AFTER: Duration = Duration::from_millis(300);
+
+    fn new(resource: &str) -> Self {
+        Self {
+            resource: resource.to_owned(),
+            started: Instant::now(),
+            drawn: false,
+        }
+    }
+
+    fn line(resource: &str, objects: u64, pages: u64, cached: usize, elapsed: Duration) -> String {
+        format!(
+            "kinformer: listing {resource}: {objects} objects in {pages} {}, {cached} cached, {:.1}s",
+            if pages == 1 { "page" } else { "pages" },
+            elapsed.as_secs_f64()
+        )
+    }
+
+    fn show(&mut self, listed: &Listed, cached: usize) {
+        let objects = listed.objects.load(Ordering::Relaxed);
+        let pages = listed.pages.load(Ordering::Relaxed);
+        let elapsed = self.started.elapsed();
+        if elapsed < Self::AFTER {
+            return;
+        }
+        let mut err = std::io::stderr().lock();
+        let _ = write!(
+            err,
+            "\r\x1b[2K{}",
+            Self::line(&self.resource, objects, pages, cached, elapsed)
+        );
+        let _ = err.flush();
+        self.drawn = true;
+    }
+
+    fn clear(self) {
+        if self.drawn {
+            let mut err = std::io::stderr().lock();
+            let _ = write!(err, "\r\x1b[2K");
+            let _ = err.flush();
+        }
+    }
+}
+
+/// Waits for the cache to sync, then prints it (only the objects called `names`, when given),
+/// after a blank line when `separate` (a table printed before). Returns whether it printed
+/// anything. The first failure ends it, as `kubectl get` does.
+pub(crate) async fn get(
+    run: Run,
+    names: &[String],
+    separate: bool,
+    out: &mut impl Write,
+    interrupt: impl Future<Output = std::io::Result<()>>,
+) -> Result<bool, Error> {
+    let resource = run.api.resource().plural.clone();
+    let listed = Arc::clone(&run.listed);
+    let (informer, mut failures, style) = build(run)?;
+    informer.start();
+    let informers: [&dyn kinformer::shared_informer::HasSynced; 1] = [&*informer];
+    let mut sync = pin!(wait_for_cache_sync(&informers, None));
+    let mut interrupt = pin!(interrupt);
+    // On a terminal, a line on stderr tells how the initial list is going.
+    let mut progress = std::io::stderr()
+        .is_terminal()
+        .then(|| Progress::new(&resource));
+    let mut ticker = tokio::time::interval(PROGRESS_EVERY);
+    let synced = loop {
+        tokio::select! {
+            r = &mut interrupt => break match r {
+                Err(e) => Err(Error::Signal(e)),
+                Ok(()) => Err(Error::Interrupted),
+            },
+            Some(f) = failures.recv() => break Err(f.into_error()),
+            _ = &mut sync => break Ok(()),
+            _ = ticker.tick() => {
+                if let Some(p) = &mut progress {
+                    p.show(&listed, informer.cache().list_keys().len());
+                }
+            }
+        }
+    };
+    if let Some(p) = progress {
+        p.clear();
+    }
+    let mut objects = informer.cache().list();
+    stop(&informer).await;
+    synced?;
+    objects.sort_by_key(|o| o.key());
+    if !names.is_empty() {
+        objects.retain(|o| names.iter().any(|n| n == o.name()));
+        for name in names {
+            if !objects.iter().any(|o| o.name() == name) {
+                return Err(Error::NotFound {
+                    resource,
+                    name: name.clone(),
+                });
+            }
+        }
+    }
+    if objects.is_empty() {
+        eprintln!("No resources found");
+        return Ok(false);
+    }
+    if separate && matches!(style.format, print::Format::Text | print::Format::Wide) {
+        writeln!(out)?;
+    }
+    print::objects(out, &style, &objects, k8s_openapi::jiff::Timestamp::now())?;
+    Ok(true)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_progress_line_counts_objects_and_time() {
+        assert_eq!(
+            Progress::line("pods", 1234, 3, 1000, Duration::from_millis(2150)),
+            "kinformer: listing pods: 1234 objects in 3 pages, 1000 cached, 2.1s"
+        );
+        assert_eq!(
+            Progress::line("pods", 7, 1, 0, Duration::from_millis(400)),
+            "kinformer: listing pods: 7 objects in 1 page, 0 cached, 0.4s"
+        );
+    }
+
+    #[test]
+    fn watches_opened_within_a_second_of_each_other_wait_longer_each_time() {
+        type T = ThrottledWatches<()>;
+        let t = T::new((), Arc::default());
+        let start = Instant::now();
+        assert_eq!(t.wait_before_watch(start), Duration::ZERO);
+        // Healthy watches (a second or more apart) never wait.
+        let later = start + Duration::from_secs(300);
+        assert_eq!(t.wait_before_watch(later), Duration::ZERO);
+        let mut now = later + Duration::from_millis(10);
+        let mut waits = Vec::new();
+        for _ in 0..7 {
+            let wait = t.wait_before_watch(now);
+            waits.push(wait.as_millis());
+            now += wait + Duration::from_millis(10);
+        }
+        assert_eq!(waits, [800, 1600, 3200, 6400, 12800, 25600, 30000]);
+        // Two minutes after the last wait, the schedule starts again.
+        now += Duration::from_secs(200);
+        assert_eq!(t.wait_before_watch(now), Duration::ZERO);
+        let wait = t.wait_before_watch(now + Duration::from_millis(10));
+        assert_eq!(wait, T::INITIAL);
+    }
+}

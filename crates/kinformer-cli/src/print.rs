@@ -1,0 +1,568 @@
+//! What `watch` and `get` print: event lines, JSON and YAML documents, names, and kubectl-like
+//! tables with a summary of each object (pods: status, node, restarts).
+
+use std::collections::BTreeMap;
+use std::io::Write;
+
+use k8s_openapi::jiff::Timestamp;
+use kinformer::prelude::*;
+use serde_json::Value;
+
+/// `-o`: how objects are printed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub(crate) enum Format {
+    /// One line per object or event, with a summary column.
+    Text,
+    /// Text with more columns (pods: IP and node).
+    Wide,
+    /// JSON: one document per line for `watch`, a `List` for `get`.
+    Json,
+    /// YAML: documents separated by `---` for `watch`, a `List` for `get`.
+    Yaml,
+    /// `kind/name` only.
+    Name,
+}
+
+/// A watch event's type, as the API server names it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum EventType {
+    /// A new object.
+    Added,
+    /// A changed object.
+    Modified,
+    /// A deleted object.
+    Deleted,
+}
+
+impl EventType {
+    fn as_str(self) -> &'static str {
+        match self {
+            Self::Added => "ADDED",
+            Self::Modified => "MODIFIED",
+            Self::Deleted => "DELETED",
+        }
+    }
+}
+
+/// One event to print: its type, the object (the last known state for a tombstone), and
+/// whether the delete was inferred from a relist (a tombstone).
+#[derive(Debug)]
+pub(crate) struct Event<'a> {
+    /// ADDED, MODIFIED, DELETED.
+    pub(crate) kind: EventType,
+    /// The object.
+    pub(crate) object: &'a DynamicObject,
+    /// A delete seen only through a relist: the object's final state is unknown.
+    pub(crate) tombstone: bool,
+}
+
+/// Options that shape every format.
+#[derive(Debug, Clone)]
+pub(crate) struct Style {
+    /// The format.
+    pub(crate) format: Format,
+    /// Add the labels (`--show-labels`).
+    pub(crate) show_labels: bool,
+    /// The resource's kind in lower case, for `-o name` (`pod`, `deployment.apps`).
+    pub(crate) name_prefix: String,
+    /// The resource's plural, to choose a summary (`pods`).
+    pub(crate) plural: String,
+    /// Whether the table gets a NAMESPACE column.
+    pub(crate) namespace_column: bool,
+    /// Whether the table's names carry their type (`pod/web-1`), as when `get` prints several.
+    pub(crate) prefix_names: bool,
+}
+
+/// Prints one event.
+pub(crate) fn event(out: &mut impl Write, style: &Style, e: &Event<'_>) -> std::io::Result<()> {
+    let obj = e.object;
+    match style.format {
+        Format::Json => {
+            let line = serde_json::json!({
+                "type": e.kind.as_str(),
+                "key": obj.key().to_string(),
+                "resourceVersion": obj.resource_version().unwrap_or(""),
+                "tombstone": e.tombstone,
+                "object": obj,
+            });
+            writeln!(out, "{line}")
+        }
+        Format::Yaml => {
+            let doc = serde_json::json!({
+                "type": e.kind.as_str(),
+                "tombstone": e.tombstone,
+                "object": obj,
+            });
+            write!(out, "---\n{}", to_yaml(&doc)?)
+        }
+        Format::Name => writeln!(
+            out,
+            "{:<9}{}/{}",
+            e.kind.as_str(),
+            style.name_prefix,
+            obj.name()
+        ),
+        Format::Text | Format::Wide => {
+            let mut fields = summary(style, obj);
+            if e.tombstone {
+                fields.insert(
+                    0,
+                    "(tombstone: deleted while the watch was down)".to_owned(),
+                );
+            }
+            if style.show_labels {
+                fields.push(format!("labels={}", labels(obj)));
+            }
+            write!(
+                out,
+                "{:<9}{}\trv={}",
+                e.kind.as_str(),
+                obj.key(),
+                obj.resource_version().unwrap_or("")
+            )?;
+            if !fields.is_empty() {
+                write!(out, "\t{}", fields.join(" "))?;
+            }
+            writeln!(out)
+        }
+    }
+}
+
+/// The summary of an event line, as `key=value` words.
+fn summary(style: &Style, obj: &DynamicObject) -> Vec<String> {
+    let wide = style.format == Format::Wide;
+    let mut f = Vec::new();
+    match style.plural.as_str() {
+        "pods" => {
+            f.push(format!("status={}", pod_status(obj)));
+            f.push(format!(
+                "node={}",
+                str_at(&obj.data, "/spec/nodeName").unwrap_or("<none>")
+            ));
+            f.push(format!("restarts={}", pod_restarts(obj)));
+            if wide {
+                f.push(format!(
+                    "ip={}",
+                    str_at(&obj.data, "/status/podIP").unwrap_or("<none>")
+                ));
+            }
+        }
+        "nodes" => f.push(format!("status={}", node_status(obj))),
+        "deployments" | "replicasets" | "statefulsets" => {
+            f.push(format!("ready={}", ready_replicas(obj)));
+        }
+        "services" => {
+            f.push(format!(
+                "type={}",
+                str_at(&obj.data, "/spec/type").unwrap_or("ClusterIP")
+            ));
+            f.push(format!(
+                "cluster-ip={}",
+                str_at(&obj.data, "/spec/clusterIP").unwrap_or("<none>")
+            ));
+        }
+        "namespaces" => f.push(format!(
+            "status={}",
+            str_at(&obj.data, "/status/phase").unwrap_or("Active")
+        )),
+        _ => {}
+    }
+    f
+}
+
+/// Prints the objects of `get`, sorted by key, in the chosen format.
+pub(crate) fn objects(
+    out: &mut impl Write,
+    style: &Style,
+    objects: &[std::sync::Arc<DynamicObject>],
+    now: Timestamp,
+) -> std::io::Result<()> {
+    match style.format {
+        Format::Json | Format::Yaml => {
+            let items: Vec<&DynamicObject> = objects.iter().map(|o| &**o).collect();
+            let list = serde_json::json!({
+                "apiVersion": "v1",
+                "kind": "List",
+                "metadata": {"resourceVersion": ""},
+                "items": items,
+            });
+            if style.format == Format::Json {
+                let text = serde_json::to_string_pretty(&list).map_err(std::io::Error::other)?;
+                writeln!(out, "{text}")
+            } else {
+                write!(out, "{}", to_yaml(&list)?)
+            }
+        }
+        Format::Name => {
+            for o in objects {
+                writeln!(out, "{}/{}", style.name_prefix, o.name())?;
+            }
+            Ok(())
+        }
+        Format::Text | Format::Wide => {
+            let rows = table(style, objects, now);
+            write_table(out, &rows)
+        }
+    }
+}
+
+/// The table `get` prints: a header row, then one row per object.
+fn table(
+    style: &Style,
+    objects: &[std::sync::Arc<DynamicObject>],
+    now: Timestamp,
+) -> Vec<Vec<String>> {
+    let wide = style.format == Format::Wide;
+    let mut header: Vec<&str> = Vec::new();
+    if style.namespace_column {
+        header.push("NAMESPACE");
+    }
+    header.push("NAME");
+    let extra: &[&str] = match style.plural.as_str() {
+        "pods" if wide => &["READY", "STATUS", "RESTARTS", "AGE", "IP", "NODE"],
+        "pods" => &["READY", "STATUS", "RESTARTS", "AGE"],
+        "nodes" => &["STATUS", "AGE"],
+        "deployments" | "statefulsets" => &["READY", "AGE"],
+        "replicasets" => &["DESIRED", "READY", "AGE"],
+        "services" => &["TYPE", "CLUSTER-IP", "AGE"],
+        "namespaces" => &["STATUS", "AGE"],
+        _ => &["AGE"],
+    };
+    header.extend_from_slice(extra);
+    if style.show_labels {
+        header.push("LABELS");
+    }
+    let mut rows = vec![header.iter().map(|h| (*h).to_owned()).collect::<Vec<_>>()];
+    for o in objects {
+        let mut row = Vec::new();
+        if style.namespace_column {
+            row.push(o.namespace().unwrap_or("").to_owned());
+        }
+        row.push(if style.prefix_names {
+            format!("{}/{}", style.name_prefix, o.name())
+        } else {
+            o.name().to_owned()
+        });
+        for column in extra {
+            row.push(match *column {
+                "READY" if style.plural == "pods" => pod_ready(o),
+                "READY" => ready_replicas(o),
+                "DESIRED" => int_at(&o.data, "/spec/replicas").to_string(),
+                "STATUS" if style.plural == "pods" => pod_status(o),
+                "STATUS" if style.plural == "nodes" => node_status(o),
+                "STATUS" => str_at(&o.data, "/status/phase")
+                    .unwrap_or("Active")
+                    .to_owned(),
+                "RESTARTS" => pod_restarts(o).to_string(),
+                "IP" => str_at(&o.data, "/status/podIP")
+                    .unwrap_or("<none>")
+                    .to_owned(),
+                "NODE" => str_at(&o.data, "/spec/nodeName")
+                    .unwrap_or("<none>")
+                    .to_owned(),
+                "TYPE" => str_at(&o.data, "/spec/type")
+                    .unwrap_or("ClusterIP")
+                    .to_owned(),
+                "CLUSTER-IP" => str_at(&o.data, "/spec/clusterIP")
+                    .unwrap_or("<none>")
+                    .to_owned(),
+                _ => age(o, now),
+            });
+        }
+        if style.show_labels {
+            row.push(labels(o));
+        }
+        rows.push(row);
+    }
+    rows
+}
+
+/// Writes rows as columns three spaces apart, as kubectl does; no trailing spaces.
+fn write_table(out: &mut impl Write, rows: &[Vec<String>]) -> std::io::Result<()> {
+    let columns = rows.iter().map(Vec::len).max().unwrap_or(0);
+    let mut widths = vec![0; columns];
+    for row in rows {
+        for (i, cell) in row.iter().enumerate() {
+            widths[i] = widths[i].max(cell.chars().count());
+        }
+    }
+    for row in rows {
+        let mut line = String::new();
+        for (i, cell) in row.iter().enumerate() {
+            line.push_str(cell);
+            if i + 1 < row.len() {
+                let pad = widths[i] - cell.chars().count() + 3;
+                line.extend(std::iter::repeat_n(' ', pad));
+            }
+        }
+        writeln!(out, "{line}")?;
+    }
+    Ok(())
+}
+
+fn to_yaml(value: &Value) -> std::io::Result<String> {
+    serde_yaml_ng::to_string(value).map_err(std::io::Error::other)
+}
+
+fn str_at<'a>(data: &'a Value, pointer: &str) -> Option<&'a str> {
+    data.pointer(pointer)
+        .and_then(Value::as_str)
+        .filter(|s| !s.is_empty())
+}
+
+fn int_at(data: &Value, pointer: &str) -> i64 {
+    data.pointer(pointer).and_then(Value::as_i64).unwrap_or(0)
+}
+
+/// A pod's STATUS as kubectl shows it: `Terminating` once deleted, else the waiting or
+/// terminated reason of a container, else the phase.
+fn pod_status(pod: &DynamicObject) -> String {
+    if pod.metadata.deletion_timestamp.is_some() {
+        return "Terminating".to_owned();
+    }
+    if let Some(statuses) = pod
+        .data
+        .pointer("/status/containerStatuses")
+        .and_then(Value::as_array)
+    {
+        for s in statuses {
+            for state in ["/state/waiting/reason", "/state/terminated/reason"] {
+                if let Some(reason) = str_at(s, state) {
+                    return reason.to_owned();
+                }
+            }
+        }
+    }
+    str_at(&pod.data, "/status/phase")
+        .unwrap_or("Unknown")
+        .to_owned()
+}
+
+fn pod_restarts(pod: &DynamicObject) -> i64 {
+    pod.data
+        .pointer("/status/containerStatuses")
+        .and_then(Value::as_array)
+        .map_or(0, |s| s.iter().map(|c| int_at(c, "/restartCount")).sum())
+}
+
+/// READY of a pod: ready containers / containers.
+fn pod_ready(pod: &DynamicObject) -> String {
+    let containers = pod
+        .data
+        .pointer("/spec/containers")
+        .and_then(Value::as_array)
+        .map_or(0, Vec::len);
+    let ready = pod
+        .data
+        .pointer("/status/containerStatuses")
+        .and_then(Value::as_array)
+        .map_or(0, |s| {
+            s.iter()
+                .filter(|c| c.get("ready").and_then(Value::as_bool) == Some(true))
+                .count()
+        });
+    format!("{ready}/{containers}")
+}
+
+/// READY of a workload: ready replicas / desired replicas.
+fn ready_replicas(obj: &DynamicObject) -> String {
+    format!(
+        "{}/{}",
+        int_at(&obj.data, "/status/readyReplicas"),
+        int_at(&obj.data, "/spec/replicas")
+    )
+}
+
+fn node_status(node: &DynamicObject) -> String {
+    let ready = node
+        .data
+        .pointer("/status/conditions")
+        .and_then(Value::as_array)
+        .and_then(|c| c.iter().find(|c| str_at(c, "/type") == Some("Ready")))
+        .and_then(|c| str_at(c, "/status"));
+    let mut status = match ready {
+        Some("True") => "Ready".to_owned(),
+        Some(_) => "NotReady".to_owned(),
+        None => "Unknown".to_owned(),
+    };
+    if node
+        .data
+        .pointer("/spec/unschedulable")
+        .and_then(Value::as_bool)
+        == Some(true)
+    {
+        status.push_str(",SchedulingDisabled");
+    }
+    status
+}
+
+fn labels(obj: &DynamicObject) -> String {
+    let labels: &BTreeMap<String, String> = obj.labels();
+    if labels.is_empty() {
+        return "<none>".to_owned();
+    }
+    labels
+        .iter()
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
+/// AGE as kubectl shows it: `45s`, `12m`, `5h`, `3d`.
+fn age(obj: &DynamicObject, now: Timestamp) -> String {
+    let Some(created) = &obj.metadata.creation_timestamp else {
+        return "<unknown>".to_owned();
+    };
+    let secs = now.as_second().saturating_sub(created.0.as_second()).max(0);
+    short_duration(secs)
+}
+
+fn short_duration(secs: i64) -> String {
+    match secs {
+        s if s < 120 => format!("{s}s"),
+        s if s < 3600 * 3 => format!("{}m", s / 60),
+        s if s < 86_400 * 2 => format!("{}h", s / 3600),
+        s => format!("{}d", s / 86_400),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pod(json: Value) -> DynamicObject {
+        serde_json::from_value(json).unwrap()
+    }
+
+    fn style(format: Format) -> Style {
+        Style {
+            format,
+            show_labels: false,
+            name_prefix: "pod".into(),
+            plural: "pods".into(),
+            namespace_column: true,
+            prefix_names: false,
+        }
+    }
+
+    fn sample() -> DynamicObject {
+        pod(serde_json::json!({
+            "apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": "web-1", "namespace": "shop", "resourceVersion": "42",
+                         "creationTimestamp": "2026-01-01T00:00:00Z", "labels": {"app": "web"}},
+            "spec": {"nodeName": "node-2", "containers": [{"name": "a"}, {"name": "b"}]},
+            "status": {"phase": "Running", "podIP": "10.0.0.7", "containerStatuses": [
+                {"name": "a", "ready": true, "restartCount": 2},
+                {"name": "b", "ready": false, "restartCount": 1}]}
+        }))
+    }
+
+    fn printed(style: &Style, e: &Event<'_>) -> String {
+        let mut out = Vec::new();
+        event(&mut out, style, e).unwrap();
+        String::from_utf8(out).unwrap()
+    }
+
+    #[test]
+    fn event_lines_carry_the_key_the_version_and_a_summary() {
+        let p = sample();
+        let added = Event {
+            kind: EventType::Added,
+            object: &p,
+            tombstone: false,
+        };
+        assert_eq!(
+            printed(&style(Format::Text), &added),
+            "ADDED    shop/web-1\trv=42\tstatus=Running node=node-2 restarts=3\n"
+        );
+        assert_eq!(
+            printed(&style(Format::Wide), &added),
+            "ADDED    shop/web-1\trv=42\tstatus=Running node=node-2 restarts=3 ip=10.0.0.7\n"
+        );
+        let gone = Event {
+            kind: EventType::Deleted,
+            object: &p,
+            tombstone: true,
+        };
+        assert_eq!(
+            printed(&style(Format::Text), &gone),
+            "DELETED  shop/web-1\trv=42\t(tombstone: deleted while the watch was down) \
+             status=Running node=node-2 restarts=3\n"
+        );
+        assert_eq!(printed(&style(Format::Name), &gone), "DELETED  pod/web-1\n");
+        let mut labelled = style(Format::Text);
+        labelled.show_labels = true;
+        assert!(printed(&labelled, &added).ends_with(" labels=app=web\n"));
+        let json: Value = serde_json::from_str(&printed(&style(Format::Json), &gone)).unwrap();
+        assert_eq!(json["type"], "DELETED");
+        assert_eq!(json["key"], "shop/web-1");
+        assert_eq!(json["resourceVersion"], "42");
+        assert_eq!(json["tombstone"], true);
+        assert_eq!(json["object"]["spec"]["nodeName"], "node-2");
+    }
+
+    #[test]
+    fn get_prints_a_table_like_kubectl() {
+        let p = std::sync::Arc::new(sample());
+        let now: Timestamp = "2026-01-01T00:05:00Z".parse().unwrap();
+        let mut out = Vec::new();
+        objects(
+            &mut out,
+            &style(Format::Text),
+            std::slice::from_ref(&p),
+            now,
+        )
+        .unwrap();
+        assert_eq!(
+            String::from_utf8(out).unwrap(),
+            "NAMESPACE   NAME    READY   STATUS    RESTARTS   AGE\n\
+             shop        web-1   1/2     Running   3          5m\n"
+        );
+        let mut s = style(Format::Wide);
+        s.namespace_column = false;
+        s.show_labels = true;
+        let mut out = Vec::new();
+        objects(&mut out, &s, &[p], now).unwrap();
+        assert_eq!(
+            String::from_utf8(out).unwrap(),
+            "NAME    READY   STATUS    RESTARTS   AGE   IP         NODE     LABELS\n\
+             web-1   1/2     Running   3          5m    10.0.0.7   node-2   app=web\n"
+        );
+    }
+
+    #[test]
+    fn yaml_events_are_documents_and_get_prints_a_list() {
+        let p = sample();
+        let added = Event {
+            kind: EventType::Added,
+            object: &p,
+            tombstone: false,
+        };
+        let text = printed(&style(Format::Yaml), &added);
+        assert!(text.starts_with("---\n"), "{text}");
+        let doc: Value = serde_yaml_ng::from_str(&text[4..]).unwrap();
+        assert_eq!(doc["type"], "ADDED");
+        assert_eq!(doc["object"]["metadata"]["name"], "web-1");
+        let mut out = Vec::new();
+        let now: Timestamp = "2026-01-01T00:05:00Z".parse().unwrap();
+        objects(
+            &mut out,
+            &style(Format::Yaml),
+            &[std::sync::Arc::new(p)],
+            now,
+        )
+        .unwrap();
+        let list: Value = serde_yaml_ng::from_slice(&out).unwrap();
+        assert_eq!(list["kind"], "List");
+        assert_eq!(list["items"][0]["spec"]["nodeName"], "node-2");
+    }
+
+    #[test]
+    fn ages_are_short_like_kubectl() {
+        assert_eq!(short_duration(5), "5s");
+        assert_eq!(short_duration(119), "119s");
+        assert_eq!(short_duration(600), "10m");
+        assert_eq!(short_duration(4 * 3600), "4h");
+        assert_eq!(short_duration(3 * 86_400), "3d");
+    }
+}
