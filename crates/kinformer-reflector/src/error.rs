@@ -26,6 +26,17 @@ pub enum Error {
         /// How long the watch lasted.
         elapsed: Duration,
     },
+    /// A watch ended within the short-watch time after delivering events: the version is good,
+    /// so the reflector watches again from it, after a backoff step rather than at once.
+    #[error(
+        "the watch ended after {elapsed:?} and {events} events; watching again after a backoff"
+    )]
+    WatchClosedEarly {
+        /// How long the watch lasted.
+        elapsed: Duration,
+        /// The events it delivered.
+        events: usize,
+    },
     /// The server ended a watch with an `ERROR` event other than 410: the reflector lists again
     /// after a backoff.
     #[error("the watch ended with an error from the server: {} ({})", .0.message, .0.code)]
@@ -54,6 +65,7 @@ impl Error {
         let kind = match &self {
             Self::StoreClosed | Self::Store(_) => ErrorKind::Fatal,
             Self::ShortWatch { .. } => ErrorKind::Relist,
+            Self::WatchClosedEarly { .. } => ErrorKind::Resume,
             Self::WatchStatus(status) if status.is_gone() => ErrorKind::Relist,
             Self::WatchStatus(status) if status.code == 429 || status.code >= 500 => {
                 ErrorKind::Retry

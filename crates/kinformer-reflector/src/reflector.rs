@@ -671,6 +671,16 @@ where
             if events == 0 && elapsed < self.config.short_watch {
                 return Interrupt::Failed(Error::ShortWatch { elapsed }.into_list_watch());
             }
+            if elapsed < self.config.short_watch {
+                // It delivered something, so the version is good and no relist is needed; but a
+                // server or proxy that ends every watch at once must not be asked again at once
+                // (thousands of watches a second): wait a backoff step first.
+                let e = Error::WatchClosedEarly { elapsed, events }.into_list_watch();
+                self.report(Phase::Watch, &e, false);
+                if let Err(i) = self.wait_before_retry(&e).await {
+                    return i;
+                }
+            }
         }
     }
 

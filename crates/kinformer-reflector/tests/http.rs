@@ -486,10 +486,11 @@ async fn each_episode_of_failures_is_logged_once_and_every_failure_reaches_the_h
     eventually("the watch", || watches(&sim) == 1).await;
     assert_eq!(warnings.0.load(Ordering::SeqCst), 1);
 
-    // An event first, so that closing the watch is not taken for a short watch.
+    // An event first, so that closing the watch is not taken for a short watch (a relist): it
+    // is a watch closed early after an event, reported once and watched again after a backoff.
     create_pod(&sim, "first");
     eventually("the event", || store.state().contains_key("default/first")).await;
-    // Episode two: allowed to list but not to watch, three times over. The lists in between
+    // Episode three: allowed to list but not to watch, three times over. The lists in between
     // succeed, and the episode goes on until the watch does.
     sim.faults().fail_next(RequestKind::Watch, 403, 3, None);
     sim.faults().close_all_watches_now();
@@ -498,13 +499,13 @@ async fn each_episode_of_failures_is_logged_once_and_every_failure_reaches_the_h
     eventually("the event", || store.state().contains_key("default/proof")).await;
     assert_eq!(
         reports.load(Ordering::SeqCst),
-        6,
+        7,
         "every failure reached the hook"
     );
     assert_eq!(
         warnings.0.load(Ordering::SeqCst),
-        2,
-        "one warning per episode"
+        3,
+        "one warning per episode: refused lists, the early close, refused watches"
     );
     handle.stop();
     run.await.unwrap().unwrap();

@@ -528,3 +528,37 @@ fn handles_and_futures_are_send_and_sync() {
     let w = watcher(ScriptedListWatch::<Pod>::new(vec![], "1"), config());
     send(&w);
 }
+
+#[tokio::test(start_paused = true)]
+async fn watches_that_keep_ending_at_once_after_an_event_are_reopened_after_a_backoff() {
+    let source = Arc::new(Planned::new(1, "5"));
+    for i in 0..9 {
+        source.plan(WatchPlan::Serve {
+            events: vec![modified(&(6 + i).to_string())],
+            then: Some(Duration::ZERO),
+        });
+    }
+    let store = Arc::new(Notes::default());
+    run_until(source.clone(), store, config(), |log| {
+        watch_times(log).len() == 10
+    })
+    .await
+    .unwrap();
+    let log = source.log();
+    assert_eq!(
+        log.iter().filter(|(_, w)| w.starts_with("list")).count(),
+        1,
+        "each watch delivered an event: no relist"
+    );
+    let times = watch_times(&log);
+    let gaps: Vec<Duration> = times.windows(2).map(|w| w[1] - w[0]).collect();
+    let steps = [0.8, 1.6, 3.2, 6.4, 12.8, 25.6, 30.0, 30.0, 30.0];
+    for (gap, step) in gaps.iter().zip(steps) {
+        assert!(gap.as_secs_f64() <= step, "{gap:?} over the {step} s step");
+    }
+    let total: f64 = gaps.iter().map(Duration::as_secs_f64).sum();
+    assert!(
+        total > 10.0,
+        "backed off, not asked again at once: {total} s"
+    );
+}
