@@ -26,16 +26,9 @@ use tokio::sync::mpsc;
 use crate::Error;
 use crate::print::{self, Event, EventType, Style};
 
-/// A source whose watches, when they keep ending within a second of opening, are opened again
-/// only after a growing wait (800 ms doubling to 30 s, from the start again after two minutes
-/// without one), as client-go's reflector does. kinformer's reflector backs off after a watch
-/// that ends at once having delivered nothing, but re-opens at once a watch that delivered an
-/// event before it ended: a server whose every watch delivers one event and closes would be
-/// asked thousands of times a second. This guard keeps the tool polite with such a server.
-/// It also counts the list pages and objects received, for the progress line.
-struct ThrottledWatches<L> {
+/// The source, counting the list pages and objects received, for the progress line.
+struct CountedLists<L> {
     inner: L,
-    state: parking_lot::Mutex<Throttle>,
     listed: Arc<Listed>,
 }
 
@@ -46,57 +39,8 @@ pub(crate) struct Listed {
     objects: AtomicU64,
 }
 
-#[derive(Debug)]
-struct Throttle {
-    last_open: Option<Instant>,
-    last_wait: Option<Instant>,
-    next: Duration,
-}
-
-impl<L> ThrottledWatches<L> {
-    const SHORT: Duration = Duration::from_secs(1);
-    const INITIAL: Duration = Duration::from_millis(800);
-    const MAX: Duration = Duration::from_secs(30);
-    const RESET_AFTER: Duration = Duration::from_secs(120);
-
-    fn new(inner: L, listed: Arc<Listed>) -> Self {
-        Self {
-            inner,
-            listed,
-            state: parking_lot::Mutex::new(Throttle {
-                last_open: None,
-                last_wait: None,
-                next: Self::INITIAL,
-            }),
-        }
-    }
-
-    /// How long to wait before opening a watch at `now`; records the opening.
-    fn wait_before_watch(&self, now: Instant) -> Duration {
-        let mut s = self.state.lock();
-        let recent = s
-            .last_open
-            .is_some_and(|t| now.duration_since(t) < Self::SHORT);
-        let wait = if recent {
-            if s.last_wait
-                .is_some_and(|t| now.duration_since(t) >= Self::RESET_AFTER)
-            {
-                s.next = Self::INITIAL;
-            }
-            let wait = s.next;
-            s.next = (s.next * 2).min(Self::MAX);
-            s.last_wait = Some(now);
-            wait
-        } else {
-            Duration::ZERO
-        };
-        s.last_open = Some(now + wait);
-        wait
-    }
-}
-
 #[async_trait::async_trait]
-impl<K, L: ListWatch<K>> ListWatch<K> for ThrottledWatches<L> {
+impl<K, L: ListWatch<K>> ListWatch<K> for CountedLists<L> {
     async fn list(
         &self,
         params: &kinformer::core::ListParams,
@@ -113,11 +57,6 @@ impl<K, L: ListWatch<K>> ListWatch<K> for ThrottledWatches<L> {
         &self,
         params: &kinformer::core::WatchParams,
     ) -> Result<kinformer::core::WatchStream<K>, list_watch::Error> {
-        let wait = self.wait_before_watch(Instant::now());
-        if !wait.is_zero() {
-            tracing::debug!(?wait, "watches keep ending within a second; waiting");
-            tokio::time::sleep(wait).await;
-        }
         self.inner.watch(params).await
     }
 }
@@ -192,7 +131,10 @@ pub(crate) fn build(
         });
     });
     let informer = Informer::<DynamicObject>::builder()
-        .list_watch(ThrottledWatches::new(run.api, run.listed))
+        .list_watch(CountedLists {
+            inner: run.api,
+            listed: run.listed,
+        })
         .reflector(config)
         .build()?;
     Ok((informer, failures, run.style))
@@ -432,29 +374,5 @@ mod tests {
             Progress::line("pods", 7, 1, 0, Duration::from_millis(400)),
             "kinformer: listing pods: 7 objects in 1 page, 0 cached, 0.4s"
         );
-    }
-
-    #[test]
-    fn watches_opened_within_a_second_of_each_other_wait_longer_each_time() {
-        type T = ThrottledWatches<()>;
-        let t = T::new((), Arc::default());
-        let start = Instant::now();
-        assert_eq!(t.wait_before_watch(start), Duration::ZERO);
-        // Healthy watches (a second or more apart) never wait.
-        let later = start + Duration::from_secs(300);
-        assert_eq!(t.wait_before_watch(later), Duration::ZERO);
-        let mut now = later + Duration::from_millis(10);
-        let mut waits = Vec::new();
-        for _ in 0..7 {
-            let wait = t.wait_before_watch(now);
-            waits.push(wait.as_millis());
-            now += wait + Duration::from_millis(10);
-        }
-        assert_eq!(waits, [800, 1600, 3200, 6400, 12800, 25600, 30000]);
-        // Two minutes after the last wait, the schedule starts again.
-        now += Duration::from_secs(200);
-        assert_eq!(t.wait_before_watch(now), Duration::ZERO);
-        let wait = t.wait_before_watch(now + Duration::from_millis(10));
-        assert_eq!(wait, T::INITIAL);
     }
 }
