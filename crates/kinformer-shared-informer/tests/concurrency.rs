@@ -4,18 +4,17 @@
 
 mod support;
 
-use std::collections::BTreeMap;
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::Pod;
-use kinformer_core::{CacheOp, CacheRead, CacheWrite, Object, ObjectKey, Replaced, StoreError};
+use kinformer_core::{CacheOp, CacheRead, CacheWrite, ObjectKey, Replaced, StoreError};
 use kinformer_delta_fifo::DeltaFifo;
 use kinformer_indexer::Indexer;
 use kinformer_shared_informer::{
     InformerConfig, Registration, SharedIndexInformer, wait_for_cache_sync,
 };
-use support::{Fake, History, settle};
+use support::{Fake, History, cached_state, catch_up, settle};
 
 #[derive(Default)]
 struct Gate {
@@ -208,27 +207,8 @@ async fn stress_writes_relists_and_registrations_agree_at_quiescence() {
         .unwrap();
 
     // Quiescence: a last relist catches up the silent writes; then everything must agree.
-    fake.expire();
-    let target = fake.state();
-    let cached = || -> BTreeMap<String, String> {
-        cache
-            .list()
-            .iter()
-            .map(|o| {
-                (
-                    o.key().to_string(),
-                    o.resource_version().unwrap().to_owned(),
-                )
-            })
-            .collect()
-    };
-    for _ in 0..4000 {
-        if cached() == target {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(5)).await;
-    }
-    assert_eq!(cached(), target);
+    let target = catch_up(&fake, &*cache, Duration::from_millis(5), 4000).await;
+    assert_eq!(cached_state(&*cache), target);
     let kept = tokio::task::spawn_blocking(move || {
         let regs: Vec<&Registration<Pod>> = kept.iter().map(|(_, r)| r).collect();
         for r in &regs {

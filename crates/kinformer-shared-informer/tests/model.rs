@@ -4,19 +4,17 @@
 
 mod support;
 
-use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::Pod;
-use kinformer_core::{CacheRead, Object};
 use kinformer_delta_fifo::{DeltaFifo, Mode};
 use kinformer_indexer::Indexer;
 use kinformer_shared_informer::{
     InformerConfig, Registration, SharedIndexInformer, wait_for_cache_sync,
 };
 use proptest::prelude::*;
-use support::{Fake, History, settle};
+use support::{Fake, History, cached_state, catch_up, settle};
 
 #[derive(Debug, Clone)]
 enum Op {
@@ -95,27 +93,8 @@ fn check(ops: Vec<Op>, classic: bool) -> Result<(), TestCaseError> {
         }
         // The end: one last relist catches up whatever a watch missed.
         tokio::time::sleep(Duration::from_secs(2)).await;
-        fake.expire();
-        let target = fake.state();
-        let cached = || -> BTreeMap<String, String> {
-            cache
-                .list()
-                .iter()
-                .map(|o| {
-                    (
-                        o.key().to_string(),
-                        o.resource_version().unwrap().to_owned(),
-                    )
-                })
-                .collect()
-        };
-        for _ in 0..200 {
-            if cached() == target {
-                break;
-            }
-            tokio::time::sleep(Duration::from_secs(1)).await;
-        }
-        prop_assert_eq!(cached(), target.clone());
+        let target = catch_up(&fake, &*cache, Duration::from_secs(1), 200).await;
+        prop_assert_eq!(cached_state(&*cache), target.clone());
         settle(&regs);
         for h in &histories {
             let believed = h.replay().map_err(TestCaseError::fail)?;

@@ -10,7 +10,9 @@ use std::time::Duration;
 use async_trait::async_trait;
 use k8s_openapi::api::core::v1::Pod;
 use kinformer_core::list_watch::{self, ErrorKind, ListWatch, WatchStream};
-use kinformer_core::{DeltaObject, ListParams, Object, ObjectList, WatchEvent, WatchParams};
+use kinformer_core::{
+    CacheRead, DeltaObject, ListParams, Object, ObjectList, WatchEvent, WatchParams,
+};
 use kinformer_shared_informer::{Registration, ResourceEventHandler};
 use tokio::sync::mpsc::{UnboundedSender, unbounded_channel};
 
@@ -171,4 +173,37 @@ pub fn settle(regs: &[Registration<Pod>]) {
         std::thread::sleep(Duration::from_millis(1));
     }
     panic!("handlers did not settle");
+}
+
+/// Every key `cache` holds, with its resourceVersion: comparable with [`Fake::state`].
+pub fn cached_state(cache: &dyn CacheRead<Pod>) -> BTreeMap<String, String> {
+    cache
+        .list()
+        .iter()
+        .map(|o| {
+            (
+                o.key().to_string(),
+                o.resource_version().unwrap().to_owned(),
+            )
+        })
+        .collect()
+}
+
+/// Ends the open watch so a relist catches up what the watches missed, then waits (`tries`
+/// times `step`, on tokio's clock) for `cache` to equal the server; returns the server's state.
+pub async fn catch_up(
+    fake: &Fake,
+    cache: &dyn CacheRead<Pod>,
+    step: Duration,
+    tries: usize,
+) -> BTreeMap<String, String> {
+    fake.expire();
+    let target = fake.state();
+    for _ in 0..tries {
+        if cached_state(cache) == target {
+            break;
+        }
+        tokio::time::sleep(step).await;
+    }
+    target
 }
