@@ -89,16 +89,18 @@ impl CacheWrite<Pod> for Blocking {
     }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_handler_added_while_the_consumer_applies_hears_that_change_exactly_once() {
-    let fake = Fake::default();
-    fake.write("p0", false, false);
-    let cache = Arc::new(Blocking::default());
+type Informer<C> = SharedIndexInformer<Pod, Fake, DeltaFifo<Pod>, C>;
+
+/// An informer from `fake` into `cache` (the in-order FIFO between), running and synced.
+async fn synced<C: CacheWrite<Pod> + 'static>(
+    fake: &Fake,
+    cache: Arc<C>,
+) -> (Arc<Informer<C>>, tokio::task::JoinHandle<()>) {
     let queue = Arc::new(DeltaFifo::new(cache.clone()));
     let informer = Arc::new(SharedIndexInformer::new(
         fake.clone(),
         queue,
-        Arc::clone(&cache),
+        cache,
         InformerConfig::default(),
     ));
     let run = tokio::spawn({
@@ -106,6 +108,15 @@ async fn a_handler_added_while_the_consumer_applies_hears_that_change_exactly_on
         async move { informer.run().await }
     });
     assert!(wait_for_cache_sync(&[&*informer], Some(Duration::from_secs(20))).await);
+    (informer, run)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_handler_added_while_the_consumer_applies_hears_that_change_exactly_once() {
+    let fake = Fake::default();
+    fake.write("p0", false, false);
+    let cache = Arc::new(Blocking::default());
+    let (informer, run) = synced(&fake, Arc::clone(&cache)).await;
 
     // The consumer stops inside its apply of p1: the cache already holds p1, the handlers have
     // not heard of it.
@@ -151,18 +162,7 @@ async fn a_handler_added_while_the_consumer_applies_hears_that_change_exactly_on
 async fn stress_writes_relists_and_registrations_agree_at_quiescence() {
     let fake = Fake::default();
     let cache = Arc::new(Indexer::<Pod>::new());
-    let queue = Arc::new(DeltaFifo::new(cache.clone()));
-    let informer = Arc::new(SharedIndexInformer::new(
-        fake.clone(),
-        queue,
-        Arc::clone(&cache),
-        InformerConfig::default(),
-    ));
-    let run = tokio::spawn({
-        let informer = Arc::clone(&informer);
-        async move { informer.run().await }
-    });
-    assert!(wait_for_cache_sync(&[&*informer], Some(Duration::from_secs(20))).await);
+    let (informer, run) = synced(&fake, Arc::clone(&cache)).await;
 
     // One thread writes (with a relist now and then), another adds and removes handlers.
     let writer = std::thread::spawn({
