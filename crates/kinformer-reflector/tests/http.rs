@@ -128,26 +128,24 @@ async fn a_watch_that_ends_at_once_with_nothing_is_followed_by_a_relist() {
 
 #[tokio::test]
 async fn a_410_relists_from_the_last_version_then_with_a_consistent_read_when_that_is_gone_too() {
-    let sim = sim().await;
-    sim.store().seed_pods(5, 1);
-    let store = Arc::new(Recorder::default());
     // Pages of two, so the first list is paged and relists stay paged.
     let config = Config {
         page_size: 2,
         ..config()
     };
-    let (handle, run) = spawn(Reflector::new(pods_api(&sim), Arc::clone(&store), config));
-    eventually("the watch", || watches(&sim) == 1).await;
+    let rig = Rig::start(5, config).await;
+    let (sim, store, handle) = (&rig.sim, &rig.store, &rig.handle);
+    eventually("the watch", || watches(sim) == 1).await;
     let listed = handle.last_sync_resource_version().unwrap();
-    let seen = create_pod(&sim, "seen");
+    let seen = create_pod(sim, "seen");
     eventually("the event", || store.state().contains_key("default/seen")).await;
     // The watch answers 410, and so does the list at the last synced version.
     sim.faults().gone_next_watch();
     sim.faults().fail_next(RequestKind::List, 410, 1, None);
     sim.faults().close_all_watches_now();
-    eventually("the watch after the relist", || watches(&sim) == 3).await;
+    eventually("the watch after the relist", || watches(sim) == 3).await;
 
-    let requests = pod_requests(&sim);
+    let requests = pod_requests(sim);
     assert_eq!(
         requests,
         [
@@ -163,16 +161,12 @@ async fn a_410_relists_from_the_last_version_then_with_a_consistent_read_when_th
             format!("watch rv={}", sim.store().resource_version()),
         ]
     );
-    assert_eq!(store.state(), server_state(&sim));
-    handle.stop();
-    run.await.unwrap().unwrap();
+    assert_eq!(store.state(), server_state(sim));
+    rig.stop().await;
 }
 
 #[tokio::test]
 async fn a_watch_refused_with_429_or_a_5xx_is_retried_at_the_same_version_with_no_list() {
-    let sim = sim().await;
-    sim.store().seed_pods(3, 1);
-    let store = Arc::new(Recorder::default());
     let reports = Arc::new(Mutex::new(Vec::new()));
     let seen = Arc::clone(&reports);
     let config = config().with_watch_error_handler(move |info| {
@@ -180,23 +174,25 @@ async fn a_watch_refused_with_429_or_a_5xx_is_retried_at_the_same_version_with_n
             .unwrap()
             .push((info.phase, info.error.kind(), info.will_relist));
     });
-    sim.faults().fail_next(RequestKind::Watch, 429, 2, None);
-    sim.faults().fail_next(RequestKind::Watch, 503, 1, None);
-    let (handle, run) = spawn(Reflector::new(pods_api(&sim), Arc::clone(&store), config));
-    eventually("the fourth watch", || watches(&sim) == 4).await;
+    let rig = Rig::start_armed(3, config, |sim| {
+        sim.faults().fail_next(RequestKind::Watch, 429, 2, None);
+        sim.faults().fail_next(RequestKind::Watch, 503, 1, None);
+    })
+    .await;
+    let (sim, handle) = (&rig.sim, &rig.handle);
+    eventually("the fourth watch", || watches(sim) == 4).await;
 
     let listed = handle.last_sync_resource_version().unwrap();
     let watch = format!("watch rv={listed}");
     assert_eq!(
-        pod_requests(&sim),
+        pod_requests(sim),
         ["list rv=0 limit=500", &watch, &watch, &watch, &watch]
     );
     assert_eq!(
         *reports.lock().unwrap(),
         [(Phase::Watch, ErrorKind::Retry, false); 3]
     );
-    handle.stop();
-    run.await.unwrap().unwrap();
+    rig.stop().await;
 }
 
 #[tokio::test]
@@ -227,28 +223,27 @@ async fn bookmarks_advance_the_version_the_next_watch_starts_from() {
 
 #[tokio::test]
 async fn a_403_is_retried_reported_every_time_and_never_stops_the_reflector() {
-    let sim = sim().await;
-    sim.store().seed_pods(3, 1);
-    let store = Arc::new(Recorder::default());
     let reports = Arc::new(Mutex::new(Vec::new()));
     let seen = Arc::clone(&reports);
     let config = config().with_watch_error_handler(move |info| {
         seen.lock().unwrap().push((info.phase, info.will_relist));
     });
-    sim.faults().fail_next(RequestKind::List, 403, 3, None);
-    let (handle, run) = spawn(Reflector::new(pods_api(&sim), Arc::clone(&store), config));
-    eventually("the watch", || watches(&sim) == 1).await;
+    let rig = Rig::start_armed(3, config, |sim| {
+        sim.faults().fail_next(RequestKind::List, 403, 3, None);
+    })
+    .await;
+    let (sim, store) = (&rig.sim, &rig.store);
+    eventually("the watch", || watches(sim) == 1).await;
     assert_eq!(*reports.lock().unwrap(), [(Phase::List, true); 3]);
     assert_eq!(
-        pod_requests(&sim)
+        pod_requests(sim)
             .iter()
             .filter(|r| r.starts_with("list"))
             .count(),
         4
     );
-    assert_eq!(store.state(), server_state(&sim));
-    handle.stop();
-    run.await.unwrap().unwrap();
+    assert_eq!(store.state(), server_state(sim));
+    rig.stop().await;
 }
 
 #[tokio::test]

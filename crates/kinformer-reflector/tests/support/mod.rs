@@ -192,8 +192,15 @@ pub struct Rig {
 impl Rig {
     /// `pods` generated pods on a fresh server, and the reflector started with `config`.
     pub async fn start(pods: usize, config: Config) -> Self {
+        Self::start_armed(pods, config, |_| {}).await
+    }
+
+    /// As [`start`](Self::start), with `arm` turning the server's fault knobs before the
+    /// reflector's first request.
+    pub async fn start_armed(pods: usize, config: Config, arm: impl FnOnce(&SimServer)) -> Self {
         let sim = sim().await;
         sim.store().seed_pods(pods, 1);
+        arm(&sim);
         let store = Arc::new(Recorder::default());
         let (handle, run) = spawn(Reflector::new(pods_api(&sim), Arc::clone(&store), config));
         Self {
