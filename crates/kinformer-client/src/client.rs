@@ -201,6 +201,24 @@ impl Client {
         ))
     }
 
+    /// GETs `path` (a server-relative path such as `/api/v1`) and decodes its JSON body as `T`,
+    /// with the same bounds, credentials and error mapping as a list. `what` names the document
+    /// in a decoding error.
+    pub(crate) async fn get_json<T: DeserializeOwned>(
+        &self,
+        path: &str,
+        what: &'static str,
+    ) -> Result<T, Error> {
+        let response = self.send(path, ACCEPT_JSON, false).await?;
+        let body = self.read_list_body(response).await?;
+        serde_json::from_slice(&body).map_err(|source| Error::Decode {
+            what,
+            line: None,
+            offset: None,
+            source: kinformer_core::Error::Decode { what, source },
+        })
+    }
+
     /// Reads a list body: at most `max_list_body` bytes once decompressed, with no more than
     /// `list_progress_timeout` between chunks.
     async fn read_list_body(&self, mut response: reqwest::Response) -> Result<Vec<u8>, Error> {
