@@ -90,7 +90,9 @@ async fn the_progress_line_shows_on_a_terminal_and_nowhere_else() {
         "the data went to stdout"
     );
     // Redrawn in place, with objects and pages counted as they arrive...
-    let drawn = terminal.matches("\r\x1b[2Kkinformer: listing pods: ").count();
+    let drawn = terminal
+        .matches("\r\x1b[2Kkinformer: listing pods: ")
+        .count();
     assert!(drawn >= 2, "{terminal:?}");
     assert!(
         terminal.contains("kinformer: listing pods: 1000 objects in 2 pages,"),

@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use kinformer_core::{ApiResource, Scope};
+use kinformer_core::{ApiResource, Scope, validation};
 use serde::Deserialize;
 
 use crate::{Client, Error};
@@ -164,6 +164,17 @@ impl Discovery {
                 }
             }
         }
+        // The names come from the server and become request paths: a group that is not a
+        // DNS-1123 subdomain, or a version that is not a path segment, is not asked for.
+        wanted.retain(|(g, v, _)| {
+            let valid = (g.is_empty() || validation::is_dns1123_subdomain(g).is_empty())
+                && validation::is_valid_path_segment_name(v).is_empty()
+                && !v.is_empty();
+            if !valid {
+                tracing::warn!(group = %g, version = %v, "discovery: skipping an invalid group version");
+            }
+            valid
+        });
         let lists = futures_util::future::join_all(wanted.iter().map(|(g, v, _)| {
             let path = if g.is_empty() {
                 format!("/api/{v}")
@@ -255,7 +266,7 @@ impl Discovery {
     ///
     /// ```
     /// use kinformer_client::{DiscoveredResource, Discovery};
-    /// use kinformer_core::{ApiResource, Scope};
+    /// use kinformer_core::{ApiResource, Scope, validation};
     ///
     /// let widget = DiscoveredResource {
     ///     resource: ApiResource::new("example.com", "v1", "Widget", "widgets", Scope::Namespaced),
