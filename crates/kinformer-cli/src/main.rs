@@ -768,6 +768,104 @@ mod tests {
     }
 
     #[test]
+    fn each_client_error_has_its_class_and_exit_code() {
+        use kinformer_client::Error as E;
+        let message = || "m".to_owned();
+        let cases = [
+            (
+                E::Connect {
+                    source: "refused".into(),
+                },
+                3,
+            ),
+            (
+                E::Request {
+                    source: "reset".into(),
+                },
+                3,
+            ),
+            (
+                E::Timeout {
+                    waiting_for: "x",
+                    limit: Duration::from_secs(1),
+                },
+                3,
+            ),
+            (E::Tls { message: message() }, 3),
+            (E::Unauthorized { message: message() }, 4),
+            (E::Forbidden { message: message() }, 4),
+            (E::Auth { message: message() }, 4),
+            (
+                E::ExecTimeout {
+                    command: "c".into(),
+                    timeout: Duration::from_secs(1),
+                },
+                4,
+            ),
+            (
+                E::Config {
+                    path: None,
+                    field: "f".into(),
+                    message: message(),
+                },
+                5,
+            ),
+            (E::InvalidRequest { message: message() }, 5),
+            (E::NotFound { message: message() }, 6),
+            (
+                E::InvalidName {
+                    what: "namespace",
+                    value: "A".into(),
+                    problems: message(),
+                },
+                2,
+            ),
+            (
+                E::Api {
+                    status: Box::new(kinformer_core::Status::failure(400, "BadRequest", "m")),
+                },
+                2,
+            ),
+            (
+                E::Api {
+                    status: Box::new(kinformer_core::Status::failure(422, "Invalid", "m")),
+                },
+                1,
+            ),
+            (
+                E::ServerError {
+                    code: 500,
+                    retry_after: None,
+                    message: message(),
+                },
+                1,
+            ),
+            (E::Gone { message: message() }, 1),
+        ];
+        for (e, code) in cases {
+            assert_eq!(Class::of_client(&e).exit_code(), code, "{e:?}");
+            // The same through the seam the informer speaks.
+            let neutral = kinformer_core::list_watch::Error::from(e);
+            assert_eq!(
+                Class::of_list_watch(&neutral).exit_code(),
+                code,
+                "{neutral}"
+            );
+        }
+        assert_eq!(
+            Error::UnknownResource("widgets.example.com".into()).to_string(),
+            "the server doesn't have a resource type \"widgets\""
+        );
+        assert_eq!(Error::UnknownResource("x".into()).class().exit_code(), 6);
+        assert_eq!(Error::NoConfig.class().exit_code(), 5);
+        assert_eq!(Error::Usage("u".into()).class().exit_code(), 2);
+        assert_eq!(
+            (Signal::Interrupt.exit_code(), Signal::Terminate.exit_code()),
+            (130, 143)
+        );
+    }
+
+    #[test]
     fn colour_only_on_a_terminal_without_no_color() {
         assert!(colour_on_stderr(true, None));
         assert!(colour_on_stderr(true, Some("".into())));

@@ -176,17 +176,24 @@ fn sigterm_stops_a_healthy_watch_with_exit_143_and_whole_lines() {
     assert_eq!(err.lines().count(), 1, "only the fallback line: {err}");
 }
 
-/// Serves 127.0.0.1: accepts every connection, reads the request, never answers.
-async fn black_hole() -> u16 {
+/// Serves 127.0.0.1: accepts every connection and never answers. Reports each connection.
+async fn black_hole_reporting() -> (u16, tokio::sync::mpsc::UnboundedReceiver<()>) {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let port = listener.local_addr().unwrap().port();
+    let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
     tokio::spawn(async move {
         let mut held = Vec::new();
         while let Ok((conn, _)) = listener.accept().await {
             held.push(conn);
+            let _ = tx.send(());
         }
     });
-    port
+    (port, rx)
+}
+
+/// A server that accepts every connection and never answers.
+async fn black_hole() -> u16 {
+    black_hole_reporting().await.0
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -253,4 +260,31 @@ async fn ctrl_c_while_watch_retries_a_silent_server_exits_3_naming_the_timeout()
         last.starts_with("kinformer: interrupted while retrying after: list: timed out"),
         "{rest:?}"
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ctrl_c_cancels_discovery_that_is_never_answered() {
+    let (port, mut connections) = black_hole_reporting().await;
+    let dir = tempfile::tempdir().unwrap();
+    let path = kubeconfig(dir.path(), &format!("http://127.0.0.1:{port}"), "{}");
+    let mut cmd = bare(dir.path());
+    // No bound of the tool's own: only Ctrl-C ends the wait in time.
+    cmd.args(["get", "widgets", "--request-timeout", "0", "--kubeconfig"])
+        .arg(&path)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut child = KillOnDrop(cmd.spawn().unwrap());
+    let out = drain(child.0.stdout.take().unwrap());
+    let err = drain(child.0.stderr.take().unwrap());
+    tokio::time::timeout(support::BOUND, connections.recv())
+        .await
+        .expect("discovery connects")
+        .unwrap();
+    signal(&child.0, "INT");
+    let status = tokio::task::spawn_blocking(move || wait_bounded(&mut child.0))
+        .await
+        .unwrap();
+    assert_eq!(status.code(), Some(130));
+    assert!(out.join().unwrap().is_empty());
+    assert!(err.join().unwrap().is_empty());
 }
