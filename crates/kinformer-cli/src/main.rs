@@ -193,13 +193,21 @@ impl Class {
             .map_or(Self::Other, Self::of_client)
     }
 
-    /// What to check, appended to the message.
-    fn hint(self) -> Option<&'static str> {
-        match self {
-            Self::Unreachable => {
+    /// What to check, appended to the message of a client error of this class.
+    fn hint(self, e: Option<&kinformer_client::Error>) -> Option<&'static str> {
+        use kinformer_client::Error as E;
+        match (self, e) {
+            (Self::Unreachable, Some(E::Tls { .. })) => Some(
+                "check the kubeconfig's certificate-authority and that the server address names \
+                 the server's certificate",
+            ),
+            (Self::Unreachable, _) => {
                 Some("is the API server up, and is the kubeconfig's server address right?")
             }
-            Self::Credentials => Some("check the credentials of the kubeconfig's user"),
+            (Self::Credentials, Some(E::Forbidden { .. })) => {
+                Some("the kubeconfig's user may not do this: check its RBAC permissions")
+            }
+            (Self::Credentials, _) => Some("check the credentials of the kubeconfig's user"),
             _ => None,
         }
     }
@@ -354,7 +362,12 @@ fn main() -> ExitCode {
         Err(e) => {
             let class = e.class();
             let message = e.to_string();
-            let line = match class.hint() {
+            let client = match &e {
+                Error::Client(c) => Some(c),
+                Error::ListWatch(l) => l.get_ref().downcast_ref::<kinformer_client::Error>(),
+                _ => None,
+            };
+            let line = match class.hint(client) {
                 Some(hint) if !matches!(e, Error::InterruptedWhileRetrying { .. }) => {
                     format!("{message} ({hint})")
                 }

@@ -194,7 +194,13 @@ async fn a_flapping_watch_does_not_reset_the_backoff() {
 async fn errors_retrying_cannot_fix_end_the_command() {
     // Each with the exit code of its class: a malformed request (2), credentials (4), an
     // unknown resource (6).
-    for (code, exit) in [(400, 2), (401, 4), (403, 4), (404, 6)] {
+    // The line says what to check where there is something to say.
+    for (code, exit, says) in [
+        (400, 2, "scripted 400"),
+        (401, 4, "(check the credentials of the kubeconfig's user)"),
+        (403, 4, "check its RBAC permissions)"),
+        (404, 6, "scripted 404"),
+    ] {
         let (port, mut requests) = serve(Script::ListStatus(code)).await;
         let dir = tempfile::tempdir().unwrap();
         let path = kubeconfig(dir.path(), &format!("http://127.0.0.1:{port}"), "{}");
@@ -204,6 +210,7 @@ async fn errors_retrying_cannot_fix_end_the_command() {
             .unwrap();
         assert_eq!(status.code(), Some(exit), "{code}: {err}");
         assert!(err.contains(&code.to_string()), "{code}: {err}");
+        assert!(err.contains(says), "{code}: {err}");
         assert_eq!(err.lines().count(), 1, "{code}: {err}");
         let mut lists = 0;
         while requests.try_recv().is_ok() {
