@@ -346,7 +346,11 @@ fn shown(s: &str, known: &[&str]) -> String {
 
 /// A timestamp that did not parse, quoted when it holds only the characters of a time.
 fn shown_time(ts: &str) -> String {
-    if ts.len() <= 40 && ts.chars().all(|c| c.is_ascii_digit() || "TZtz:.+- ".contains(c)) {
+    if ts.len() <= 40
+        && ts
+            .chars()
+            .all(|c| c.is_ascii_digit() || "TZtz:.+- ".contains(c))
+    {
         format!("{ts:?}")
     } else {
         shown(ts, &[])

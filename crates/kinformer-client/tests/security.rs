@@ -111,10 +111,7 @@ async fn insecure_skip_tls_verify_comes_only_from_the_kubeconfig_and_warns_on_ev
     let captured = Captured::default();
     let _guard = tracing::subscriber::set_default(captured.subscriber("warn"));
 
-    let insecure = from_yaml(&kubeconfig(
-        &sim.url(),
-        ", insecure-skip-tls-verify: true",
-    ));
+    let insecure = from_yaml(&kubeconfig(&sim.url(), ", insecure-skip-tls-verify: true"));
     assert!(insecure.insecure_skip_tls_verify);
     for _ in 0..3 {
         list(insecure.clone()).await.unwrap();
@@ -135,11 +132,7 @@ async fn insecure_skip_tls_verify_comes_only_from_the_kubeconfig_and_warns_on_ev
         let e = list(verified).await.unwrap_err();
         assert!(matches!(e, Error::Tls { .. }), "{e}");
     }
-    assert!(
-        !captured.text().contains("insecure"),
-        "{}",
-        captured.text()
-    );
+    assert!(!captured.text().contains("insecure"), "{}", captured.text());
 }
 
 #[tokio::test]
@@ -150,7 +143,10 @@ async fn a_configured_ca_is_the_only_one_trusted() {
     let pinned_to_a = |url: String| {
         from_yaml(&kubeconfig(
             &url,
-            &format!(", certificate-authority-data: {}", kinformer_sim_ca_data(&a)),
+            &format!(
+                ", certificate-authority-data: {}",
+                kinformer_sim_ca_data(&a)
+            ),
         ))
     };
     list(pinned_to_a(a.url())).await.unwrap();
@@ -225,7 +221,11 @@ async fn exec_plugins_get_their_environment_and_the_exec_info() {
     assert_eq!(runs(dir.path()), 1);
     let read = |f: &str| std::fs::read_to_string(dir.path().join(f)).unwrap();
     assert_eq!(read("env"), "env-value-7c1e");
-    assert_eq!(read("path"), "path-inherited", "the parent's environment too");
+    assert_eq!(
+        read("path"),
+        "path-inherited",
+        "the parent's environment too"
+    );
     let info: serde_json::Value = serde_json::from_str(&read("info")).unwrap();
     assert_eq!(
         info,
@@ -264,10 +264,7 @@ async fn a_plugin_that_hangs_is_killed_at_the_timeout() {
     let pid_file = dir.path().join("pid");
     let started = Instant::now();
     let e = plugin_error(
-        &format!(
-            "echo $$ > '{}'\nexec sleep 600\n",
-            pid_file.display()
-        ),
+        &format!("echo $$ > '{}'\nexec sleep 600\n", pid_file.display()),
         Duration::from_millis(300),
         &[],
     )
@@ -299,7 +296,10 @@ async fn a_plugin_that_exits_non_zero_is_one_error_with_its_message() {
     assert!(matches!(e, Error::Auth { .. }), "{e}");
     let text = e.to_string();
     assert!(text.contains("exit status: 3"), "{text}");
-    assert!(text.contains("login expired | run: login --again"), "{text}");
+    assert!(
+        text.contains("login expired | run: login --again"),
+        "{text}"
+    );
 }
 
 #[tokio::test]
@@ -307,7 +307,10 @@ async fn a_plugin_that_prints_garbage_is_one_error_that_does_not_quote_it() {
     let cases: &[(&str, &str)] = &[
         ("echo 'garbage-5e2a not json'", "is not JSON"),
         ("printf ''", "ends before the JSON does"),
-        ("echo '{\"apiVersion\": \"client.authentication.k8s.io/v1\"'", "ends before"),
+        (
+            "echo '{\"apiVersion\": \"client.authentication.k8s.io/v1\"'",
+            "ends before",
+        ),
         (
             "echo '{\"apiVersion\":\"client.authentication.k8s.io/v1\",\"kind\":\"ExecCredential\",\"status\":\"garbage-5e2a\"}'",
             "does not have the shape of an ExecCredential",
