@@ -27,7 +27,7 @@ use base64::engine::general_purpose::{STANDARD, STANDARD_NO_PAD, URL_SAFE_NO_PAD
 use k8s_openapi::api::core::v1::Pod;
 use kinformer::Informer;
 use kinformer::prelude::{HandlerFns, wait_for_cache_sync};
-use kinformer_client::{Api, Client, Config, KubeconfigOptions};
+use kinformer_client::{Api, Client, Config, Kubeconfig, KubeconfigOptions};
 use kinformer_core::ListParams;
 use kinformer_sim::{Auth, SimConfig, SimServer};
 use support::{BOUND, KillOnDrop, Lines, bare, run};
@@ -361,6 +361,35 @@ fn broken(sim: &SimServer) -> Vec<(String, tempfile::TempDir, PathBuf, Vec<Strin
         std::fs::write(&path, kubeconfig_yaml(sim, &user)).unwrap();
         out.push((name.to_owned(), dir, path, secrets));
     }
+    // Credentials in URLs: a proxy's (a usual place for them), and a server's.
+    let ca = STANDARD.encode(sim.ca_pem().unwrap());
+    for (name, server, proxy, secret) in [
+        (
+            "proxy-url with credentials, unreachable",
+            sim.url(),
+            "http://proxy-user:proxy-pw-S3cr3t-8d9e@127.0.0.1:1",
+            "proxy-pw-S3cr3t-8d9e",
+        ),
+        (
+            "server URL with credentials, unreachable",
+            "https://url-user:url-pw-S3cr3t-2f3a@127.0.0.1:1".to_owned(),
+            "",
+            "url-pw-S3cr3t-2f3a",
+        ),
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("kubeconfig");
+        std::fs::write(
+            &path,
+            format!(
+                "current-context: c\nclusters: [{{name: s, cluster: {{server: \"{server}\", \
+                 certificate-authority-data: {ca}, proxy-url: \"{proxy}\"}}}}]\n\
+                 contexts: [{{name: c, context: {{cluster: s}}}}]\n"
+            ),
+        )
+        .unwrap();
+        out.push((name.into(), dir, path, vec![secret.into()]));
+    }
     // Sources that are read at request time.
     let dir = tempfile::tempdir().unwrap();
     let token_file = dir.path().join("token");
@@ -496,14 +525,22 @@ async fn the_binary_prints_and_logs_no_secret_and_writes_no_file() {
 // ---------------------------------------------------------------------------------------------
 // An informer in this process.
 
+/// The `Debug` of the kubeconfig at `path`, or of the error reading it.
+fn kubeconfig_debug(path: &Path) -> String {
+    match Kubeconfig::read_from(path) {
+        Ok(kc) => format!("{kc:?}\n"),
+        Err(e) => format!("{e}\n{e:?}\n"),
+    }
+}
+
 /// Runs an informer from `kubeconfig` until synced (or, when `accepted` is false, until the
 /// reflector has logged a failure), with a handler that panics once; returns the
 /// `Debug` and `Display` of everything it made along the way.
 async fn run_informer(kubeconfig: &Path, accepted: bool) -> String {
-    let mut seen = String::new();
+    let mut seen = kubeconfig_debug(kubeconfig);
     let config = match Config::from_path(kubeconfig, &KubeconfigOptions::default()) {
         Ok(c) => c,
-        Err(e) => return format!("{e}\n{e:?}"),
+        Err(e) => return format!("{seen}{e}\n{e:?}"),
     };
     seen += &format!("{config:?}\n");
     let client = Client::new(config).unwrap();
@@ -562,17 +599,20 @@ async fn an_informer_logs_no_secret_at_trace() {
     .unwrap();
     for (name, _dir, path, secrets) in broken(&sim) {
         let config = Config::from_path(&path, &KubeconfigOptions::default());
-        let text = match config {
-            Err(e) => format!("{e}\n{e:?}"),
-            Ok(config) => {
-                let client = Client::new(config).unwrap();
-                let e = Api::<Pod>::all(client)
-                    .list(&ListParams::default())
-                    .await
-                    .unwrap_err();
-                format!("{e}\n{e:?}")
-            }
-        };
+        let text = kubeconfig_debug(&path)
+            + &match config {
+                Err(e) => format!("{e}\n{e:?}"),
+                Ok(config) => {
+                    let shown = format!("{config:?}");
+                    let client = Client::new(config).unwrap();
+                    let shown = format!("{shown}\n{client:?}");
+                    let e = Api::<Pod>::all(client)
+                        .list(&ListParams::default())
+                        .await
+                        .unwrap_err();
+                    format!("{shown}\n{e}\n{e:?}")
+                }
+            };
         assert_no_secret(&name, &text, &secrets);
         all_secrets.extend(secrets);
         seen += &text;
