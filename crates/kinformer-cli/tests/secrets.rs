@@ -3,7 +3,7 @@
 //! The secret scan: the `kinformer` binary (`RUST_LOG=trace`) and an in-process informer (every
 //! tracing event at TRACE, and every panic message, captured) run against the simulated server
 //! over TLS with each kind of credential (token, basic, client certificate, token file, exec
-//! plugin), each holding distinctive secrets; with credentials the server refuses (401); and with
+//! plugin with a token, exec plugin with a client certificate), each holding distinctive secrets; with credentials the server refuses (401); and with
 //! broken kubeconfigs and credential sources. Everything they print, log or panic with, and the
 //! `Debug` and `Display` of every config, client and error, is scanned for each secret and its
 //! base64 forms. Every run of the binary has `TMPDIR` pointing at an empty folder that must stay
@@ -166,14 +166,17 @@ enum Kind {
     ClientCert,
     TokenFile,
     Exec,
+    /// An exec plugin that hands out a client certificate and key.
+    ExecClientCert,
 }
 
-const KINDS: [Kind; 5] = [
+const KINDS: [Kind; 6] = [
     Kind::Token,
     Kind::Basic,
     Kind::ClientCert,
     Kind::TokenFile,
     Kind::Exec,
+    Kind::ExecClientCert,
 ];
 
 /// A server over TLS and a kubeconfig for it, with the secrets the kubeconfig holds.
@@ -278,6 +281,29 @@ impl Scenario {
                     ),
                     vec![token.clone(), arg, env],
                     Auth::BearerToken(token),
+                )
+            }
+            Kind::ExecClientCert => {
+                let (cert, key) = sim.issue_client_cert("secret-scan-exec");
+                let credential = serde_json::json!({
+                    "apiVersion": "client.authentication.k8s.io/v1",
+                    "kind": "ExecCredential",
+                    "status": {"clientCertificateData": cert, "clientKeyData": key},
+                });
+                let output = dir.path().join("credential.json");
+                std::fs::write(&output, credential.to_string()).unwrap();
+                let plugin = script(
+                    dir.path(),
+                    "cred.sh",
+                    &format!("cat '{}'\n", output.display()),
+                );
+                (
+                    format!(
+                        "exec:\n  apiVersion: client.authentication.k8s.io/v1\n  command: {}",
+                        plugin.display()
+                    ),
+                    key_secrets(&key),
+                    Auth::ClientCert,
                 )
             }
         };
