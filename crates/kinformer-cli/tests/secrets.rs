@@ -226,9 +226,11 @@ impl Scenario {
         let token = format!("{tag}-token-S3cr3t-0b1d4e");
         let other = Auth::BearerToken("the-server-wants-another-token".into());
         let (user, secrets, auth) = match kind {
-            Kind::Token => (format!("token: {token}"), vec![token.clone()], {
-                Auth::BearerToken(token)
-            }),
+            Kind::Token => (
+                format!("token: {token}"),
+                vec![token.clone()],
+                Auth::BearerToken(token),
+            ),
             Kind::Basic => {
                 let password = "basic-password-S3cr3t-77aa".to_owned();
                 (
@@ -236,7 +238,7 @@ impl Scenario {
                     vec![password.clone(), format!("ann:{password}")],
                     Auth::Basic {
                         username: "ann".into(),
-                        password: if accepted { password } else { "another".into() },
+                        password,
                     },
                 )
             }
@@ -307,7 +309,7 @@ impl Scenario {
                 )
             }
         };
-        // A client certificate is refused by a server that wants a token instead.
+        // Refused: the server wants a token none of them has (a client certificate included).
         sim.set_auth(if accepted { auth } else { other });
         let kubeconfig = dir.path().join("kubeconfig");
         std::fs::write(&kubeconfig, kubeconfig_yaml(&sim, &user)).unwrap();
