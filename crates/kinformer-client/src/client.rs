@@ -54,7 +54,7 @@ struct Inner {
 impl fmt::Debug for Client {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Client")
-            .field("url", &self.inner.base)
+            .field("url", &crate::config::redact_url(self.inner.base.as_str()))
             .field("default_namespace", &self.inner.default_namespace)
             .finish_non_exhaustive()
     }
@@ -75,10 +75,10 @@ impl Client {
             .http2_keep_alive_while_idle(true)
             .http2_adaptive_window(true);
         builder = match &config.proxy_url {
-            Some(proxy) => builder.proxy(
-                reqwest::Proxy::all(proxy)
-                    .map_err(|e| Error::config(None, "proxy-url", format!("{proxy:?}: {e}")))?,
-            ),
+            Some(proxy) => builder.proxy(reqwest::Proxy::all(proxy).map_err(|e| {
+                let shown = crate::config::redact_url(proxy);
+                Error::config(None, "proxy-url", format!("{shown:?}: {e}"))
+            })?),
             // As client-go: without a proxy-url, the usual proxy environment variables apply.
             None => builder,
         };
