@@ -65,6 +65,7 @@ mod admin;
 mod admission;
 mod api;
 mod auth;
+mod cluster;
 mod discovery;
 mod error;
 mod faults;
@@ -77,6 +78,7 @@ mod watch;
 mod workload;
 
 pub use auth::Auth;
+pub use cluster::{Cluster, ClusterConfig, ClusterWrite, WriteKind};
 pub use error::Error;
 pub use faults::{Faults, RequestKind};
 pub use server::{KubeVersion, REQUEST_LOG_CAPACITY, RecordedRequest, SimConfig, SimServer};
