@@ -275,6 +275,8 @@ struct DeployM {
     /// Left alone by the churn (cluster add-ons, and the deployment that cannot be scheduled).
     frozen: bool,
     stuck: bool,
+    /// Seconds before seeding it was created.
+    age: i64,
     /// `metadata.generation`: bumped by every change of the spec.
     generation: u32,
     /// The status last written: (replicas, updated, ready, rolling).
@@ -657,7 +659,7 @@ impl Cluster {
         let count = if apps <= CATALOGUE.len() {
             apps
         } else {
-            CATALOGUE.len().max(apps.div_ceil(8))
+            CATALOGUE.len().max(apps.div_ceil(12))
         };
         let mut replicas = vec![1u32; count];
         let mut left = apps - count;
@@ -676,7 +678,11 @@ impl Cluster {
             let ns = CATALOGUE[i % CATALOGUE.len()].0;
             match i / CATALOGUE.len() {
                 0 => ns.to_owned(),
-                k => format!("{ns}-{}", k + 1),
+                // More of the same: the other environments, then numbered copies.
+                1 => format!("{ns}-staging"),
+                2 => format!("{ns}-dev"),
+                3 => format!("{ns}-qa"),
+                k => format!("{ns}-{k}"),
             }
         };
         for i in 0..count {
@@ -961,6 +967,7 @@ impl Cluster {
             rolling: false,
             frozen,
             stuck,
+            age,
             generation: 1,
             written: None,
         };
@@ -1145,7 +1152,14 @@ impl Cluster {
                 if rs.is_none() {
                     self.nodes[n].pods += 1;
                 }
-                (Phase::Running, Some(self.pod_ip(n)))
+                // Static and daemon pods here use the host's network, as kube-proxy and the
+                // control plane do.
+                let ip = if rs.is_none() {
+                    self.nodes[n].ip.clone()
+                } else {
+                    self.pod_ip(n)
+                };
+                (Phase::Running, Some(ip))
             }
             None => (Phase::Unschedulable, None),
         };
@@ -1220,7 +1234,7 @@ impl Cluster {
                 status = json!({"loadBalancer": {"ingress": [{"ip": format!("172.18.255.{}", 200 + i % 50), "ipMode": "VIP"}]}});
             }
             let object = json!({
-                "metadata": {"name": svc, "namespace": ns, "creationTimestamp": self.ago(cluster_age.min(86_400 * 2) - 5), "labels": d.selector},
+                "metadata": {"name": svc, "namespace": ns, "creationTimestamp": self.ago(if coredns { cluster_age - 25 } else { d.age - 5 }), "labels": d.selector},
                 "spec": spec,
                 "status": status,
             });
@@ -1507,7 +1521,8 @@ impl Cluster {
     }
 
     fn crash(&mut self, store: &Store) -> Vec<ClusterWrite> {
-        let Some(key) = self.pick_pod(|p| p.phase == Phase::Running) else {
+        // Applications crash; the control plane and add-ons are left steady.
+        let Some(key) = self.pick_pod(|p| p.phase == Phase::Running && !p.system) else {
             return Vec::new();
         };
         let now = Self::now();
