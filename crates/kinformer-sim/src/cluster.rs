@@ -306,9 +306,21 @@ enum Action {
     Prune(usize),
 }
 
-/// Applications the seeded deployments run: namespace, name, weight in the pod budget, image,
-/// version, port, requests.
-const CATALOGUE: [(&str, &str, u32, &str, (u32, u32, u32), u16, &str, &str); 11] = [
+/// An application a seeded deployment runs: namespace, name, weight in the pod budget, image,
+/// version, port, cpu and memory requests.
+type App = (
+    &'static str,
+    &'static str,
+    u32,
+    &'static str,
+    (u32, u32, u32),
+    u16,
+    &'static str,
+    &'static str,
+);
+
+/// The applications of the seeded deployments.
+const CATALOGUE: [App; 11] = [
     (
         "default",
         "web",
@@ -1844,7 +1856,7 @@ impl Cluster {
         };
         let revision = deploy.revision;
         let key = deploy.key.clone();
-        let old = std::mem::replace(&mut deploy.current, (String::new(), String::new()));
+        let old = std::mem::take(&mut deploy.current);
         let rs = self.create_rs(store, d, revision, container.clone(), 0, None);
         let deploy = &mut self.deploys[d];
         deploy.history.push(old);

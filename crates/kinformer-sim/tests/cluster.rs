@@ -576,9 +576,12 @@ fn replicas_add_up_once_the_churn_settles() {
     }
 }
 
+/// A pod's namespace, name, node and phase.
+type PodState = (String, String, String, String);
+
 /// What two runs are compared on: everything but timestamps and uids, which come from the clock
 /// and the store.
-fn trace(seed: u64) -> (Vec<ClusterWrite>, Vec<(String, String, String, String)>) {
+fn trace(seed: u64) -> (Vec<ClusterWrite>, Vec<PodState>) {
     let (_sim, store, mut cluster, _rt) = store(50, seed);
     let writes: Vec<ClusterWrite> = (0..400).flat_map(|_| cluster.step(&store)).collect();
     let pods = store
