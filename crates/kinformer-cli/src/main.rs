@@ -46,7 +46,6 @@ use clap::{CommandFactory, Parser};
 use kinformer::prelude::DynamicObject;
 use kinformer_client::{Api, Client, Config, Discovery, KubeconfigOptions};
 use kinformer_core::{ListParams, Scope};
-use kinformer_sim::{ChurnConfig, SimConfig, SimServer};
 
 use crate::args::{Cli, Command, Query};
 
@@ -534,15 +533,7 @@ async fn run(q: Query, mode: Mode) -> Result<(), Error> {
     let mut config = match config {
         Some(c) => c,
         None => {
-            let sim = SimServer::start(SimConfig::default()).await?;
-            let store = sim.store();
-            store.seed_pods(q.sim_pods, q.seed);
-            let churn = (q.sim_churn > 0.0).then(|| {
-                store.churn(ChurnConfig {
-                    rate_per_sec: q.sim_churn,
-                    seed: q.seed,
-                })
-            });
+            let (sim, churn) = sim::embedded(q.sim_pods, q.sim_churn, q.seed).await?;
             eprintln!(
                 "kinformer: {}: using an embedded simulated cluster at {} ({} pods, {} writes/s)",
                 if q.sim {
