@@ -115,8 +115,8 @@ pub(crate) struct Query {
     /// Pods the simulated cluster starts with
     #[arg(long, value_name = "N", default_value_t = 200)]
     pub(crate) sim_pods: usize,
-    /// Writes per second in the simulated cluster (20/s, 600/m, or a number per second)
-    #[arg(long, value_name = "RATE", default_value = "20/s", value_parser = parse_churn)]
+    /// Writes per second in the simulated cluster (5/s, 300/m, or a number per second)
+    #[arg(long, value_name = "RATE", default_value = "5/s", value_parser = parse_churn)]
     pub(crate) sim_churn: f64,
     /// Seed of the simulated cluster's pods and writes
     #[arg(long, value_name = "N", default_value_t = 1)]
@@ -420,7 +420,7 @@ mod tests {
         assert_eq!(a.namespace(), None);
         assert_eq!(a.kubeconfig, Some(PathBuf::from("/k")));
         assert_eq!(a.context.as_deref(), Some("c"));
-        assert_eq!((a.sim_pods, a.sim_churn, a.seed), (200, 20.0, 1));
+        assert_eq!((a.sim_pods, a.sim_churn, a.seed), (200, 5.0, 1));
 
         // An empty namespace is kept as empty: the context's namespace, as in kubectl.
         assert_eq!(query("get pods --namespace=").namespace(), Some(""));
