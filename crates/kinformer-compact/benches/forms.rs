@@ -2,8 +2,11 @@
 //! allocator) for the typed `Pod`, `Compact<Pod>` and `Compressed<Pod>`, and the time to decode
 //! each from JSON and to get the typed pod back.
 //!
-//! `cargo bench -p kinformer-compact --bench forms`. The memory figures are printed first; the
-//! allocator counts bytes live on the heap, so they do not depend on the machine's other load.
+//! `cargo bench -p kinformer-compact --bench forms`. The memory figures are printed first (the
+//! allocator counts bytes live on the heap, so they do not depend on the machine's other load),
+//! then the CPU time per object of the calling thread (from `/proc`, Linux only, so that other
+//! load on the machine does not inflate it as it does criterion's wall-clock figures), then
+//! criterion's measurements.
 
 use std::hint::black_box;
 use std::sync::Arc;
@@ -47,7 +50,10 @@ fn train() {
     for json in pods(1_000_000, TRAIN) {
         black_box(Compressed::<Pod>::from_json(&json).unwrap());
     }
-    assert!(Codec::of::<Pod>().dictionary().is_some(), "dictionary trained");
+    assert!(
+        Codec::of::<Pod>().dictionary().is_some(),
+        "dictionary trained"
+    );
 }
 
 fn memory() {
@@ -72,9 +78,95 @@ fn memory() {
     );
 }
 
+/// The calling thread's CPU time (user and system) in seconds, from `/proc/thread-self/stat`.
+fn thread_cpu() -> Option<f64> {
+    let stat = std::fs::read_to_string("/proc/thread-self/stat").ok()?;
+    // The fields after the command name; utime and stime are the 14th and 15th of the line.
+    let fields: Vec<&str> = stat.rsplit_once(')')?.1.split_whitespace().collect();
+    let ticks = |i: usize| fields.get(i)?.parse::<f64>().ok();
+    // Linux reports these in USER_HZ, which is 100.
+    Some((ticks(11)? + ticks(12)?) / 100.0)
+}
+
+/// CPU microseconds per call of `f`, over at least one CPU second (or 2 million calls).
+fn cpu_per_call(mut f: impl FnMut(usize)) -> Option<f64> {
+    let start = thread_cpu()?;
+    let mut calls = 0;
+    loop {
+        for _ in 0..1000 {
+            f(calls);
+            calls += 1;
+        }
+        let spent = thread_cpu()? - start;
+        if spent >= 1.0 || calls >= 2_000_000 {
+            return Some(spent / calls as f64 * 1e6);
+        }
+    }
+}
+
+fn cpu(jsons: &[Vec<u8>], compact: &[Compact<Pod>], compressed: &[Compressed<Pod>]) {
+    let n = jsons.len();
+    let rows: [(&str, Option<f64>); 6] = [
+        (
+            "decode Pod",
+            cpu_per_call(|i| {
+                black_box(serde_json::from_slice::<Pod>(&jsons[i % n]).unwrap());
+            }),
+        ),
+        (
+            "decode Compact<Pod>",
+            cpu_per_call(|i| {
+                black_box(Compact::<Pod>::from_json(&jsons[i % n]).unwrap());
+            }),
+        ),
+        (
+            "decode Compressed<Pod>",
+            cpu_per_call(|i| {
+                black_box(Compressed::<Pod>::from_json(&jsons[i % n]).unwrap());
+            }),
+        ),
+        (
+            "Compact<Pod>::typed",
+            cpu_per_call(|i| {
+                black_box(compact[i % n].typed().unwrap());
+            }),
+        ),
+        (
+            "Compressed<Pod>::typed",
+            cpu_per_call(|i| {
+                black_box(compressed[i % n].typed().unwrap());
+            }),
+        ),
+        (
+            "Compressed<Pod>::json",
+            cpu_per_call(|i| {
+                black_box(compressed[i % n].json().unwrap());
+            }),
+        ),
+    ];
+    println!("CPU time per object (this thread, from /proc):");
+    for (what, us) in rows {
+        match us {
+            Some(us) => println!("  {what:<24} {us:>7.1} µs"),
+            None => println!("  {what:<24} (no /proc on this system)"),
+        }
+    }
+}
+
 fn decode(c: &mut Criterion) {
     memory();
     let jsons = pods(0, 64);
+    {
+        let compact: Vec<Compact<Pod>> = jsons
+            .iter()
+            .map(|j| Compact::from_json(j).unwrap())
+            .collect();
+        let compressed: Vec<Compressed<Pod>> = jsons
+            .iter()
+            .map(|j| Compressed::from_json(j).unwrap())
+            .collect();
+        cpu(&jsons, &compact, &compressed);
+    }
     let mut g = c.benchmark_group("decode");
     let mut i = 0;
     let mut next = || {

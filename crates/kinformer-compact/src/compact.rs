@@ -83,9 +83,8 @@ impl<K> Compact<K> {
     where
         K: Serialize,
     {
-        let raw = serde_json::value::to_raw_value(object).map_err(|source| Error::Decode {
-            source,
-        })?;
+        let raw =
+            serde_json::value::to_raw_value(object).map_err(|source| Error::Decode { source })?;
         Self::from_raw(raw)
     }
 
@@ -196,8 +195,8 @@ mod tests {
     fn decodes_inside_a_watch_event_and_writes_the_same_bytes_back() {
         let object = r#"{"metadata":{"name":"a","namespace":"ns","resourceVersion":"3"},"spec":{"containers":[]}}"#;
         let line = format!(r#"{{"type":"MODIFIED","object":{object}}}"#);
-        let WatchEvent::Modified(pod) = WatchEvent::<Compact<Pod>>::from_json(line.as_bytes())
-            .unwrap()
+        let WatchEvent::Modified(pod) =
+            WatchEvent::<Compact<Pod>>::from_json(line.as_bytes()).unwrap()
         else {
             panic!("not a MODIFIED event");
         };

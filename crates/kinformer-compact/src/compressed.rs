@@ -138,7 +138,13 @@ impl<K> Compressed<K> {
     {
         SCRATCH.with_borrow_mut(|buf| {
             self.decompress_into(buf)?;
-            let typed = serde_json::from_slice(buf).map_err(|source| Error::Typed { source });
+            // One UTF-8 check of the whole, then a parse that checks no string again.
+            let typed = match std::str::from_utf8(buf) {
+                Ok(json) => serde_json::from_str(json).map_err(|source| Error::Typed { source }),
+                Err(_) => Err(Error::Codec {
+                    message: "decompressed bytes are not UTF-8".into(),
+                }),
+            };
             if buf.capacity() > SCRATCH_KEEP {
                 *buf = Vec::new();
             }
@@ -396,7 +402,7 @@ impl Codec {
     }
 
     /// Compresses `json` (one zstd frame), with the dictionary if there is one.
-    fn compress(&self, json: &[u8]) -> Result<(Box<[u8]>, Option<Arc<Dictionary>>), Error> {
+    fn compress(&self, json: &[u8]) -> Result<Frame, Error> {
         let dictionary = match self.dictionary.get() {
             Some(d) => Some(Arc::clone(d)),
             None => self.sample(json),
@@ -472,6 +478,9 @@ impl fmt::Debug for Codec {
     }
 }
 
+/// A zstd frame, and the dictionary it was compressed with.
+type Frame = (Box<[u8]>, Option<Arc<Dictionary>>);
+
 fn registry() -> &'static Mutex<HashMap<TypeId, Arc<Codec>>> {
     static CODECS: OnceLock<Mutex<HashMap<TypeId, Arc<Codec>>>> = OnceLock::new();
     CODECS.get_or_init(Default::default)
@@ -504,9 +513,20 @@ mod tests {
             assert_eq!(p.typed().unwrap(), direct);
             assert_eq!(p.key(), direct.key());
         }
-        let plain = pods[..63].iter().map(Compressed::compressed_len).sum::<usize>() / 63;
-        let dict = pods[63..].iter().map(Compressed::compressed_len).sum::<usize>() / 37;
-        assert!(dict * 2 < plain, "with a dictionary {dict} B, without {plain} B");
+        let plain = pods[..63]
+            .iter()
+            .map(Compressed::compressed_len)
+            .sum::<usize>()
+            / 63;
+        let dict = pods[63..]
+            .iter()
+            .map(Compressed::compressed_len)
+            .sum::<usize>()
+            / 37;
+        assert!(
+            dict * 2 < plain,
+            "with a dictionary {dict} B, without {plain} B"
+        );
     }
 
     #[test]

@@ -268,8 +268,10 @@ mod tests {
 
     fn pod(name: &str, rv: &str) -> Compact<Pod> {
         Compact::from_json(
-            format!(r#"{{"metadata":{{"name":"{name}","namespace":"ns","resourceVersion":"{rv}"}}}}"#)
-                .as_bytes(),
+            format!(
+                r#"{{"metadata":{{"name":"{name}","namespace":"ns","resourceVersion":"{rv}"}}}}"#
+            )
+            .as_bytes(),
         )
         .unwrap()
     }

@@ -20,16 +20,23 @@ fn text() -> impl Strategy<Value = String> {
 }
 
 fn owner() -> impl Strategy<Value = OwnerReference> {
-    (text(), text(), text(), text(), proptest::option::of(any::<bool>())).prop_map(
-        |(api_version, kind, name, uid, controller)| OwnerReference {
-            api_version,
-            kind,
-            name,
-            uid,
-            controller,
-            block_owner_deletion: None,
-        },
+    (
+        text(),
+        text(),
+        text(),
+        text(),
+        proptest::option::of(any::<bool>()),
     )
+        .prop_map(
+            |(api_version, kind, name, uid, controller)| OwnerReference {
+                api_version,
+                kind,
+                name,
+                uid,
+                controller,
+                block_owner_deletion: None,
+            },
+        )
 }
 
 fn meta() -> impl Strategy<Value = ObjectMeta> {
@@ -95,16 +102,30 @@ fn config() -> Config {
     }
 }
 
-/// The `Object` facts of `o`, owned, for comparison.
-fn facts<O: Object>(o: &O) -> (String, Option<String>, Option<String>, Option<String>, BTreeMap<String, String>, Vec<String>) {
-    (
-        o.key().to_string(),
-        o.namespace().map(str::to_owned),
-        o.uid().map(str::to_owned),
-        o.resource_version().map(str::to_owned),
-        o.labels().clone(),
-        o.owner_references().iter().map(|r| format!("{r:?}")).collect(),
-    )
+/// The `Object` facts of an object, owned, for comparison.
+#[derive(Debug, PartialEq)]
+struct Facts {
+    key: String,
+    namespace: Option<String>,
+    uid: Option<String>,
+    resource_version: Option<String>,
+    labels: BTreeMap<String, String>,
+    owners: Vec<String>,
+}
+
+fn facts<O: Object>(o: &O) -> Facts {
+    Facts {
+        key: o.key().to_string(),
+        namespace: o.namespace().map(str::to_owned),
+        uid: o.uid().map(str::to_owned),
+        resource_version: o.resource_version().map(str::to_owned),
+        labels: o.labels().clone(),
+        owners: o
+            .owner_references()
+            .iter()
+            .map(|r| format!("{r:?}"))
+            .collect(),
+    }
 }
 
 /// A codec that trains early, so that the cases run both with and without a dictionary.

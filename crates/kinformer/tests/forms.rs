@@ -124,7 +124,12 @@ impl<F: Form<Pod>> ResourceEventHandler<F> for Record {
         self.push(format!("add {} {} {}", o.key(), rv(&**o), phase(&**o)));
     }
     fn on_update(&self, old: &Arc<F>, new: &Arc<F>) {
-        self.push(format!("update {} {}>{}", new.key(), rv(&**old), rv(&**new)));
+        self.push(format!(
+            "update {} {}>{}",
+            new.key(),
+            rv(&**old),
+            rv(&**new)
+        ));
     }
     fn on_delete(&self, o: &DeltaObject<F>) {
         self.push(match o {
@@ -206,7 +211,10 @@ fn assert_cache_is_server<F: PodForm>(sim: &SimServer, informer: &Informer<F>) {
         cached.keys().collect::<Vec<_>>(),
         server.keys().collect::<Vec<_>>()
     );
-    assert!(cached == server, "a cached object differs from the server's");
+    assert!(
+        cached == server,
+        "a cached object differs from the server's"
+    );
 }
 
 fn keys<F: Object>(objects: &[Arc<F>]) -> BTreeSet<String> {
@@ -233,7 +241,10 @@ async fn handlers_hear_every_change<F: PodForm>() {
     let w0 = sim.store().get(&pods(), Some("default"), "w0").unwrap();
     let w0_rv = w0["metadata"]["resourceVersion"].as_str().unwrap();
     eventually("the handler to hear the delete", || {
-        record.lines().iter().any(|l| l.starts_with("delete default/w1"))
+        record
+            .lines()
+            .iter()
+            .any(|l| l.starts_with("delete default/w1"))
     })
     .await;
     let heard: Vec<String> = record.lines()[20..].to_vec();
@@ -262,7 +273,13 @@ async fn lister_and_indexes_answer_as_the_server<F: PodForm>() {
     let lister = informer.lister("pods");
     let server = server_pods(&sim);
 
-    let app = |p: &Pod| p.metadata.labels.as_ref().and_then(|l| l.get("app")).cloned();
+    let app = |p: &Pod| {
+        p.metadata
+            .labels
+            .as_ref()
+            .and_then(|l| l.get("app"))
+            .cloned()
+    };
     let node = |p: &Pod| p.spec.as_ref().and_then(|s| s.node_name.clone());
     let expect = |f: &dyn Fn(&Pod) -> bool| -> BTreeSet<String> {
         server
@@ -302,7 +319,10 @@ async fn lister_and_indexes_answer_as_the_server<F: PodForm>() {
     }
     let some_node = node(some_pod).unwrap();
     let on_node = expect(&|p| node(p).as_deref() == Some(&some_node));
-    assert_eq!(keys(&lister.by_index(BY_NODE, &some_node).unwrap()), on_node);
+    assert_eq!(
+        keys(&lister.by_index(BY_NODE, &some_node).unwrap()),
+        on_node
+    );
 
     // An update moves a pod between index values; a delete takes it out of every index.
     create(&sim, "mover", "web", "node-x");
@@ -351,11 +371,11 @@ async fn a_relist_after_gone_gives_tombstones_and_updates<F: PodForm>() {
     sim.store().seed_pods(5, 1);
     create(&sim, "doomed", "web", "node-a");
     create(&sim, "changed", "web", "node-a");
-    let doomed_rv = sim.store().get(&pods(), Some("default"), "doomed").unwrap()["metadata"]
-        ["resourceVersion"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let doomed_rv =
+        sim.store().get(&pods(), Some("default"), "doomed").unwrap()["metadata"]["resourceVersion"]
+            .as_str()
+            .unwrap()
+            .to_owned();
     let (informer, record) = start::<F>(&sim).await;
     eventually("the listed pods' adds", || record.lines().len() == 7).await;
     let before = record.lines().len();
