@@ -18,7 +18,7 @@ use zstd::zstd_safe::{self, CCtx, CDict, DCtx, DDict};
 use crate::meta::{Meta, object_from_meta};
 use crate::{Error, Form};
 
-/// An object of type `K` kept as compressed JSON, with its metadata decoded: about 1.5 KB for a
+/// An object of type `K` kept as compressed JSON, with its metadata decoded: about 1.4 KB for a
 /// 5 KB pod once the type's dictionary is trained (see [`Codec`]).
 ///
 /// Like [`Compact`](crate::Compact) it implements [`Object`](kinformer_core::Object) from the
@@ -164,13 +164,6 @@ impl<K> Compressed<K> {
 
     pub(crate) fn meta(&self) -> &Meta {
         &self.inner.meta
-    }
-
-    /// Heap bytes this object holds alone: the compressed JSON and the decoded metadata (shared
-    /// between clones; the dictionary, shared by all objects of the type, is not counted), an
-    /// estimate that counts each allocation's requested size.
-    pub fn heap_size(&self) -> usize {
-        std::mem::size_of::<Inner>() + self.inner.frame.len() + crate::meta_heap(self.meta())
     }
 }
 
