@@ -295,6 +295,17 @@ mod tests {
     }
 
     #[test]
+    fn public_types_are_send_and_sync() {
+        fn is<T: Send + Sync>() {}
+        is::<Compact<Pod>>();
+        is::<Compressed<Pod>>();
+        is::<Codec>();
+        is::<Dictionary>();
+        is::<DecodedCache<Pod>>();
+        is::<Error>();
+    }
+
+    #[test]
     fn the_forms_decode_as_any_object_the_client_takes() {
         fn is<T: DeserializeOwned + Object + Clone + Send + Sync>() {}
         is::<Compact<Pod>>();
