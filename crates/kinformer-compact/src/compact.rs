@@ -22,8 +22,8 @@ use crate::{Error, Form};
 ///
 /// It decodes with serde from a JSON object (as [`WatchEvent`](kinformer_core::WatchEvent) and
 /// [`ObjectList`](kinformer_core::ObjectList) decode their objects), and serializes back to the
-/// very same JSON. Both need `serde_json`: another serde format is refused when decoding. A clone
-/// shares the bytes.
+/// very same JSON. Both go through `serde_json` (bytes, a reader or a `serde_json::Value`);
+/// another serde format is refused when decoding. A clone shares the bytes.
 ///
 /// ```
 /// use k8s_openapi::api::core::v1::Pod;
@@ -197,6 +197,14 @@ mod tests {
         assert_eq!(pod.json(), object);
         assert_eq!(pod.resource_version(), Some("3"));
         assert_eq!(serde_json::to_string(&*pod).unwrap(), object);
+    }
+
+    #[test]
+    fn decodes_from_a_json_value_too() {
+        let value = serde_json::json!({"metadata": {"name": "a", "labels": {"x": "y"}}});
+        let pod: Compact<Pod> = serde_json::from_value(value.clone()).unwrap();
+        assert_eq!(pod.labels()["x"], "y");
+        assert_eq!(serde_json::to_value(&pod).unwrap(), value);
     }
 
     #[test]

@@ -23,8 +23,9 @@ use crate::{Error, Form};
 ///
 /// Like [`Compact`](crate::Compact) it implements [`Object`](kinformer_core::Object) from the
 /// decoded metadata, so every layer takes it as it takes `K`; [`typed`](Self::typed)
-/// decompresses and decodes. It decodes with serde from a JSON object (`serde_json` only), and
-/// serializes back to the JSON it came in. A clone shares the bytes.
+/// decompresses and decodes. It decodes with serde from a JSON object (through `serde_json`:
+/// bytes, a reader or a `serde_json::Value`), and serializes back to the JSON it came in. A
+/// clone shares the bytes.
 ///
 /// Decoding compresses with the [shared codec of `K`](Codec::of): without a dictionary for the
 /// first objects, then with a dictionary trained on them. Each object keeps the dictionary it was
