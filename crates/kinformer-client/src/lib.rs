@@ -63,6 +63,7 @@ mod config;
 mod decode;
 mod error;
 mod kubeconfig;
+mod list;
 mod secret;
 mod tls;
 
