@@ -900,7 +900,10 @@ mod tests {
         assert_eq!(want.len(), 500);
         for (size, workers, batch) in [(1 << 20, 8, 1), (7, 4, 1), (100, 3, 300), (4096, 2, 0)] {
             let got = collect_parallel(body.as_bytes(), size, eager(workers, batch)).await;
-            assert_eq!(got, want, "chunks of {size}, {workers} workers, batches of {batch}");
+            assert_eq!(
+                got, want,
+                "chunks of {size}, {workers} workers, batches of {batch}"
+            );
         }
         // The default settings, and a stream polled outside any runtime, agree too.
         let got = collect_parallel(body.as_bytes(), 1500, Parallel::default()).await;
@@ -933,7 +936,9 @@ mod tests {
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn an_error_mid_batch_comes_after_the_events_before_it() {
-        let lines: Vec<String> = (1..=6).map(|i| line("ADDED", &format!("cm{i}"), i)).collect();
+        let lines: Vec<String> = (1..=6)
+            .map(|i| line("ADDED", &format!("cm{i}"), i))
+            .collect();
         let bad = r#"{"type":"ADDED","object":{"metadata":7}}"#;
         let body = format!(
             "{}\n{}\n{}\n{bad}\n{}\n{}\n",
@@ -944,9 +949,19 @@ mod tests {
         for batch in [1 << 20, 200, 1] {
             let got = collect_parallel(body.as_bytes(), 64, eager(4, batch)).await;
             assert_eq!(got.len(), 4, "batches of {batch}: {got:?}");
-            assert_eq!(got[..3], [Ok("cm1@1".to_owned()), Ok("cm2@2".to_owned()), Ok("cm3@3".to_owned())]);
+            assert_eq!(
+                got[..3],
+                [
+                    Ok("cm1@1".to_owned()),
+                    Ok("cm2@2".to_owned()),
+                    Ok("cm3@3".to_owned())
+                ]
+            );
             let err = got[3].as_ref().unwrap_err();
-            assert!(err.contains(&format!("line 4 (byte {offset} of the stream)")), "{err}");
+            assert!(
+                err.contains(&format!("line 4 (byte {offset} of the stream)")),
+                "{err}"
+            );
         }
         // A line over the limit, and a cut mid-line, also come after the events before them,
         // and a cut counts the events delivered.
@@ -978,7 +993,10 @@ mod tests {
         assert!(stream.next().await.unwrap().is_ok());
         assert!(matches!(
             stream.next().await,
-            Some(Err(Error::LineTooLong { line: 2, limit: 1000 }))
+            Some(Err(Error::LineTooLong {
+                line: 2,
+                limit: 1000
+            }))
         ));
         assert!(stream.next().await.is_none());
     }
@@ -997,8 +1015,13 @@ mod tests {
             Ok::<_, std::io::Error>(block.clone())
         });
         let (workers, batch_bytes) = (3, 4096);
-        let mut stream =
-            decode_watch_with::<DynamicObject, _, _>(body, 1 << 20, false, None, eager(workers, batch_bytes));
+        let mut stream = decode_watch_with::<DynamicObject, _, _>(
+            body,
+            1 << 20,
+            false,
+            None,
+            eager(workers, batch_bytes),
+        );
         // Ahead of the consumer: the batches in flight, the one being cut, and the one being
         // handed out, each at most a batch plus a chunk.
         let bound_bytes = (workers + 2) * (batch_bytes + 1024 + one.len());
@@ -1010,7 +1033,10 @@ mod tests {
             }
             let read = pulled.load(Ordering::SeqCst) * 1024;
             let ahead = read.saturating_sub(taken * one.len());
-            assert!(ahead <= bound_bytes, "round {round}: {ahead} bytes read ahead of {taken} events (bound {bound_bytes})");
+            assert!(
+                ahead <= bound_bytes,
+                "round {round}: {ahead} bytes read ahead of {taken} events (bound {bound_bytes})"
+            );
         }
         assert!(taken > 8000, "the stream kept flowing");
     }

@@ -128,8 +128,9 @@ mod tests {
     fn items_keep_their_order_on_any_number_of_threads() {
         for n in [0, 1, 31, 32, 33, 100, 1001] {
             let text = body(n, None);
-            let want = ObjectList::<DynamicObject>::from_json_scoped(text.as_bytes(), Scope::Namespaced)
-                .unwrap();
+            let want =
+                ObjectList::<DynamicObject>::from_json_scoped(text.as_bytes(), Scope::Namespaced)
+                    .unwrap();
             for workers in [1, 2, 3, 8, 64] {
                 let got: ObjectList<DynamicObject> =
                     decode_list(text.as_bytes(), Scope::Namespaced, workers).unwrap();

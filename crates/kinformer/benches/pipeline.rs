@@ -246,7 +246,9 @@ fn main() {
         .ok()
         .and_then(|n| n.parse().ok())
         .unwrap_or(100_000);
-    let only = |name: &str| !args.iter().any(|a| a == "watch" || a == "list") || args.iter().any(|a| a == name);
+    let only = |name: &str| {
+        !args.iter().any(|a| a == "watch" || a == "list") || args.iter().any(|a| a == name)
+    };
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()

@@ -18,7 +18,10 @@ use kinformer::prelude::*;
 const KEYS: usize = 50;
 
 fn object(i: usize) -> Arc<DynamicObject> {
-    let mut o = DynamicObject::new(&ApiResource::of::<k8s_openapi::api::core::v1::ConfigMap>(), &format!("cm{}", i % KEYS));
+    let mut o = DynamicObject::new(
+        &ApiResource::of::<k8s_openapi::api::core::v1::ConfigMap>(),
+        &format!("cm{}", i % KEYS),
+    );
     o.metadata.namespace = Some("ns".to_owned());
     o.metadata.resource_version = Some((i + 2).to_string());
     Arc::new(o)
@@ -57,7 +60,9 @@ struct Gated {
 
 impl Gated {
     fn wait(&self) {
-        tokio::task::block_in_place(|| drop(self.gate.lock().unwrap_or_else(PoisonError::into_inner)));
+        tokio::task::block_in_place(|| {
+            drop(self.gate.lock().unwrap_or_else(PoisonError::into_inner))
+        });
     }
 }
 
@@ -107,7 +112,12 @@ struct Handler(Arc<Seen>);
 
 impl ResourceEventHandler<DynamicObject> for Handler {
     fn on_update(&self, old: &Arc<DynamicObject>, new: &Arc<DynamicObject>) {
-        let rv = |o: &DynamicObject| o.resource_version().unwrap_or_default().parse::<u64>().unwrap();
+        let rv = |o: &DynamicObject| {
+            o.resource_version()
+                .unwrap_or_default()
+                .parse::<u64>()
+                .unwrap()
+        };
         if rv(new) <= rv(old) {
             self.0.out_of_order.fetch_add(1, Ordering::SeqCst);
         }
@@ -158,7 +168,10 @@ async fn slow_cache_holds_the_watch_back(capacity: Option<usize>, events: usize)
     // pop (at most a full queue) in the consumer's hands, plus the event the reflector holds.
     tokio::time::sleep(Duration::from_millis(300)).await;
     let read = pulled.load(Ordering::SeqCst);
-    assert!(read <= 2 * bound + 1, "{read} events read with a queue of {bound}");
+    assert!(
+        read <= 2 * bound + 1,
+        "{read} events read with a queue of {bound}"
+    );
     assert!(read < events, "the whole watch was read");
     drop(gate);
 
