@@ -11,7 +11,9 @@ use kinformer_core::{
 use kinformer_delta_fifo::DeltaFifo;
 use kinformer_indexer::{Indexer, IndexerReader, index};
 use kinformer_lister::Lister;
-use kinformer_shared_informer::{InformerConfig, ResourceEventHandler, SharedIndexInformer};
+use kinformer_shared_informer::{
+    BufferPolicy, InformerConfig, ResourceEventHandler, SharedIndexInformer,
+};
 
 use crate::{Error, Result};
 
@@ -111,6 +113,25 @@ type QueueMaker<K, Q> = Box<dyn FnOnce(Arc<dyn CacheRead<K>>) -> Result<Arc<Q>> 
 /// most ~70 MB. Change it with [`InformerBuilder::queue_capacity`].
 pub const DEFAULT_QUEUE_CAPACITY: usize = 2048;
 
+/// How many events a handler of the default pipeline may have waiting before the informer stops
+/// popping its queue for it ([`BufferPolicy::Backpressure`]).
+///
+/// A handler that falls behind the watch would otherwise hold every event it has not handled yet,
+/// and each of them the object it carries, which the cache has since replaced: an unbounded
+/// second copy of the watch. Bounded, a slow handler holds back the cache and the other handlers
+/// (and, through the queue's bound, the watch) instead, and nothing is dropped or merged. Choose
+/// another policy with [`InformerBuilder::config`] (`handler_buffer`).
+pub const DEFAULT_HANDLER_BUFFER: usize = 2048;
+
+fn default_config<K>() -> InformerConfig<K> {
+    InformerConfig {
+        handler_buffer: BufferPolicy::Backpressure {
+            capacity: DEFAULT_HANDLER_BUFFER,
+        },
+        ..InformerConfig::default()
+    }
+}
+
 fn default_queue<K: Object + Send + Sync + 'static>(
     capacity: usize,
 ) -> QueueMaker<K, DeltaFifo<K>> {
@@ -152,7 +173,7 @@ impl<K: Object + Send + Sync + 'static> InformerBuilder<K> {
             list_watch: None,
             queue: default_queue(DEFAULT_QUEUE_CAPACITY),
             cache,
-            config: InformerConfig::default(),
+            config: default_config(),
             handlers: Vec::new(),
         }
     }
@@ -267,7 +288,8 @@ where
         self
     }
 
-    /// Every informer setting at once.
+    /// Every informer setting at once. The default pipeline's settings are
+    /// `InformerConfig::default()` with handler buffers bounded at [`DEFAULT_HANDLER_BUFFER`].
     #[must_use]
     pub fn config(mut self, config: InformerConfig<K>) -> Self {
         self.config = config;

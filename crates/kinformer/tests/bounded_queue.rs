@@ -2,7 +2,7 @@
 //! the watch back, and nothing is lost.
 
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Condvar, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
@@ -52,17 +52,41 @@ impl ListWatch<DynamicObject> for Endless {
     }
 }
 
-/// An indexer whose writes wait while the test holds the gate: a cache that falls behind.
+/// Writes wait while the gate is closed.
+#[derive(Default)]
+struct Gate {
+    closed: Mutex<bool>,
+    opened: Condvar,
+}
+
+impl Gate {
+    fn close(&self) {
+        *self.closed.lock().unwrap() = true;
+    }
+    fn open(&self) {
+        *self.closed.lock().unwrap() = false;
+        self.opened.notify_all();
+    }
+    fn wait(&self) {
+        let mut closed = self.closed.lock().unwrap_or_else(PoisonError::into_inner);
+        while *closed {
+            closed = self
+                .opened
+                .wait(closed)
+                .unwrap_or_else(PoisonError::into_inner);
+        }
+    }
+}
+
+/// An indexer whose writes wait while the gate is closed: a cache that falls behind.
 struct Gated {
     inner: Indexer<DynamicObject>,
-    gate: Mutex<()>,
+    gate: Gate,
 }
 
 impl Gated {
     fn wait(&self) {
-        tokio::task::block_in_place(|| {
-            drop(self.gate.lock().unwrap_or_else(PoisonError::into_inner))
-        });
+        tokio::task::block_in_place(|| self.gate.wait());
     }
 }
 
@@ -142,7 +166,7 @@ async fn slow_cache_holds_the_watch_back(capacity: Option<usize>, events: usize)
     let pulled = Arc::new(AtomicUsize::new(0));
     let cache = Arc::new(Gated {
         inner: Indexer::new(),
-        gate: Mutex::new(()),
+        gate: Gate::default(),
     });
     let seen = Arc::new(Seen::default());
     let mut builder = Informer::<DynamicObject>::builder()
@@ -157,7 +181,7 @@ async fn slow_cache_holds_the_watch_back(capacity: Option<usize>, events: usize)
     }
     let informer = builder.build().unwrap();
 
-    let gate = cache.gate.lock().unwrap();
+    cache.gate.close();
     informer.start();
     // The queue fills up ...
     until("the queue fills", Duration::from_secs(30), || {
@@ -173,7 +197,7 @@ async fn slow_cache_holds_the_watch_back(capacity: Option<usize>, events: usize)
         "{read} events read with a queue of {bound}"
     );
     assert!(read < events, "the whole watch was read");
-    drop(gate);
+    cache.gate.open();
 
     // Once the cache catches up, every event arrives, in order.
     until("every event", Duration::from_secs(60), || {
@@ -201,4 +225,64 @@ async fn a_slow_cache_holds_the_watch_back_at_the_default_bound_and_loses_nothin
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_slow_cache_holds_the_watch_back_at_a_chosen_bound_and_loses_nothing() {
     slow_cache_holds_the_watch_back(Some(16), 2_000).await;
+}
+
+/// Blocks every event while the gate is closed: a handler that falls behind.
+struct Stuck {
+    gate: Arc<Gate>,
+    seen: Arc<AtomicUsize>,
+}
+
+impl ResourceEventHandler<DynamicObject> for Stuck {
+    fn on_update(&self, _: &Arc<DynamicObject>, _: &Arc<DynamicObject>) {
+        self.gate.wait();
+        self.seen.fetch_add(1, Ordering::SeqCst);
+    }
+    fn on_add(&self, _: &Arc<DynamicObject>, _: bool) {
+        self.gate.wait();
+        self.seen.fetch_add(1, Ordering::SeqCst);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_slow_handler_holds_the_watch_back_by_default_and_loses_nothing() {
+    const EVENTS: usize = 20_000;
+    let pulled = Arc::new(AtomicUsize::new(0));
+    let gate = Arc::new(Gate::default());
+    let seen = Arc::new(AtomicUsize::new(0));
+    let informer = Informer::<DynamicObject>::builder()
+        .list_watch(Endless {
+            events: EVENTS,
+            pulled: Arc::clone(&pulled),
+        })
+        .handler(Stuck {
+            gate: Arc::clone(&gate),
+            seen: Arc::clone(&seen),
+        })
+        .build()
+        .unwrap();
+    gate.close();
+    informer.start();
+    // The handler's buffer and the queue fill up, and then the watch is read no further: the
+    // queue, the buffer, a pop over the buffer's bound, a pop in the consumer's hands, and the
+    // event the reflector holds.
+    let bound = kinformer::DEFAULT_QUEUE_CAPACITY
+        + kinformer::DEFAULT_HANDLER_BUFFER
+        + 2 * kinformer::delta_fifo::DEFAULT_BATCH_SIZE
+        + 1;
+    until("the buffers fill", Duration::from_secs(30), || {
+        pulled.load(Ordering::SeqCst) >= kinformer::DEFAULT_HANDLER_BUFFER
+    })
+    .await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let read = pulled.load(Ordering::SeqCst);
+    assert!(read <= bound, "{read} events read, bound {bound}");
+    gate.open();
+    until("every event", Duration::from_secs(60), || {
+        seen.load(Ordering::SeqCst) == EVENTS
+    })
+    .await;
+    assert_eq!(pulled.load(Ordering::SeqCst), EVENTS);
+    assert_eq!(informer.cache().list_keys().len(), KEYS);
+    informer.shutdown().await;
 }
