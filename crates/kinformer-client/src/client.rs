@@ -14,8 +14,12 @@ use serde::de::DeserializeOwned;
 use tracing::Instrument as _;
 
 use crate::auth::Credentials;
-use crate::decode::{WatchDecoder, WatchStream, decode_watch_with, error_chain};
+use crate::decode::{Parallel, WatchStream, decode_watch_with, error_chain};
+use crate::list::decode_list;
 use crate::{Config, Error};
+
+/// A list body of at least this many bytes is decoded off the async workers, on all cores.
+const OFFLOAD_LIST_BYTES: usize = 256 * 1024;
 
 /// `Accept` for full objects.
 pub(crate) const ACCEPT_JSON: &str = "application/json";
@@ -143,13 +147,27 @@ impl Client {
         let path = with_query(checked_list_path(resource, namespace)?, &params.to_query());
         let response = self.send(&path, accept, false).await?;
         let body = self.read_list_body(response).await?;
-        let mut list = ObjectList::from_json_scoped(&body, resource.scope).map_err(|source| {
-            Error::Decode {
-                what: "list",
-                line: None,
-                offset: None,
-                source,
+        let scope = resource.scope;
+        let decoded = if body.len() < OFFLOAD_LIST_BYTES {
+            decode_list(&body, scope, 1)
+        } else {
+            // A large page is decoded on blocking threads, its items split among the cores.
+            let workers = Parallel::default().workers;
+            match tokio::task::spawn_blocking(move || decode_list(&body, scope, workers)).await {
+                Ok(decoded) => decoded,
+                Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
+                Err(e) => {
+                    return Err(Error::Request {
+                        source: format!("decoding the list: {e}").into(),
+                    });
+                }
             }
+        };
+        let mut list = decoded.map_err(|source| Error::Decode {
+            what: "list",
+            line: None,
+            offset: None,
+            source,
         })?;
         fill_dynamic_types(&mut list, resource);
         Ok(list)
@@ -192,12 +210,12 @@ impl Client {
             Some(t) => Duration::from_secs(u64::from(t)) + self.inner.watch_idle_margin,
             None => self.inner.watch_idle_timeout,
         };
-        let decoder = WatchDecoder::new(self.inner.max_watch_line)
-            .require_namespace(resource.scope == Scope::Namespaced);
         Ok(decode_watch_with(
             response.bytes_stream(),
-            decoder,
+            self.inner.max_watch_line,
+            resource.scope == Scope::Namespaced,
             Some(idle),
+            Parallel::default(),
         ))
     }
 

@@ -67,6 +67,7 @@ mod decode;
 mod discovery;
 mod error;
 mod kubeconfig;
+mod list;
 mod secret;
 mod tls;
 

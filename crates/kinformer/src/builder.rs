@@ -11,7 +11,9 @@ use kinformer_core::{
 use kinformer_delta_fifo::DeltaFifo;
 use kinformer_indexer::{Indexer, IndexerReader, index};
 use kinformer_lister::Lister;
-use kinformer_shared_informer::{InformerConfig, ResourceEventHandler, SharedIndexInformer};
+use kinformer_shared_informer::{
+    BufferPolicy, InformerConfig, ResourceEventHandler, SharedIndexInformer,
+};
 
 use crate::{Error, Result};
 
@@ -101,6 +103,47 @@ where
 
 type QueueMaker<K, Q> = Box<dyn FnOnce(Arc<dyn CacheRead<K>>) -> Result<Arc<Q>> + Send>;
 
+/// How many deltas the default pipeline's queue holds before the watch waits for the consumer.
+///
+/// The queue between the reflector and the informer's consumer is bounded with backpressure:
+/// when the cache or the handlers' dispatch fall behind the watch, the reflector stops reading
+/// (and the server's stream waits in the connection) instead of queueing every event in memory.
+/// Nothing is ever dropped. At this size a burst of watch events still flows at full speed (the
+/// consumer pops up to 1000 deltas at a time), and at ~35 KB per decoded pod the queue holds at
+/// most ~70 MB. Change it with [`InformerBuilder::queue_capacity`].
+pub const DEFAULT_QUEUE_CAPACITY: usize = 2048;
+
+/// How many events a handler of the default pipeline may have waiting before the informer stops
+/// popping its queue for it ([`BufferPolicy::Backpressure`]).
+///
+/// A handler that falls behind the watch would otherwise hold every event it has not handled yet,
+/// and each of them the object it carries, which the cache has since replaced: an unbounded
+/// second copy of the watch. Bounded, a slow handler holds back the cache and the other handlers
+/// (and, through the queue's bound, the watch) instead, and nothing is dropped or merged. Choose
+/// another policy with [`InformerBuilder::config`] (`handler_buffer`).
+pub const DEFAULT_HANDLER_BUFFER: usize = 2048;
+
+fn default_config<K>() -> InformerConfig<K> {
+    InformerConfig {
+        handler_buffer: BufferPolicy::Backpressure {
+            capacity: DEFAULT_HANDLER_BUFFER,
+        },
+        ..InformerConfig::default()
+    }
+}
+
+fn default_queue<K: Object + Send + Sync + 'static>(
+    capacity: usize,
+) -> QueueMaker<K, DeltaFifo<K>> {
+    Box::new(move |known| {
+        let queue = DeltaFifo::builder()
+            .known_objects(known)
+            .capacity(capacity)
+            .build()?;
+        Ok(Arc::new(queue))
+    })
+}
+
 /// Builds an informer; each layer can be swapped: the source (`list_watch`), the queue
 /// (`queue`), the cache (`cache`). See [`Informer::builder`].
 pub struct InformerBuilder<K, Q = DeltaFifo<K>, C = Indexer<K>> {
@@ -128,11 +171,39 @@ impl<K: Object + Send + Sync + 'static> InformerBuilder<K> {
             .map_err(Error::from);
         Self {
             list_watch: None,
-            queue: Box::new(|known| Ok(Arc::new(DeltaFifo::new(known)))),
+            queue: default_queue(DEFAULT_QUEUE_CAPACITY),
             cache,
-            config: InformerConfig::default(),
+            config: default_config(),
             handlers: Vec::new(),
         }
+    }
+}
+
+impl<K: Object + Send + Sync + 'static, C> InformerBuilder<K, DeltaFifo<K>, C> {
+    /// Bounds the default delta FIFO at `capacity` deltas ([`DEFAULT_QUEUE_CAPACITY`] unless
+    /// set): while it is full the watch waits for the consumer, and nothing is dropped. A
+    /// capacity of 0 is refused by [`build`](Self::build). Replaces a queue given with
+    /// [`queue`](InformerBuilder::queue).
+    ///
+    /// ```
+    /// use k8s_openapi::api::core::v1::Pod;
+    /// use kinformer::Informer;
+    /// # use kinformer::core::{ListParams, ListWatch, ObjectList, WatchParams, list_watch};
+    /// # struct Nothing;
+    /// # #[async_trait::async_trait]
+    /// # impl ListWatch<Pod> for Nothing {
+    /// #     async fn list(&self, _: &ListParams) -> Result<ObjectList<Pod>, list_watch::Error> { unimplemented!() }
+    /// #     async fn watch(&self, _: &WatchParams) -> Result<list_watch::WatchStream<Pod>, list_watch::Error> { unimplemented!() }
+    /// # }
+    /// let informer = Informer::<Pod>::builder().list_watch(Nothing).queue_capacity(256).build();
+    /// assert!(informer.is_ok());
+    /// let refused = Informer::<Pod>::builder().list_watch(Nothing).queue_capacity(0).build();
+    /// assert!(matches!(refused, Err(kinformer::Error::Queue(_))));
+    /// ```
+    #[must_use]
+    pub fn queue_capacity(mut self, capacity: usize) -> Self {
+        self.queue = default_queue(capacity);
+        self
     }
 }
 
@@ -217,7 +288,8 @@ where
         self
     }
 
-    /// Every informer setting at once.
+    /// Every informer setting at once. The default pipeline's settings are
+    /// `InformerConfig::default()` with handler buffers bounded at [`DEFAULT_HANDLER_BUFFER`].
     #[must_use]
     pub fn config(mut self, config: InformerConfig<K>) -> Self {
         self.config = config;

@@ -67,7 +67,10 @@ pub use kinformer_reflector as reflector;
 #[doc(inline)]
 pub use kinformer_shared_informer as shared_informer;
 
-pub use builder::{DefaultInformer, Informer, InformerBuilder, InformerHandle};
+pub use builder::{
+    DEFAULT_HANDLER_BUFFER, DEFAULT_QUEUE_CAPACITY, DefaultInformer, Informer, InformerBuilder,
+    InformerHandle,
+};
 
 /// What building a pipeline can fail with.
 #[derive(Debug, thiserror::Error)]

@@ -1,0 +1,288 @@
+//! The default pipeline's queue is bounded with backpressure: a cache that falls behind holds
+//! the watch back, and nothing is lost.
+
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Condvar, Mutex, PoisonError};
+use std::time::{Duration, Instant};
+
+use async_trait::async_trait;
+use futures_util::StreamExt as _;
+use kinformer::core::list_watch::{self, WatchStream};
+use kinformer::core::{
+    CacheOp, CacheWrite, ListParams, ObjectKey, ObjectList, Replaced, StoreError, WatchEvent,
+    WatchParams,
+};
+use kinformer::indexer::Indexer;
+use kinformer::prelude::*;
+
+const KEYS: usize = 50;
+
+fn object(i: usize) -> Arc<DynamicObject> {
+    let mut o = DynamicObject::new(
+        &ApiResource::of::<k8s_openapi::api::core::v1::ConfigMap>(),
+        &format!("cm{}", i % KEYS),
+    );
+    o.metadata.namespace = Some("ns".to_owned());
+    o.metadata.resource_version = Some((i + 2).to_string());
+    Arc::new(o)
+}
+
+/// Lists nothing at "1", then one watch of `events` MODIFIED events (made as they are read,
+/// counted), which then stays open.
+struct Endless {
+    events: usize,
+    pulled: Arc<AtomicUsize>,
+}
+
+#[async_trait]
+impl ListWatch<DynamicObject> for Endless {
+    async fn list(&self, _: &ListParams) -> Result<ObjectList<DynamicObject>, list_watch::Error> {
+        Ok(ObjectList::new(Vec::new(), "1".into()))
+    }
+    async fn watch(
+        &self,
+        _: &WatchParams,
+    ) -> Result<WatchStream<DynamicObject>, list_watch::Error> {
+        let pulled = Arc::clone(&self.pulled);
+        let events = futures_util::stream::iter(0..self.events).map(move |i| {
+            pulled.fetch_add(1, Ordering::SeqCst);
+            Ok(WatchEvent::Modified(object(i)))
+        });
+        Ok(Box::pin(events.chain(futures_util::stream::pending())))
+    }
+}
+
+/// Writes wait while the gate is closed.
+#[derive(Default)]
+struct Gate {
+    closed: Mutex<bool>,
+    opened: Condvar,
+}
+
+impl Gate {
+    fn close(&self) {
+        *self.closed.lock().unwrap() = true;
+    }
+    fn open(&self) {
+        *self.closed.lock().unwrap() = false;
+        self.opened.notify_all();
+    }
+    fn wait(&self) {
+        let mut closed = self.closed.lock().unwrap_or_else(PoisonError::into_inner);
+        while *closed {
+            closed = self
+                .opened
+                .wait(closed)
+                .unwrap_or_else(PoisonError::into_inner);
+        }
+    }
+}
+
+/// An indexer whose writes wait while the gate is closed: a cache that falls behind.
+struct Gated {
+    inner: Indexer<DynamicObject>,
+    gate: Gate,
+}
+
+impl Gated {
+    fn wait(&self) {
+        tokio::task::block_in_place(|| self.gate.wait());
+    }
+}
+
+impl CacheRead<DynamicObject> for Gated {
+    fn get_by_key(&self, key: &str) -> Option<Arc<DynamicObject>> {
+        self.inner.get_by_key(key)
+    }
+    fn list_keys(&self) -> Vec<ObjectKey> {
+        self.inner.list_keys()
+    }
+    fn for_each(&self, f: &mut dyn FnMut(&Arc<DynamicObject>)) {
+        self.inner.for_each(f)
+    }
+}
+
+impl CacheWrite<DynamicObject> for Gated {
+    fn upsert(&self, object: Arc<DynamicObject>) -> Result<Option<Arc<DynamicObject>>, StoreError> {
+        self.wait();
+        self.inner.upsert(object)
+    }
+    fn remove(&self, key: &str) -> Option<Arc<DynamicObject>> {
+        self.wait();
+        self.inner.remove(key)
+    }
+    fn apply_batch(
+        &self,
+        ops: Vec<CacheOp<DynamicObject>>,
+    ) -> Vec<Result<Option<Arc<DynamicObject>>, StoreError>> {
+        self.wait();
+        self.inner.apply_batch(ops)
+    }
+    fn replace_all(&self, objects: Vec<Arc<DynamicObject>>) -> Replaced<DynamicObject> {
+        self.wait();
+        self.inner.replace_all(objects)
+    }
+}
+
+/// Counts updates and checks that each key's versions only grow.
+#[derive(Default)]
+struct Seen {
+    updates: AtomicUsize,
+    newest: AtomicU64,
+    out_of_order: AtomicUsize,
+}
+
+struct Handler(Arc<Seen>);
+
+impl ResourceEventHandler<DynamicObject> for Handler {
+    fn on_update(&self, old: &Arc<DynamicObject>, new: &Arc<DynamicObject>) {
+        let rv = |o: &DynamicObject| {
+            o.resource_version()
+                .unwrap_or_default()
+                .parse::<u64>()
+                .unwrap()
+        };
+        if rv(new) <= rv(old) {
+            self.0.out_of_order.fetch_add(1, Ordering::SeqCst);
+        }
+        self.0.newest.fetch_max(rv(new), Ordering::SeqCst);
+        self.0.updates.fetch_add(1, Ordering::SeqCst);
+    }
+    fn on_add(&self, _: &Arc<DynamicObject>, _: bool) {
+        self.0.updates.fetch_add(1, Ordering::SeqCst);
+    }
+}
+
+async fn until(what: &str, limit: Duration, done: impl Fn() -> bool) {
+    let start = Instant::now();
+    while !done() {
+        assert!(start.elapsed() < limit, "{what}: not within {limit:?}");
+        tokio::time::sleep(Duration::from_millis(2)).await;
+    }
+}
+
+async fn slow_cache_holds_the_watch_back(capacity: Option<usize>, events: usize) {
+    let bound = capacity.unwrap_or(kinformer::DEFAULT_QUEUE_CAPACITY);
+    let pulled = Arc::new(AtomicUsize::new(0));
+    let cache = Arc::new(Gated {
+        inner: Indexer::new(),
+        gate: Gate::default(),
+    });
+    let seen = Arc::new(Seen::default());
+    let mut builder = Informer::<DynamicObject>::builder()
+        .list_watch(Endless {
+            events,
+            pulled: Arc::clone(&pulled),
+        })
+        .cache(Arc::clone(&cache))
+        .handler(Handler(Arc::clone(&seen)));
+    if let Some(capacity) = capacity {
+        builder = builder.queue_capacity(capacity);
+    }
+    let informer = builder.build().unwrap();
+
+    cache.gate.close();
+    informer.start();
+    // The queue fills up ...
+    until("the queue fills", Duration::from_secs(30), || {
+        pulled.load(Ordering::SeqCst) >= bound
+    })
+    .await;
+    // ... and then the watch is read no further while the cache is stuck: the queue, plus one
+    // pop (at most a full queue) in the consumer's hands, plus the event the reflector holds.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let read = pulled.load(Ordering::SeqCst);
+    assert!(
+        read <= 2 * bound + 1,
+        "{read} events read with a queue of {bound}"
+    );
+    assert!(read < events, "the whole watch was read");
+    cache.gate.open();
+
+    // Once the cache catches up, every event arrives, in order.
+    until("every event", Duration::from_secs(60), || {
+        seen.updates.load(Ordering::SeqCst) == events
+    })
+    .await;
+    assert_eq!(pulled.load(Ordering::SeqCst), events);
+    assert_eq!(seen.out_of_order.load(Ordering::SeqCst), 0);
+    assert_eq!(seen.newest.load(Ordering::SeqCst), (events + 1) as u64);
+    let cached = informer.cache().inner.list();
+    assert_eq!(cached.len(), KEYS);
+    for o in cached {
+        let i: usize = o.name()[2..].parse().unwrap();
+        let last = (0..events).rev().find(|e| e % KEYS == i).unwrap();
+        assert_eq!(o.resource_version(), Some((last + 2).to_string().as_str()));
+    }
+    informer.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_slow_cache_holds_the_watch_back_at_the_default_bound_and_loses_nothing() {
+    slow_cache_holds_the_watch_back(None, 20_000).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_slow_cache_holds_the_watch_back_at_a_chosen_bound_and_loses_nothing() {
+    slow_cache_holds_the_watch_back(Some(16), 2_000).await;
+}
+
+/// Blocks every event while the gate is closed: a handler that falls behind.
+struct Stuck {
+    gate: Arc<Gate>,
+    seen: Arc<AtomicUsize>,
+}
+
+impl ResourceEventHandler<DynamicObject> for Stuck {
+    fn on_update(&self, _: &Arc<DynamicObject>, _: &Arc<DynamicObject>) {
+        self.gate.wait();
+        self.seen.fetch_add(1, Ordering::SeqCst);
+    }
+    fn on_add(&self, _: &Arc<DynamicObject>, _: bool) {
+        self.gate.wait();
+        self.seen.fetch_add(1, Ordering::SeqCst);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_slow_handler_holds_the_watch_back_by_default_and_loses_nothing() {
+    const EVENTS: usize = 20_000;
+    let pulled = Arc::new(AtomicUsize::new(0));
+    let gate = Arc::new(Gate::default());
+    let seen = Arc::new(AtomicUsize::new(0));
+    let informer = Informer::<DynamicObject>::builder()
+        .list_watch(Endless {
+            events: EVENTS,
+            pulled: Arc::clone(&pulled),
+        })
+        .handler(Stuck {
+            gate: Arc::clone(&gate),
+            seen: Arc::clone(&seen),
+        })
+        .build()
+        .unwrap();
+    gate.close();
+    informer.start();
+    // The handler's buffer and the queue fill up, and then the watch is read no further: the
+    // queue, the buffer, a pop over the buffer's bound, a pop in the consumer's hands, and the
+    // event the reflector holds.
+    let bound = kinformer::DEFAULT_QUEUE_CAPACITY
+        + kinformer::DEFAULT_HANDLER_BUFFER
+        + 2 * kinformer::delta_fifo::DEFAULT_BATCH_SIZE
+        + 1;
+    until("the buffers fill", Duration::from_secs(30), || {
+        pulled.load(Ordering::SeqCst) >= kinformer::DEFAULT_HANDLER_BUFFER
+    })
+    .await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let read = pulled.load(Ordering::SeqCst);
+    assert!(read <= bound, "{read} events read, bound {bound}");
+    gate.open();
+    until("every event", Duration::from_secs(60), || {
+        seen.load(Ordering::SeqCst) == EVENTS
+    })
+    .await;
+    assert_eq!(pulled.load(Ordering::SeqCst), EVENTS);
+    assert_eq!(informer.cache().list_keys().len(), KEYS);
+    informer.shutdown().await;
+}
