@@ -11,9 +11,7 @@ use kinformer_core::{
 use kinformer_delta_fifo::DeltaFifo;
 use kinformer_indexer::{Indexer, IndexerReader, index};
 use kinformer_lister::Lister;
-use kinformer_shared_informer::{
-    BufferPolicy, InformerConfig, ResourceEventHandler, SharedIndexInformer,
-};
+use kinformer_shared_informer::{InformerConfig, ResourceEventHandler, SharedIndexInformer};
 
 use crate::{Error, Result};
 
@@ -113,23 +111,16 @@ type QueueMaker<K, Q> = Box<dyn FnOnce(Arc<dyn CacheRead<K>>) -> Result<Arc<Q>> 
 /// most ~70 MB. Change it with [`InformerBuilder::queue_capacity`].
 pub const DEFAULT_QUEUE_CAPACITY: usize = 2048;
 
-/// How many events a handler of the default pipeline may have waiting before the informer stops
-/// popping its queue for it ([`BufferPolicy::Backpressure`]).
+/// The informer settings of the default pipeline: `InformerConfig::default()`, whose handler
+/// buffers are unbounded as client-go's are, so that a handler that falls behind never delays the
+/// cache or the other handlers. Its backlog is visible ([`Registration::backlog`]); to bound the
+/// memory it can hold, choose [`BufferPolicy::Backpressure`](kinformer_shared_informer::BufferPolicy::Backpressure) or
+/// [`BufferPolicy::CoalescePerKey`](kinformer_shared_informer::BufferPolicy::CoalescePerKey)
+/// with [`InformerBuilder::config`] (`handler_buffer`).
 ///
-/// A handler that falls behind the watch would otherwise hold every event it has not handled yet,
-/// and each of them the object it carries, which the cache has since replaced: an unbounded
-/// second copy of the watch. Bounded, a slow handler holds back the cache and the other handlers
-/// (and, through the queue's bound, the watch) instead, and nothing is dropped or merged. Choose
-/// another policy with [`InformerBuilder::config`] (`handler_buffer`).
-pub const DEFAULT_HANDLER_BUFFER: usize = 2048;
-
+/// [`Registration::backlog`]: kinformer_shared_informer::Registration::backlog
 fn default_config<K>() -> InformerConfig<K> {
-    InformerConfig {
-        handler_buffer: BufferPolicy::Backpressure {
-            capacity: DEFAULT_HANDLER_BUFFER,
-        },
-        ..InformerConfig::default()
-    }
+    InformerConfig::default()
 }
 
 fn default_queue<K: Object + Send + Sync + 'static>(
@@ -289,7 +280,7 @@ where
     }
 
     /// Every informer setting at once. The default pipeline's settings are
-    /// `InformerConfig::default()` with handler buffers bounded at [`DEFAULT_HANDLER_BUFFER`].
+    /// `InformerConfig::default()` (one unbounded buffer per handler).
     #[must_use]
     pub fn config(mut self, config: InformerConfig<K>) -> Self {
         self.config = config;

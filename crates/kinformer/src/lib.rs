@@ -68,8 +68,7 @@ pub use kinformer_reflector as reflector;
 pub use kinformer_shared_informer as shared_informer;
 
 pub use builder::{
-    DEFAULT_HANDLER_BUFFER, DEFAULT_QUEUE_CAPACITY, DefaultInformer, Informer, InformerBuilder,
-    InformerHandle,
+    DEFAULT_QUEUE_CAPACITY, DefaultInformer, Informer, InformerBuilder, InformerHandle,
 };
 
 /// What building a pipeline can fail with.

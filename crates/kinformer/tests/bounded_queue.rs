@@ -14,6 +14,7 @@ use kinformer::core::{
 };
 use kinformer::indexer::Indexer;
 use kinformer::prelude::*;
+use kinformer::shared_informer::{BufferPolicy, InformerConfig};
 
 const KEYS: usize = 50;
 
@@ -244,9 +245,68 @@ impl ResourceEventHandler<DynamicObject> for Stuck {
     }
 }
 
+/// A handler that counts what it is given and never waits.
+struct Counting {
+    seen: Arc<AtomicUsize>,
+}
+
+impl ResourceEventHandler<DynamicObject> for Counting {
+    fn on_update(&self, _: &Arc<DynamicObject>, _: &Arc<DynamicObject>) {
+        self.seen.fetch_add(1, Ordering::SeqCst);
+    }
+    fn on_add(&self, _: &Arc<DynamicObject>, _: bool) {
+        self.seen.fetch_add(1, Ordering::SeqCst);
+    }
+}
+
+/// client-go's rule, kept by the default pipeline: a handler that falls behind holds its own
+/// backlog and delays no one, neither the other handlers nor the cache nor the watch.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_slow_handler_holds_the_watch_back_by_default_and_loses_nothing() {
+async fn by_default_a_stuck_handler_never_delays_another() {
+    // Well past any buffer bound, so a bounded default would stall the fast handler.
+    const EVENTS: usize = 10_000;
+    let pulled = Arc::new(AtomicUsize::new(0));
+    let gate = Arc::new(Gate::default());
+    let stuck_seen = Arc::new(AtomicUsize::new(0));
+    let fast_seen = Arc::new(AtomicUsize::new(0));
+    let informer = Informer::<DynamicObject>::builder()
+        .list_watch(Endless {
+            events: EVENTS,
+            pulled: Arc::clone(&pulled),
+        })
+        .handler(Stuck {
+            gate: Arc::clone(&gate),
+            seen: Arc::clone(&stuck_seen),
+        })
+        .handler(Counting {
+            seen: Arc::clone(&fast_seen),
+        })
+        .build()
+        .unwrap();
+    gate.close();
+    informer.start();
+    until(
+        "the fast handler sees every event",
+        Duration::from_secs(60),
+        || fast_seen.load(Ordering::SeqCst) == EVENTS,
+    )
+    .await;
+    assert_eq!(pulled.load(Ordering::SeqCst), EVENTS);
+    assert_eq!(stuck_seen.load(Ordering::SeqCst), 0);
+    gate.open();
+    until(
+        "the stuck handler catches up",
+        Duration::from_secs(60),
+        || stuck_seen.load(Ordering::SeqCst) == EVENTS,
+    )
+    .await;
+    informer.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_slow_handler_with_backpressure_holds_the_watch_back_and_loses_nothing() {
     const EVENTS: usize = 20_000;
+    const BUFFER: usize = 2048;
     let pulled = Arc::new(AtomicUsize::new(0));
     let gate = Arc::new(Gate::default());
     let seen = Arc::new(AtomicUsize::new(0));
@@ -254,6 +314,10 @@ async fn a_slow_handler_holds_the_watch_back_by_default_and_loses_nothing() {
         .list_watch(Endless {
             events: EVENTS,
             pulled: Arc::clone(&pulled),
+        })
+        .config(InformerConfig {
+            handler_buffer: BufferPolicy::Backpressure { capacity: BUFFER },
+            ..InformerConfig::default()
         })
         .handler(Stuck {
             gate: Arc::clone(&gate),
@@ -267,11 +331,11 @@ async fn a_slow_handler_holds_the_watch_back_by_default_and_loses_nothing() {
     // queue, the buffer, a pop over the buffer's bound, a pop in the consumer's hands, and the
     // event the reflector holds.
     let bound = kinformer::DEFAULT_QUEUE_CAPACITY
-        + kinformer::DEFAULT_HANDLER_BUFFER
+        + BUFFER
         + 2 * kinformer::delta_fifo::DEFAULT_BATCH_SIZE
         + 1;
     until("the buffers fill", Duration::from_secs(30), || {
-        pulled.load(Ordering::SeqCst) >= kinformer::DEFAULT_HANDLER_BUFFER
+        pulled.load(Ordering::SeqCst) >= BUFFER
     })
     .await;
     tokio::time::sleep(Duration::from_millis(300)).await;
