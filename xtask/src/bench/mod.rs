@@ -223,8 +223,16 @@ mod tests {
         assert_eq!(o.clients, ["kube-runtime"]);
         assert!(o.quick && o.json);
         assert_eq!(o.reps, Some(2));
-        assert!(parse(&args("--scenario nope")).unwrap_err().contains("upd-10k"));
-        assert!(parse(&args("--client nope")).unwrap_err().contains("kube-runtime"));
+        assert!(
+            parse(&args("--scenario nope"))
+                .unwrap_err()
+                .contains("upd-10k")
+        );
+        assert!(
+            parse(&args("--client nope"))
+                .unwrap_err()
+                .contains("kube-runtime")
+        );
         assert!(parse(&args("--reps 0")).is_err());
         assert!(parse(&args("--reps")).is_err());
         assert!(parse(&args("--fast")).is_err());
@@ -254,6 +262,10 @@ mod tests {
         assert_eq!(full[0].events, 100_000);
         // Churn deletes and re-adds 40% of the pods.
         assert_eq!(full[3].events, full[3].pods * 4 / 10 * 2);
-        assert!(run::CLIENTS.iter().any(|c| c.name == run::BASELINE && c.built));
+        assert!(
+            run::CLIENTS
+                .iter()
+                .any(|c| c.name == run::BASELINE && c.built)
+        );
     }
 }

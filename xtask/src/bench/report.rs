@@ -194,20 +194,86 @@ const fn t(
 /// The targets (2-core machine, medians, ratios to kube-runtime in the same run).
 const TARGETS: &[Target] = &[
     t("upd-10k", "kinformer-typed", Figure::EventsRatio, true, 3.0),
-    t("upd-10k", "kinformer-compact", Figure::EventsRatio, true, 8.0),
-    t("upd-10k", "kinformer-compressed", Figure::EventsRatio, true, 6.0),
-    t("sync-100k", "kinformer-typed", Figure::SyncRatio, false, 0.6),
-    t("sync-100k", "kinformer-compact", Figure::SyncRatio, false, 0.25),
-    t("sync-100k", "kinformer-compressed", Figure::SyncRatio, false, 0.35),
+    t(
+        "upd-10k",
+        "kinformer-compact",
+        Figure::EventsRatio,
+        true,
+        8.0,
+    ),
+    t(
+        "upd-10k",
+        "kinformer-compressed",
+        Figure::EventsRatio,
+        true,
+        6.0,
+    ),
+    t(
+        "sync-100k",
+        "kinformer-typed",
+        Figure::SyncRatio,
+        false,
+        0.6,
+    ),
+    t(
+        "sync-100k",
+        "kinformer-compact",
+        Figure::SyncRatio,
+        false,
+        0.25,
+    ),
+    t(
+        "sync-100k",
+        "kinformer-compressed",
+        Figure::SyncRatio,
+        false,
+        0.35,
+    ),
     t("sync-100k", "kinformer-typed", Figure::RssRatio, false, 0.9),
-    t("sync-100k", "kinformer-compact", Figure::RssRatio, false, 0.2),
-    t("sync-100k", "kinformer-compressed", Figure::RssRatio, false, 0.05),
+    t(
+        "sync-100k",
+        "kinformer-compact",
+        Figure::RssRatio,
+        false,
+        0.2,
+    ),
+    t(
+        "sync-100k",
+        "kinformer-compressed",
+        Figure::RssRatio,
+        false,
+        0.05,
+    ),
     t("sync-150k", "kinformer-typed", Figure::Completes, true, 1.0),
-    t("sync-150k", "kinformer-compact", Figure::SyncSeconds, false, 4.0),
-    t("sync-150k", "kinformer-compressed", Figure::RssMb, false, 250.0),
+    t(
+        "sync-150k",
+        "kinformer-compact",
+        Figure::SyncSeconds,
+        false,
+        4.0,
+    ),
+    t(
+        "sync-150k",
+        "kinformer-compressed",
+        Figure::RssMb,
+        false,
+        250.0,
+    ),
     t("relist", "kinformer-typed", Figure::RelistRatio, false, 1.2),
-    t("relist", "kinformer-compact", Figure::RelistRatio, false, 1.2),
-    t("relist", "kinformer-compressed", Figure::RelistRatio, false, 1.2),
+    t(
+        "relist",
+        "kinformer-compact",
+        Figure::RelistRatio,
+        false,
+        1.2,
+    ),
+    t(
+        "relist",
+        "kinformer-compressed",
+        Figure::RelistRatio,
+        false,
+        1.2,
+    ),
 ];
 
 fn ratio(a: Option<Stat>, b: Option<Stat>) -> Option<f64> {
@@ -293,7 +359,11 @@ fn extras(s: &Summary) -> String {
     if let Some(r) = s.extra.get("relist_ratio") {
         out.push(format!("relist peak/steady {r:.2}"));
     }
-    for (k, label) in [("get_us", "get"), ("ns_list_us", "ns list"), ("index_us", "by index")] {
+    for (k, label) in [
+        ("get_us", "get"),
+        ("ns_list_us", "ns list"),
+        ("index_us", "by index"),
+    ] {
         if let Some(v) = s.extra.get(k) {
             out.push(format!("{label} {v:.1} us"));
         }
@@ -309,7 +379,7 @@ fn cells(all: &[Summary], s: &Summary) -> Vec<String> {
     let base = find(all, &s.scenario, BASELINE);
     let r = |f: fn(&Summary) -> Option<Stat>| {
         if s.client == BASELINE {
-            "1x".to_owned()
+            if f(s).is_some() { "1x" } else { "-" }.to_owned()
         } else {
             times(base.and_then(|b| ratio(f(s), f(b))))
         }
@@ -411,7 +481,10 @@ fn advantage(all: &[Summary], s: &Summary, kind: Kind) -> Option<f64> {
         Kind::Update | Kind::Fanout | Kind::Churn => ratio(s.events_per_s, base.events_per_s),
         Kind::Sync | Kind::Stream => inv(ratio(s.sync_ms, base.sync_ms)),
         Kind::Relist => {
-            let (a, b) = (s.extra.get("relist_ratio")?, base.extra.get("relist_ratio")?);
+            let (a, b) = (
+                s.extra.get("relist_ratio")?,
+                base.extra.get("relist_ratio")?,
+            );
             Some(b / a)
         }
         Kind::Lister => {
@@ -440,11 +513,7 @@ fn chart(scenarios: &[Scenario], all: &[Summary]) -> Result<String, String> {
             }
         }
     }
-    let top = bars
-        .iter()
-        .map(|b| b.2)
-        .fold(2.0_f64, f64::max)
-        * 1.1;
+    let top = bars.iter().map(|b| b.2).fold(2.0_f64, f64::max) * 1.1;
     let mut svg = String::new();
     {
         let root = SVGBackend::with_string(&mut svg, (960, 480)).into_drawing_area();
@@ -468,7 +537,9 @@ fn chart(scenarios: &[Scenario], all: &[Summary]) -> Result<String, String> {
             .x_label_formatter(&|x| {
                 let i = (x - 0.5).round();
                 if (x - 0.5 - i).abs() < 1e-6 && i >= 0.0 {
-                    names.get(i as usize).map_or(String::new(), |s| (*s).to_owned())
+                    names
+                        .get(i as usize)
+                        .map_or(String::new(), |s| (*s).to_owned())
                 } else {
                     String::new()
                 }
@@ -492,7 +563,9 @@ fn chart(scenarios: &[Scenario], all: &[Summary]) -> Result<String, String> {
                 }))
                 .map_err(|e| e.to_string())?
                 .label(c.as_str())
-                .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 10, y + 5)], color.filled()));
+                .legend(move |(x, y)| {
+                    Rectangle::new([(x, y - 5), (x + 10, y + 5)], color.filled())
+                });
         }
         chart
             .draw_series(std::iter::once(PathElement::new(
@@ -524,7 +597,11 @@ fn markdown(scenarios: &[Scenario], all: &[Summary]) -> String {
         for s in all.iter().filter(|s| s.scenario == sc.name) {
             let c = cells(all, s);
             if c.len() == 2 {
-                let _ = writeln!(out, "| {} | {} | {} | | | | | | | | | |", sc.name, c[0], c[1]);
+                let _ = writeln!(
+                    out,
+                    "| {} | {} | {} | | | | | | | | | |",
+                    sc.name, c[0], c[1]
+                );
             } else {
                 let _ = writeln!(out, "| {} | {} |", sc.name, c.join(" | "));
             }
@@ -582,7 +659,10 @@ pub(crate) fn write_docs(
     let path = docs.join("benchmarks.md");
     let text = std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;
     let (Some(a), Some(b)) = (text.find(BEGIN), text.find(END)) else {
-        return Err(format!("{} lacks the markers {BEGIN} and {END}", path.display()));
+        return Err(format!(
+            "{} lacks the markers {BEGIN} and {END}",
+            path.display()
+        ));
     };
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
@@ -664,9 +744,15 @@ mod tests {
         assert_eq!(json["events_per_s"], 35_000.0);
         assert_eq!(json["sync_ms_min"], 100.0);
         let svg = chart(&sc, &all).unwrap();
-        assert!(svg.starts_with("<svg") && svg.contains("kinformer-typed"), "{svg}");
+        assert!(
+            svg.starts_with("<svg") && svg.contains("kinformer-typed"),
+            "{svg}"
+        );
         let md = markdown(&sc, &all);
-        assert!(md.contains("| upd-10k | kinformer-typed | 0.20 (0.10-0.30) |"), "{md}");
+        assert!(
+            md.contains("| upd-10k | kinformer-typed | 0.20 (0.10-0.30) |"),
+            "{md}"
+        );
     }
 
     #[test]
