@@ -714,7 +714,12 @@ mod tests {
     #[test]
     fn medians_ratios_and_targets() {
         let sc: Vec<Scenario> = scenarios(Size::Full).into_iter().take(2).collect();
-        let clients: Vec<&ClientSpec> = CLIENTS.iter().collect();
+        let future = ClientSpec {
+            name: "kinformer-future",
+            built: false,
+            about: "a form that does not exist yet",
+        };
+        let clients: Vec<&ClientSpec> = CLIENTS.iter().chain([&future]).collect();
         let rows = vec![
             row("upd-10k", "kinformer-typed", 100.0, Some(30_000.0), 100.0),
             row("upd-10k", "kinformer-typed", 300.0, Some(40_000.0), 100.0),
@@ -724,7 +729,7 @@ mod tests {
             row("sync-100k", BASELINE, 1000.0, None, 100.0),
         ];
         let all = summarise(&sc, &clients, &rows);
-        assert_eq!(all.len(), 2 * CLIENTS.len());
+        assert_eq!(all.len(), 2 * (CLIENTS.len() + 1));
         let typed = find(&all, "upd-10k", "kinformer-typed").unwrap();
         assert_eq!(
             typed.sync_ms,
@@ -739,7 +744,11 @@ mod tests {
         // 35k against 10k events/s: 3.5x, which meets ">= 3x".
         assert!(text.contains("events/s >= 3x: 3.50x met"), "{text}");
         assert!(text.contains("sync time <= 0.6x: 1.00x missed"), "{text}");
-        assert!(text.contains("not built yet"), "{text}");
+        assert!(
+            text.lines()
+                .any(|l| l.contains("kinformer-future") && l.contains("not built yet")),
+            "{text}"
+        );
         let json = typed.to_json();
         assert_eq!(json["events_per_s"], 35_000.0);
         assert_eq!(json["sync_ms_min"], 100.0);
