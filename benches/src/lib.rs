@@ -1,2 +1,6 @@
-//! End-to-end benchmarks of kinformer side by side with its peers. The scenarios are added with the
-//! pipeline layers they measure; `cargo xtask bench` runs them.
+//! End-to-end benchmarks of kinformer side by side with its peers.
+//!
+//! `cargo xtask bench` runs this crate's binaries: `bench-sim`, the simulated API server in its
+//! own process, and `bench-client`, one informer client per process (kinformer through its
+//! facade, or kube-rs' `kube-runtime`), so that the OS measures each client alone. The criterion-free
+//! benches under `benches/` measure single layers over real HTTP.

@@ -1,10 +1,11 @@
 //! Project tasks for kinformer, run as `cargo xtask <task>`:
 //!
 //! - `tidy`: the workspace's structural rules (also run as a test by `cargo test`).
-//! - `bench`: the side-by-side benchmarks (added with the scenarios they run).
+//! - `bench`: kinformer side by side with kube-rs on the same workloads (see `bench`).
 
 #![forbid(unsafe_code)]
 
+mod bench;
 mod tidy;
 
 use std::path::{Path, PathBuf};
@@ -25,12 +26,7 @@ fn main() -> ExitCode {
                 ExitCode::FAILURE
             }
         },
-        Some("bench") => {
-            eprintln!(
-                "xtask bench: no end-to-end scenarios exist yet; they arrive with the pipeline"
-            );
-            ExitCode::FAILURE
-        }
+        Some("bench") => bench::main(&workspace_root(), &args[1..]),
         _ => {
             eprintln!("usage: cargo xtask <tidy|bench>");
             ExitCode::FAILURE
