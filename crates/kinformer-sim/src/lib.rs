@@ -76,6 +76,7 @@ mod table;
 mod watch;
 mod workload;
 
+pub use api::{decode_continue_token, encode_continue_token};
 pub use auth::Auth;
 pub use error::Error;
 pub use faults::{Faults, RequestKind};
