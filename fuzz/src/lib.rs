@@ -48,7 +48,11 @@ fn decode_in_chunks<K: Object + DeserializeOwned>(
     let mut out = Vec::new();
     let mut failed = false;
     let mut check = |r: Result<WatchEvent<K>, Error>, out: &mut Vec<String>| {
-        assert!(!failed, "the decoder yielded {} after an error", summary(&r));
+        assert!(
+            !failed,
+            "the decoder yielded {} after an error",
+            summary(&r)
+        );
         match &r {
             Ok(WatchEvent::Added(o) | WatchEvent::Modified(o) | WatchEvent::Deleted(o)) => {
                 assert!(!o.name().is_empty(), "an object without a name got through");
@@ -190,7 +194,11 @@ pub fn label_selector(data: &[u8]) {
                 let matched = s.matches(labels);
                 assert_eq!(again.matches(labels), matched, "{rendered:?} on {labels:?}");
                 if let Some(back) = &back {
-                    assert_eq!(back.matches(labels), matched, "{rendered:?} via metav1 on {labels:?}");
+                    assert_eq!(
+                        back.matches(labels),
+                        matched,
+                        "{rendered:?} via metav1 on {labels:?}"
+                    );
                 }
             }
         }
@@ -346,7 +354,10 @@ pub fn status_body(data: &[u8]) {
     if let Some(Ok(wait)) = retry_after.map(|r| r.trim().parse::<u64>())
         && matches!(error, Error::Throttled { .. } | Error::ServerError { .. })
     {
-        assert_eq!(error.retry_after(), Some(std::time::Duration::from_secs(wait)));
+        assert_eq!(
+            error.retry_after(),
+            Some(std::time::Duration::from_secs(wait))
+        );
     }
     let Ok(object) = std::str::from_utf8(body) else {
         return;
@@ -356,7 +367,10 @@ pub fn status_body(data: &[u8]) {
         Ok(WatchEvent::Error(status)) => {
             let _ = (status.is_gone(), status.is_too_large_resource_version());
         }
-        Ok(other) => panic!("an ERROR line decoded as {:?}", summary(&Ok::<_, Error>(other))),
+        Ok(other) => panic!(
+            "an ERROR line decoded as {:?}",
+            summary(&Ok::<_, Error>(other))
+        ),
         Err(kinformer_core::Error::Decode { .. }) => {}
         Err(other) => panic!("an untyped refusal: {other:?}"),
     }

@@ -24,8 +24,14 @@ const TARGETS: &[(&str, &str)] = &[
     ("label_selector", "label selector parsing and rendering"),
     ("field_selector", "field selector parsing and rendering"),
     ("kubeconfig", "kubeconfig parsing and context resolution"),
-    ("continue_token", "continue tokens: server decoding, client carrying"),
-    ("status_body", "error answers: Status bodies and anything else"),
+    (
+        "continue_token",
+        "continue tokens: server decoding, client carrying",
+    ),
+    (
+        "status_body",
+        "error answers: Status bodies and anything else",
+    ),
 ];
 
 /// No single allocation may reach this: inputs are a few kilobytes.
@@ -197,7 +203,14 @@ pub(crate) fn run(root: &Path, args: &[String]) -> ExitCode {
 fn cargo_fuzz(root: &Path, target_dir: &Path, sub: &str) -> Command {
     let mut cmd = Command::new("cargo");
     cmd.current_dir(root)
-        .args(["+nightly", "fuzz", sub, "--fuzz-dir", "fuzz", "--debug-assertions"])
+        .args([
+            "+nightly",
+            "fuzz",
+            sub,
+            "--fuzz-dir",
+            "fuzz",
+            "--debug-assertions",
+        ])
         .arg("--target-dir")
         .arg(target_dir);
     cmd
@@ -232,7 +245,10 @@ fn start(
         .stdin(Stdio::null())
         .stdout(out.try_clone()?)
         .stderr(out);
-    println!("fuzz {target}: running for {seconds} s, log in {}", log.display());
+    println!(
+        "fuzz {target}: running for {seconds} s, log in {}",
+        log.display()
+    );
     Ok((cmd.spawn()?, log))
 }
 
@@ -254,7 +270,13 @@ fn read_outcome(
     let mut findings: Vec<String> = text
         .lines()
         .filter(|l| l.contains("Test unit written to"))
-        .map(|l| l.split("Test unit written to").nth(1).unwrap_or("").trim().to_owned())
+        .map(|l| {
+            l.split("Test unit written to")
+                .nth(1)
+                .unwrap_or("")
+                .trim()
+                .to_owned()
+        })
         .collect();
     if !clean && findings.is_empty() {
         findings.push(format!(
@@ -296,8 +318,7 @@ fn row(o: &Outcome, date: &str, command: &str) -> String {
         "| `{}` | {describe} | {} | {} | {} | {findings} | {date} | `{command}` |",
         o.target,
         o.seconds,
-        o.executions
-            .map_or_else(|| "?".to_owned(), |n| group_thousands(n)),
+        o.executions.map_or_else(|| "?".to_owned(), group_thousands),
         o.peak_rss_mb
             .map_or_else(|| "?".to_owned(), |n| n.to_string()),
     )
@@ -307,7 +328,7 @@ fn group_thousands(n: u64) -> String {
     let digits = n.to_string();
     let mut out = String::new();
     for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i) % 3 == 0 {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
             out.push(',');
         }
         out.push(c);
@@ -325,9 +346,7 @@ fn record(root: &Path, outcomes: &[Outcome], command: &str) -> std::io::Result<(
         && b < e
     {
         for line in text[b..e].lines() {
-            if let Some(name) = line
-                .strip_prefix("| `")
-                .and_then(|l| l.split('`').next())
+            if let Some(name) = line.strip_prefix("| `").and_then(|l| l.split('`').next())
                 && TARGETS.iter().any(|(t, _)| *t == name)
             {
                 rows.insert(name.to_owned(), line.to_owned());
@@ -394,7 +413,15 @@ mod tests {
     #[test]
     fn arguments_select_targets_and_reject_unknown_ones() {
         let args = |a: &[&str]| a.iter().map(|s| (*s).to_owned()).collect::<Vec<_>>();
-        let o = parse(&args(&["--seconds", "600", "--target", "list", "--jobs", "2"])).unwrap();
+        let o = parse(&args(&[
+            "--seconds",
+            "600",
+            "--target",
+            "list",
+            "--jobs",
+            "2",
+        ]))
+        .unwrap();
         assert_eq!((o.seconds, o.jobs, o.targets), (600, 2, vec!["list"]));
         assert_eq!(parse(&[]).unwrap().targets.len(), TARGETS.len());
         assert!(parse(&args(&["--target", "nope"])).is_err());
@@ -407,7 +434,10 @@ mod tests {
         let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
         let manifest = fs::read_to_string(root.join("fuzz/Cargo.toml")).unwrap();
         for (t, _) in TARGETS {
-            assert!(root.join(format!("fuzz/fuzz_targets/{t}.rs")).is_file(), "{t}");
+            assert!(
+                root.join(format!("fuzz/fuzz_targets/{t}.rs")).is_file(),
+                "{t}"
+            );
             assert!(manifest.contains(&format!("name = \"{t}\"")), "{t}");
         }
     }
@@ -417,8 +447,11 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("xtask-fuzz-{}", std::process::id()));
         fs::create_dir_all(dir.join("docs")).unwrap();
         let path = dir.join("docs/reliability.md");
-        fs::write(&path, "# Reliability\n\n<!-- chaos:begin -->\nkept\n<!-- chaos:end -->\n")
-            .unwrap();
+        fs::write(
+            &path,
+            "# Reliability\n\n<!-- chaos:begin -->\nkept\n<!-- chaos:end -->\n",
+        )
+        .unwrap();
         let outcome = |target, executions| Outcome {
             target,
             seconds: 600,
@@ -426,14 +459,28 @@ mod tests {
             peak_rss_mb: Some(80),
             findings: Vec::new(),
         };
-        record(&dir, &[outcome("list", 1_234_567), outcome("status_body", 5)], "c1").unwrap();
+        record(
+            &dir,
+            &[outcome("list", 1_234_567), outcome("status_body", 5)],
+            "c1",
+        )
+        .unwrap();
         record(&dir, &[outcome("list", 7)], "c2").unwrap();
         let text = fs::read_to_string(&path).unwrap();
-        assert!(text.contains("<!-- chaos:begin -->\nkept\n<!-- chaos:end -->"), "{text}");
+        assert!(
+            text.contains("<!-- chaos:begin -->\nkept\n<!-- chaos:end -->"),
+            "{text}"
+        );
         assert_eq!(text.matches(BEGIN).count(), 1, "{text}");
-        assert!(text.contains("| `list` |") && text.contains("| 7 |"), "{text}");
+        assert!(
+            text.contains("| `list` |") && text.contains("| 7 |"),
+            "{text}"
+        );
         assert!(!text.contains("1,234,567"), "{text}");
-        assert!(text.contains("| `status_body` |") && text.contains("`c1`"), "{text}");
+        assert!(
+            text.contains("| `status_body` |") && text.contains("`c1`"),
+            "{text}"
+        );
         fs::remove_dir_all(&dir).unwrap();
     }
 

@@ -5,8 +5,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use kinformer_core::{
-    ApiResource, DynamicObject, ListParams, Object, ObjectList, Scope, WatchParams,
-    validation,
+    ApiResource, DynamicObject, ListParams, Object, ObjectList, Scope, WatchParams, validation,
 };
 use reqwest::StatusCode;
 use reqwest::header::{ACCEPT, ACCEPT_ENCODING, AUTHORIZATION, RETRY_AFTER};

@@ -599,7 +599,8 @@ fn chunk(data: &[u8]) -> Vec<u8> {
 const CHUNKED_HEAD: &[u8] =
     b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ntransfer-encoding: chunked\r\n\r\n";
 
-const HTML: &[u8] = b"<!DOCTYPE html>\n<html><head><title>Sign in</title></head><body>proxy login</body></html>\n";
+const HTML: &[u8] =
+    b"<!DOCTYPE html>\n<html><head><title>Sign in</title></head><body>proxy login</body></html>\n";
 
 #[tokio::test]
 async fn a_200_with_html_is_a_decode_error_for_lists_and_watches() {
@@ -669,7 +670,10 @@ async fn a_chunked_body_that_never_ends_stops_at_a_limit() {
     // A watch: bytes without end and without a newline. Reading stops at the line limit.
     let server = Hostile::start(true, |head| {
         let (start, filler) = if head.contains("watch=true") {
-            (&br#"{"type":"ADDED","object":{"metadata":{"name":"a","#[..], b'x')
+            (
+                &br#"{"type":"ADDED","object":{"metadata":{"name":"a","#[..],
+                b'x',
+            )
         } else {
             (&br#"{"kind":"PodList","items":["#[..], b' ')
         };

@@ -119,9 +119,8 @@ fn list_body() -> impl Strategy<Value = Vec<u8>> {
             } else {
                 format!("[{}]", items.join(","))
             };
-            let mut body =
-                format!(r#"{{"kind":"PodList","metadata":{{{meta}}},"items":{items}}}"#)
-                    .into_bytes();
+            let mut body = format!(r#"{{"kind":"PodList","metadata":{{{meta}}},"items":{items}}}"#)
+                .into_bytes();
             if let Some((at, byte)) = flip {
                 let i = at.index(body.len());
                 body[i] = byte;
@@ -140,8 +139,16 @@ fn label_selector_text() -> impl Strategy<Value = String> {
     let term = (
         key,
         prop_oneof![
-            Just("="), Just("=="), Just("!="), Just(" in "), Just(" notin "),
-            Just(""), Just("!"), Just(">"), Just("<"), Just(" "),
+            Just("="),
+            Just("=="),
+            Just("!="),
+            Just(" in "),
+            Just(" notin "),
+            Just(""),
+            Just("!"),
+            Just(">"),
+            Just("<"),
+            Just(" "),
         ],
         proptest::collection::vec(value, 0..3),
     )
@@ -178,9 +185,8 @@ fn kubeconfig_text() -> impl Strategy<Value = String> {
 /// anything.
 fn token() -> impl Strategy<Value = String> {
     prop_oneof![
-        (-2i64..5, "[a-z/]{0,6}", "[a-z/.]{0,6}").prop_map(|(rv, ns, name)| {
-            kinformer_sim::encode_continue_token(rv, &ns, &name)
-        }),
+        (-2i64..5, "[a-z/]{0,6}", "[a-z/.]{0,6}")
+            .prop_map(|(rv, ns, name)| { kinformer_sim::encode_continue_token(rv, &ns, &name) }),
         (any::<prop::sample::Index>(), "[ -~]{0,3}").prop_map(|(at, junk)| {
             let t = kinformer_sim::encode_continue_token(9, "ns", "a");
             let cut = at.index(t.len() + 1);
@@ -210,7 +216,14 @@ fn status_input() -> impl Strategy<Value = Vec<u8>> {
         ".{0,600}",
     ];
     (
-        prop_oneof![Just(410u16), Just(429), Just(500), Just(503), Just(504), 0u16..1000],
+        prop_oneof![
+            Just(410u16),
+            Just(429),
+            Just(500),
+            Just(503),
+            Just(504),
+            0u16..1000
+        ],
         "[0-9 a-z]{0,6}",
         body,
     )
@@ -276,7 +289,8 @@ proptest! {
 #[test]
 fn the_fuzz_seeds_pass() {
     let seeds = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fuzz/seeds");
-    let checks: [(&str, fn(&[u8])); 7] = [
+    type Check = fn(&[u8]);
+    let checks: [(&str, Check); 7] = [
         ("watch_stream", properties::watch_stream),
         ("list", properties::list),
         ("label_selector", properties::label_selector),

@@ -80,7 +80,11 @@ async fn serve(mut conn: tokio::net::TcpStream, script: Arc<Mutex<Script>>) {
             }
         }
         let head = String::from_utf8_lossy(&head).into_owned();
-        let target = head.split_whitespace().nth(1).unwrap_or_default().to_owned();
+        let target = head
+            .split_whitespace()
+            .nth(1)
+            .unwrap_or_default()
+            .to_owned();
         let rv = target
             .split(['?', '&'])
             .find_map(|p| p.strip_prefix("resourceVersion="))
@@ -317,7 +321,12 @@ async fn resource_versions_that_go_backwards_are_applied_in_the_order_sent() {
     );
     assert_eq!(
         record.lines(),
-        ["add ns/a 10", "update ns/a 10>12", "update ns/a 12>11", "add ns/b 4"]
+        [
+            "add ns/a 10",
+            "update ns/a 10>12",
+            "update ns/a 12>11",
+            "add ns/b 4"
+        ]
     );
     stop(informer, task).await;
 }
@@ -427,7 +436,10 @@ async fn an_error_event_with_an_unknown_code_relists_from_the_last_version() {
             list("13", &[pod("a", Some("5"), 0), pod("b", Some("13"), 0)]),
         ],
         vec![
-            watch(vec![event("ADDED", &pod("c", Some("11"), 0)), status(418)], true),
+            watch(
+                vec![event("ADDED", &pod("c", Some("11"), 0)), status(418)],
+                true,
+            ),
             watch(vec![status(0)], true),
             watch(vec![r#"{"type":"ERROR","object":{}}"#.to_owned()], true),
         ],
@@ -452,7 +464,12 @@ async fn an_error_event_with_an_unknown_code_relists_from_the_last_version() {
     eventually("every change handled", || record.lines().len() == 4).await;
     assert_eq!(
         record.lines(),
-        ["add ns/a 5", "add ns/c 11", "tombstone ns/c 11", "add ns/b 13"]
+        [
+            "add ns/a 5",
+            "add ns/c 11",
+            "tombstone ns/c 11",
+            "add ns/b 13"
+        ]
     );
     stop(informer, task).await;
 }
