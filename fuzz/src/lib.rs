@@ -43,10 +43,11 @@ fn decode_in_chunks<K: Object + DeserializeOwned>(
     cuts: &[usize],
     max_line: usize,
     require_namespace: bool,
-) -> Vec<String> {
+) -> (Vec<String>, Option<u64>, Option<u64>) {
     let mut decoder = WatchDecoder::new(max_line).require_namespace(require_namespace);
     let mut out = Vec::new();
     let mut failed = false;
+    let (mut too_long_at, mut decode_at) = (None, None);
     let mut check = |r: Result<WatchEvent<K>, Error>, out: &mut Vec<String>| {
         assert!(
             !failed,
@@ -61,17 +62,19 @@ fn decode_in_chunks<K: Object + DeserializeOwned>(
                 }
             }
             Ok(_) => {}
-            Err(Error::LineTooLong { limit, .. }) => {
+            Err(Error::LineTooLong { limit, line }) => {
                 assert_eq!(*limit, max_line);
+                too_long_at = Some(*line);
                 failed = true;
             }
             Err(Error::Decode {
                 what: "watch event",
-                line: Some(_),
+                line: Some(line),
                 offset: Some(offset),
                 ..
             }) => {
                 assert!(*offset <= body.len() as u64);
+                decode_at = Some(*line);
                 failed = true;
             }
             Err(e @ Error::Interrupted { .. }) => {
@@ -103,7 +106,19 @@ fn decode_in_chunks<K: Object + DeserializeOwned>(
     assert!(decoder.next_event::<K>().is_none(), "events after finish");
     let ok = out.iter().filter(|s| !s.starts_with("err ")).count() as u64;
     assert_eq!(decoder.events(), ok, "the event count");
-    out
+    // The line limit, judged from the bytes: the first line longer than the limit is refused,
+    // unless an earlier line was refused for its content.
+    let first_long = body
+        .split(|&b| b == b'\n')
+        .position(|line| line.len() > max_line)
+        .map(|i| i as u64 + 1);
+    match (first_long, too_long_at, decode_at) {
+        (None, None, _) => {}
+        (Some(k), Some(at), _) => assert_eq!(at, k, "the line refused as too long"),
+        (Some(k), None, Some(d)) => assert!(d < k, "line {k} is too long, line {d} failed"),
+        other => panic!("the line limit {max_line} misjudged: {other:?}"),
+    }
+    (out, too_long_at, decode_at)
 }
 
 /// The watch-stream decoder on arbitrary bytes cut at arbitrary chunk boundaries: it never
@@ -111,21 +126,25 @@ fn decode_in_chunks<K: Object + DeserializeOwned>(
 /// nothing comes after an error; nameless objects never get through; and the chunk boundaries
 /// change nothing: the same bytes in one chunk give the same events and the same error.
 ///
-/// Input: one byte choosing the line limit and whether a namespace is required, one byte `n`,
-/// then `n % 16` chunk sizes (one byte each), then the body.
+/// Input: two bytes choosing the line limit (1 to 32768 bytes) and whether a namespace is
+/// required (the top bit), one byte `n`, then `n % 16` chunk sizes (one byte each), then the
+/// body.
 pub fn watch_stream(data: &[u8]) {
-    let ([limit, n], rest) = take::<2>(data);
+    let ([hi, lo, n], rest) = take::<3>(data);
     let n = usize::from(n % 16).min(rest.len());
     let (cuts, body) = rest.split_at(n);
     let cuts: Vec<usize> = cuts.iter().map(|&c| usize::from(c) + 1).collect();
-    let max_line = 16 + usize::from(limit & 0x7f) * 64;
-    let require_namespace = limit & 0x80 != 0;
+    let max_line = 1 + usize::from(u16::from_be_bytes([hi & 0x7f, lo]));
+    let require_namespace = hi & 0x80 != 0;
     let whole = decode_in_chunks::<DynamicObject>(body, &[], max_line, require_namespace);
     let cut = decode_in_chunks::<DynamicObject>(body, &cuts, max_line, require_namespace);
-    assert_eq!(whole, cut, "chunk boundaries changed the outcome");
+    assert_eq!(whole.0, cut.0, "chunk boundaries changed the outcome");
     let whole = decode_in_chunks::<Pod>(body, &[], max_line, require_namespace);
     let cut = decode_in_chunks::<Pod>(body, &cuts, max_line, require_namespace);
-    assert_eq!(whole, cut, "chunk boundaries changed the outcome (typed)");
+    assert_eq!(
+        whole.0, cut.0,
+        "chunk boundaries changed the outcome (typed)"
+    );
 }
 
 fn list_as<K: Object + DeserializeOwned>(body: &[u8]) {

@@ -381,7 +381,7 @@ fn record(root: &Path, outcomes: &[Outcome], command: &str) -> std::io::Result<(
         (Some(b), Some(e)) if b < e => {
             format!("{}{section}{}", &text[..b], &text[e + END.len()..])
         }
-        _ if text.trim().is_empty() => format!("# Reliability\n\n{section}\n"),
+        _ if text.trim().is_empty() => format!("{section}\n"),
         _ => format!("{}\n\n{section}\n", text.trim_end()),
     };
     fs::write(path, new)

@@ -62,23 +62,35 @@ fn watch_line() -> impl Strategy<Value = String> {
     ]
 }
 
-/// A watch body, the chunk sizes to cut it at, and the header byte (line limit, namespace rule).
+/// A watch body, the chunk sizes to cut it at, and the header (line limit, namespace rule). The
+/// limit is often set at one line's length, one less or one more, where an off-by-one would show.
 fn watch_input() -> impl Strategy<Value = Vec<u8>> {
     (
-        any::<u8>(),
+        any::<bool>(),
+        prop_oneof![Just(None), (0usize..8, -1isize..=1).prop_map(Some)],
+        any::<u16>(),
         proptest::collection::vec(any::<u8>(), 0..15),
         proptest::collection::vec(watch_line(), 0..8),
         any::<bool>(),
     )
-        .prop_map(|(limit, cuts, lines, trailing_newline)| {
-            let mut data = vec![limit, cuts.len() as u8];
-            data.extend_from_slice(&cuts);
-            data.extend_from_slice(lines.join("\n").as_bytes());
-            if trailing_newline {
-                data.push(b'\n');
-            }
-            data
-        })
+        .prop_map(
+            |(namespace, at_line, limit, cuts, lines, trailing_newline)| {
+                let max_line = match at_line {
+                    Some((i, delta)) if !lines.is_empty() => {
+                        (lines[i % lines.len()].len() as isize + delta).clamp(1, 32768) as usize
+                    }
+                    _ => 1 + usize::from(limit % 32768),
+                };
+                let [hi, lo] = ((max_line - 1) as u16).to_be_bytes();
+                let mut data = vec![hi | if namespace { 0x80 } else { 0 }, lo, cuts.len() as u8];
+                data.extend_from_slice(&cuts);
+                data.extend_from_slice(lines.join("\n").as_bytes());
+                if trailing_newline {
+                    data.push(b'\n');
+                }
+                data
+            },
+        )
 }
 
 /// A list body: items with and without names and namespaces, odd metadata, then maybe cut or
