@@ -7,6 +7,9 @@
 //! Needs the nightly toolchain and cargo-fuzz (`cargo install cargo-fuzz`). Builds once into
 //! `target/fuzz`; each target's corpus grows in `target/fuzz/corpus/<target>`, seeded from
 //! `fuzz/seeds/<target>`; a finding is written to `fuzz/artifacts/<target>/` and fails the task.
+//! With `--record-logs` it runs nothing: it records the runs whose logs are in
+//! `target/fuzz/logs/<target>.log` (made with the command the rows then show, ending with a line
+//! `exit <status>`).
 
 use std::collections::BTreeMap;
 use std::fs;
@@ -50,6 +53,9 @@ struct Options {
     seconds: u64,
     jobs: usize,
     targets: Vec<&'static str>,
+    /// Only read the logs of runs made before (by hand, with the command each row shows) and
+    /// record them.
+    record_only: bool,
 }
 
 fn parse(args: &[String]) -> Result<Options, String> {
@@ -57,6 +63,7 @@ fn parse(args: &[String]) -> Result<Options, String> {
         seconds: 60,
         jobs: 1,
         targets: Vec::new(),
+        record_only: false,
     };
     let mut args = args.iter();
     while let Some(arg) = args.next() {
@@ -77,6 +84,7 @@ fn parse(args: &[String]) -> Result<Options, String> {
                     .map_err(|e| format!("--jobs: {e}"))?
                     .max(1);
             }
+            "--record-logs" => options.record_only = true,
             "--target" => {
                 let name = value("--target")?;
                 let known = TARGETS
@@ -126,6 +134,36 @@ pub(crate) fn run(root: &Path, args: &[String]) -> ExitCode {
         }
     };
     let target_dir = root.join("target/fuzz");
+    if options.record_only {
+        let outcomes: Vec<Outcome> = options
+            .targets
+            .iter()
+            .map(|t| {
+                let log = target_dir.join("logs").join(format!("{t}.log"));
+                let text = fs::read_to_string(&log).unwrap_or_default();
+                let clean = text.lines().any(|l| l.trim() == "exit 0");
+                let seconds = text
+                    .lines()
+                    .filter_map(|l| l.split(" runs in ").nth(1))
+                    .filter_map(|r| r.split_whitespace().next()?.parse::<u64>().ok())
+                    .next_back()
+                    .unwrap_or(0);
+                read_outcome(root, t, Duration::from_secs(seconds), &log, clean)
+            })
+            .collect();
+        let command = format!(
+            "cargo +nightly fuzz run --fuzz-dir fuzz --debug-assertions --target-dir target/fuzz <target> target/fuzz/corpus/<target> fuzz/seeds/<target> -- -max_total_time={} -rss_limit_mb={RSS_LIMIT_MB} -malloc_limit_mb={MALLOC_LIMIT_MB} -timeout={TIMEOUT_SECONDS} -print_final_stats=1",
+            options.seconds
+        );
+        return match record(root, &outcomes, &command) {
+            Ok(()) if outcomes.iter().all(|o| o.findings.is_empty()) => ExitCode::SUCCESS,
+            Ok(()) => ExitCode::FAILURE,
+            Err(e) => {
+                eprintln!("xtask fuzz: cannot write docs/reliability.md: {e}");
+                ExitCode::FAILURE
+            }
+        };
+    }
     let status = cargo_fuzz(root, &target_dir, "build")
         .stdout(Stdio::inherit())
         .stderr(Stdio::inherit())
@@ -202,6 +240,27 @@ pub(crate) fn run(root: &Path, args: &[String]) -> ExitCode {
 /// the build.
 fn cargo_fuzz(root: &Path, target_dir: &Path, sub: &str) -> Command {
     let mut cmd = Command::new("cargo");
+    // `cargo xtask` runs under the stable toolchain's `cargo run`, whose environment (the
+    // toolchain, the library path, the package variables) would make the nightly build see a
+    // changed environment and build every dependency again.
+    for (key, _) in std::env::vars_os() {
+        let key = key.to_string_lossy();
+        if (key.starts_with("CARGO") && key != "CARGO_HOME")
+            || key.starts_with("RUSTUP_TOOLCHAIN")
+            || key == "LD_LIBRARY_PATH"
+            || key == "RUST_RECURSION_COUNT"
+        {
+            cmd.env_remove(&*key);
+        }
+    }
+    if let Some(path) = std::env::var_os("PATH") {
+        let kept: Vec<PathBuf> = std::env::split_paths(&path)
+            .filter(|p| !p.to_string_lossy().contains("/.rustup/toolchains/"))
+            .collect();
+        if let Ok(joined) = std::env::join_paths(kept) {
+            cmd.env("PATH", joined);
+        }
+    }
     cmd.current_dir(root)
         .args([
             "+nightly",
