@@ -430,7 +430,8 @@ fn record(root: &Path, outcomes: &[Outcome], command: &str) -> std::io::Result<(
          limited to {MALLOC_LIMIT_MB} MB for any one allocation (`-malloc_limit_mb`), \
          {RSS_LIMIT_MB} MB resident (`-rss_limit_mb`) and {TIMEOUT_SECONDS} s per input, under \
          AddressSanitizer with debug assertions. Written by `cargo xtask fuzz`; each row is the \
-         last run of that target.\n\n\
+         last run of that target. A row whose command is a `cargo +nightly fuzz run` line was \
+         run that way and recorded with `cargo xtask fuzz --record-logs`.\n\n\
          | target | what it drives | seconds | executions | peak RSS (MB) | findings | date | command |\n\
          | --- | --- | --- | --- | --- | --- | --- | --- |\n\
          {}\n{END}",
