@@ -2,10 +2,12 @@
 //!
 //! - `tidy`: the workspace's structural rules (also run as a test by `cargo test`).
 //! - `bench`: kinformer side by side with kube-rs on the same workloads (see `bench`).
+//! - `fuzz`: every cargo-fuzz target for a while each, recorded in docs/reliability.md.
 
 #![forbid(unsafe_code)]
 
 mod bench;
+mod fuzz;
 mod tidy;
 
 use std::path::{Path, PathBuf};
@@ -27,8 +29,9 @@ fn main() -> ExitCode {
             }
         },
         Some("bench") => bench::main(&workspace_root(), &args[1..]),
+        Some("fuzz") => fuzz::run(&workspace_root(), &args[1..]),
         _ => {
-            eprintln!("usage: cargo xtask <tidy|bench>");
+            eprintln!("usage: cargo xtask <tidy|bench|fuzz>");
             ExitCode::FAILURE
         }
     }

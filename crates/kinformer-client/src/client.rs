@@ -5,8 +5,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use kinformer_core::{
-    ApiResource, DynamicObject, ListParams, Object, ObjectList, Scope, Status, WatchParams,
-    validation,
+    ApiResource, DynamicObject, ListParams, Object, ObjectList, Scope, WatchParams, validation,
 };
 use reqwest::StatusCode;
 use reqwest::header::{ACCEPT, ACCEPT_ENCODING, AUTHORIZATION, RETRY_AFTER};
@@ -382,13 +381,12 @@ impl Client {
     /// [`MAX_ERROR_BODY`] bytes of the body are read, with the list progress bound between
     /// chunks; what arrived by then is used.
     async fn error_from_response(&self, mut response: reqwest::Response) -> Error {
-        let code = response.status();
+        let code = response.status().as_u16();
         let retry_after = response
             .headers()
             .get(RETRY_AFTER)
             .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.trim().parse::<u64>().ok())
-            .map(Duration::from_secs);
+            .map(str::to_owned);
         let mut body = Vec::new();
         while body.len() < MAX_ERROR_BODY {
             match tokio::time::timeout(self.inner.list_progress_timeout, response.chunk()).await {
@@ -399,21 +397,7 @@ impl Client {
                 _ => break,
             }
         }
-        let mut status = serde_json::from_slice::<Status>(&body)
-            .ok()
-            .filter(|s| s.code != 0 || !s.reason.is_empty() || !s.message.is_empty())
-            .unwrap_or_else(|| {
-                let text: String = String::from_utf8_lossy(&body).chars().take(512).collect();
-                Status::failure(
-                    code.as_u16(),
-                    code.canonical_reason().unwrap_or_default(),
-                    text,
-                )
-            });
-        if status.code == 0 {
-            status.code = code.as_u16();
-        }
-        Error::from_status(status, retry_after)
+        Error::from_response(code, retry_after.as_deref(), &body)
     }
 }
 

@@ -304,6 +304,45 @@ impl Error {
         }
     }
 
+    /// Maps an error answer (its HTTP status code, its `Retry-After` header, and its body) to the
+    /// variant that tells the caller what to do, as the client does for every answer that is not
+    /// a 2xx. A body that is a `Status` gives its code, reason and message; any other body
+    /// (HTML from a proxy, plain text, nothing) gives a status made from `code`, with at most
+    /// 512 characters of the body as its message. It never fails: whatever the server sent, the
+    /// result is an error of the right kind.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use kinformer_client::Error;
+    ///
+    /// let e = Error::from_response(503, Some("7"), b"<html>upstream down</html>");
+    /// assert!(matches!(e, Error::ServerError { code: 503, .. }));
+    /// assert_eq!(e.retry_after(), Some(Duration::from_secs(7)));
+    ///
+    /// let body = br#"{"kind":"Status","code":410,"reason":"Expired","message":"too old"}"#;
+    /// assert!(Error::from_response(200, None, body).is_gone());
+    /// ```
+    pub fn from_response(code: u16, retry_after: Option<&str>, body: &[u8]) -> Self {
+        let retry_after = retry_after
+            .and_then(|v| v.trim().parse::<u64>().ok())
+            .map(Duration::from_secs);
+        let canonical = reqwest::StatusCode::from_u16(code)
+            .ok()
+            .and_then(|c| c.canonical_reason())
+            .unwrap_or_default();
+        let mut status = serde_json::from_slice::<Status>(body)
+            .ok()
+            .filter(|s| s.code != 0 || !s.reason.is_empty() || !s.message.is_empty())
+            .unwrap_or_else(|| {
+                let text: String = String::from_utf8_lossy(body).chars().take(512).collect();
+                Status::failure(code, canonical, text)
+            });
+        if status.code == 0 {
+            status.code = code;
+        }
+        Self::from_status(status, retry_after)
+    }
+
     /// Maps an error answer to the variant that tells the caller what to do.
     pub(crate) fn from_status(status: Status, retry_after: Option<Duration>) -> Self {
         let message = status.message.clone();

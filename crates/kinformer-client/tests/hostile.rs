@@ -1,6 +1,9 @@
 //! The client against a hostile HTTP server on 127.0.0.1: bad namespaces never leave the
 //! client, bodies and waits are bounded, hung exec plugins are killed, nameless objects are
-//! refused, and each failure is a typed error that says whether retrying can help.
+//! refused, and each failure is a typed error that says whether retrying can help. Bodies that
+//! are not what was asked for (HTML, endless, a 50 MB line, the wrong Content-Type) and events
+//! a server should not send (no resourceVersion, a bookmark without one, an unknown ERROR code)
+//! each get the behaviour docs/client.md defines.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -25,6 +28,14 @@ enum Reply {
     Bytes(Vec<u8>),
     /// Writes these bytes (possibly nothing) and then holds the connection open, silent.
     ThenSilence(Vec<u8>),
+    /// Writes `head`, then `chunk` `times` times (until the client goes, for `usize::MAX`),
+    /// then `tail`, and closes the connection.
+    Repeat {
+        head: Vec<u8>,
+        chunk: Vec<u8>,
+        times: usize,
+        tail: Vec<u8>,
+    },
 }
 
 /// A hostile server: `reply` decides what each request gets. Counts accepted connections, and
@@ -75,6 +86,23 @@ impl Hostile {
                             let _ = conn.write_all(&bytes).await;
                             let mut sink = [0u8; 1024];
                             while matches!(conn.read(&mut sink).await, Ok(n) if n > 0) {}
+                        }
+                        Reply::Repeat {
+                            head,
+                            chunk,
+                            times,
+                            tail,
+                        } => {
+                            if conn.write_all(&head).await.is_err() {
+                                return;
+                            }
+                            for _ in 0..times {
+                                if conn.write_all(&chunk).await.is_err() {
+                                    return;
+                                }
+                            }
+                            let _ = conn.write_all(&tail).await;
+                            let _ = conn.shutdown().await;
                         }
                     }
                 });
@@ -546,5 +574,227 @@ fn assert_invalid(e: &Error, what: &str, case: &str) {
     assert!(
         matches!(e, Error::InvalidName { what: w, .. } if *w == what),
         "{case:?}: {e}"
+    );
+}
+
+/// A complete HTTP/1.1 answer with this Content-Type.
+fn typed_answer(content_type: &str, body: &[u8]) -> Vec<u8> {
+    let mut out = format!(
+        "HTTP/1.1 200 OK\r\ncontent-type: {content_type}\r\ncontent-length: {}\r\nconnection: close\r\n\r\n",
+        body.len()
+    )
+    .into_bytes();
+    out.extend_from_slice(body);
+    out
+}
+
+/// One HTTP/1.1 chunk.
+fn chunk(data: &[u8]) -> Vec<u8> {
+    let mut out = format!("{:x}\r\n", data.len()).into_bytes();
+    out.extend_from_slice(data);
+    out.extend_from_slice(b"\r\n");
+    out
+}
+
+const CHUNKED_HEAD: &[u8] =
+    b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ntransfer-encoding: chunked\r\n\r\n";
+
+const HTML: &[u8] =
+    b"<!DOCTYPE html>\n<html><head><title>Sign in</title></head><body>proxy login</body></html>\n";
+
+#[tokio::test]
+async fn a_200_with_html_is_a_decode_error_for_lists_and_watches() {
+    let server = Hostile::start(true, |_| Reply::Bytes(typed_answer("text/html", HTML))).await;
+    let pods: Api<Pod> = Api::all(Client::new(server.config()).unwrap());
+    let e = within(pods.list(&ListParams::default())).await.unwrap_err();
+    assert!(matches!(e, Error::Decode { what: "list", .. }), "{e:?}");
+    assert!(!e.is_retryable() && !e.is_resumable(), "{e}");
+
+    let mut events = within(pods.watch(&WatchParams::default())).await.unwrap();
+    match within(events.next()).await {
+        Some(Err(
+            e @ Error::Decode {
+                what: "watch event",
+                line: Some(1),
+                offset: Some(0),
+                ..
+            },
+        )) => assert!(!e.is_resumable(), "{e}"),
+        other => panic!("{other:?}"),
+    }
+    assert!(within(events.next()).await.is_none());
+}
+
+#[tokio::test]
+async fn the_content_type_is_not_checked_the_body_decides() {
+    // The client asks for JSON (`Accept`); a server that labels JSON wrongly is still understood,
+    // and a body that is not JSON, whatever its label, is a decode error.
+    let server = Hostile::start(true, |head| {
+        Reply::Bytes(if head.contains("labelselector=protobuf") {
+            typed_answer(
+                "application/vnd.kubernetes.protobuf",
+                b"k8s\x00\n\x0f\n\x02v1\x12\x07PodList\x12\x00\x1a\x00",
+            )
+        } else if head.contains("watch=true") {
+            typed_answer(
+                "text/html; charset=utf-8",
+                br#"{"type":"ADDED","object":{"metadata":{"name":"a","namespace":"shop","resourceVersion":"6"}}}
+"#,
+            )
+        } else {
+            typed_answer("text/plain", POD_LIST.as_bytes())
+        })
+    })
+    .await;
+    let pods: Api<Pod> = Api::all(Client::new(server.config()).unwrap());
+    let list = within(pods.list(&ListParams::default())).await.unwrap();
+    assert_eq!(list.items.len(), 1);
+    let mut events = within(pods.watch(&WatchParams::default())).await.unwrap();
+    assert!(matches!(
+        within(events.next()).await,
+        Some(Ok(WatchEvent::Added(_)))
+    ));
+    assert!(within(events.next()).await.is_none());
+    let e = within(pods.list(&ListParams {
+        label_selector: Some("protobuf".into()),
+        ..ListParams::default()
+    }))
+    .await
+    .unwrap_err();
+    assert!(matches!(e, Error::Decode { what: "list", .. }), "{e:?}");
+}
+
+#[tokio::test]
+async fn a_chunked_body_that_never_ends_stops_at_a_limit() {
+    // A list: a valid start, then spaces without end. Reading stops at the body limit.
+    // A watch: bytes without end and without a newline. Reading stops at the line limit.
+    let server = Hostile::start(true, |head| {
+        let (start, filler) = if head.contains("watch=true") {
+            (
+                &br#"{"type":"ADDED","object":{"metadata":{"name":"a","#[..],
+                b'x',
+            )
+        } else {
+            (&br#"{"kind":"PodList","items":["#[..], b' ')
+        };
+        let mut first = CHUNKED_HEAD.to_vec();
+        first.extend_from_slice(&chunk(start));
+        Reply::Repeat {
+            head: first,
+            chunk: chunk(&[filler; 16 * 1024]),
+            times: usize::MAX,
+            tail: Vec::new(),
+        }
+    })
+    .await;
+    let mut config = server.config();
+    config.max_list_body = 1 << 20;
+    config.max_watch_line = 1 << 20;
+    let pods: Api<Pod> = Api::all(Client::new(config).unwrap());
+    let e = within(pods.list(&ListParams::default())).await.unwrap_err();
+    assert!(matches!(e, Error::BodyTooLarge { limit: 1048576 }), "{e:?}");
+    let mut events = within(pods.watch(&WatchParams::default())).await.unwrap();
+    match within(events.next()).await {
+        Some(Err(Error::LineTooLong {
+            line: 1,
+            limit: 1048576,
+        })) => {}
+        other => panic!("{other:?}"),
+    }
+    assert!(within(events.next()).await.is_none());
+}
+
+#[tokio::test]
+async fn a_chunked_list_that_stops_before_its_last_chunk_times_out() {
+    let mut stalled = CHUNKED_HEAD.to_vec();
+    stalled.extend_from_slice(&chunk(br#"{"kind":"PodList","items":["#));
+    let server = Hostile::start(true, move |_| Reply::ThenSilence(stalled.clone())).await;
+    let mut config = server.config();
+    config.list_progress_timeout = SHORT;
+    let pods: Api<Pod> = Api::all(Client::new(config).unwrap());
+    let e = within(pods.list(&ListParams::default())).await.unwrap_err();
+    assert!(
+        matches!(e, Error::Timeout { waiting_for: "the next bytes of the response body", limit } if limit == SHORT),
+        "{e:?}"
+    );
+    assert!(e.is_retryable());
+}
+
+#[tokio::test]
+async fn a_50_mb_watch_line_is_refused_at_the_default_line_limit() {
+    let server = Hostile::start(true, |_| {
+        let mut head = CHUNKED_HEAD.to_vec();
+        head.extend_from_slice(&chunk(
+            br#"{"type":"ADDED","object":{"metadata":{"name":"a","namespace":"shop","resourceVersion":"6"}}}
+{"type":"ADDED","object":{"metadata":{"name":"big","namespace":"shop"},"data":{"k":""#,
+        ));
+        let piece = 64 * 1024;
+        let mut tail = chunk(b"\"}}}\n");
+        tail.extend_from_slice(b"0\r\n\r\n");
+        Reply::Repeat {
+            head,
+            chunk: chunk(&vec![b'x'; piece]),
+            times: (50 << 20) / piece,
+            tail,
+        }
+    })
+    .await;
+    let pods: Api<Pod> = Api::all(Client::new(server.config()).unwrap());
+    let mut events = within(pods.watch(&WatchParams::default())).await.unwrap();
+    assert!(matches!(
+        within(events.next()).await,
+        Some(Ok(WatchEvent::Added(_)))
+    ));
+    match within(events.next()).await {
+        Some(Err(e @ Error::LineTooLong { line: 2, limit })) => {
+            assert_eq!(limit, kinformer_client::DEFAULT_MAX_WATCH_LINE);
+            assert!(!e.is_retryable() && !e.is_resumable(), "{e}");
+        }
+        other => panic!("{other:?}"),
+    }
+    assert!(within(events.next()).await.is_none());
+}
+
+#[tokio::test]
+async fn events_a_server_should_not_send_reach_the_caller_as_sent() {
+    // The client does not judge versions or codes: the reflector does (see the shared
+    // informer's hostile tests). It hands each on as it came.
+    let server = Hostile::start(true, |_| {
+        Reply::Bytes(watch_answer(&[
+            r#"{"type":"ADDED","object":{"metadata":{"name":"a","namespace":"shop"}}}"#,
+            r#"{"type":"BOOKMARK","object":{"kind":"Pod","apiVersion":"v1","metadata":{}}}"#,
+            r#"{"type":"BOOKMARK","object":{}}"#,
+            r#"{"type":"ERROR","object":{"kind":"Status","code":418,"reason":"Teapot"}}"#,
+            r#"{"type":"ERROR","object":{}}"#,
+        ]))
+    })
+    .await;
+    let pods: Api<Pod> = Api::all(Client::new(server.config()).unwrap());
+    let events: Vec<_> = within(
+        within(pods.watch(&WatchParams::default()))
+            .await
+            .unwrap()
+            .take(5)
+            .collect::<Vec<_>>(),
+    )
+    .await;
+    let got: Vec<String> = events
+        .into_iter()
+        .map(|e| match e.unwrap() {
+            WatchEvent::Added(p) => format!("added {:?}", p.metadata.resource_version),
+            WatchEvent::Bookmark(b) => format!("bookmark {:?}", b.resource_version.as_str()),
+            WatchEvent::Error(s) => format!("error {} {}", s.code, s.is_gone()),
+            other => panic!("{other:?}"),
+        })
+        .collect();
+    assert_eq!(
+        got,
+        [
+            "added None",
+            "bookmark \"\"",
+            "bookmark \"\"",
+            "error 418 false",
+            "error 0 false"
+        ]
     );
 }

@@ -765,6 +765,28 @@ fn decode_continue(s: &str) -> Result<(i64, (String, String)), Status> {
     Ok((t.rv, (ns.to_owned(), name.to_owned())))
 }
 
+/// A continue token as this server hands it out in `metadata.continue`: the list goes on after
+/// the object `namespace/name` (`namespace` empty for a cluster-scoped resource) at
+/// `resource_version`, or at the latest version when it is -1.
+///
+/// ```
+/// use kinformer_sim::{decode_continue_token, encode_continue_token};
+///
+/// let token = encode_continue_token(42, "shop", "web-0");
+/// assert_eq!(decode_continue_token(&token).unwrap(), (42, "shop".to_owned(), "web-0".to_owned()));
+/// assert_eq!(decode_continue_token("not a token").unwrap_err().code, 400);
+/// ```
+pub fn encode_continue_token(resource_version: i64, namespace: &str, name: &str) -> String {
+    encode_continue_after(resource_version, &(namespace.to_owned(), name.to_owned()))
+}
+
+/// Reads a continue token the way the list handler does: the version and the object the list
+/// goes on after. Any token this server could not have made is the 400 `Status` the list
+/// request is answered with.
+pub fn decode_continue_token(token: &str) -> Result<(i64, String, String), Status> {
+    decode_continue(token).map(|(rv, (namespace, name))| (rv, namespace, name))
+}
+
 fn list_invalid(t: &Target, message: &str) -> Status {
     let mut s = invalid(&t.info.api, "", "resourceVersionMatch", message);
     s.message = format!(

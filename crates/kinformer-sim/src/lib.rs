@@ -82,6 +82,7 @@ mod table;
 mod watch;
 mod workload;
 
+pub use api::{decode_continue_token, encode_continue_token};
 pub use auth::Auth;
 pub use cluster::{Cluster, ClusterConfig, ClusterWrite, WriteKind};
 pub use error::Error;
