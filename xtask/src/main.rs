@@ -5,6 +5,7 @@
 
 #![forbid(unsafe_code)]
 
+mod chaos;
 mod tidy;
 
 use std::path::{Path, PathBuf};
@@ -25,6 +26,7 @@ fn main() -> ExitCode {
                 ExitCode::FAILURE
             }
         },
+        Some("chaos") => chaos::run(&workspace_root(), &args[1..]),
         Some("bench") => {
             eprintln!(
                 "xtask bench: no end-to-end scenarios exist yet; they arrive with the pipeline"
