@@ -5,8 +5,8 @@
 //! 3. no crate but the facade depends on more than one sibling layer's implementation crate
 //!    (`kinformer-core` is the shared vocabulary, not a layer, and the simulated server and the CLI
 //!    are not layers either);
-//! 4. the leaf layers (reflector, delta FIFO, indexer, lister) depend on no kinformer crate but
-//!    `kinformer-core` (dev-dependencies may use any);
+//! 4. the leaf layers (reflector, delta FIFO, indexer, lister) and the object-type crates (compact)
+//!    depend on no kinformer crate but `kinformer-core` (dev-dependencies may use any);
 //! 5. every third-party `[workspace.dependencies]` entry is used by some crate (internal crates
 //!    are all listed there, used yet or not).
 //!
@@ -30,13 +30,15 @@ const LAYERS: &[&str] = &[
     "kinformer-lister",
 ];
 
-/// Crates that stand on the shared vocabulary alone: the leaf layers, and the test support, whose
+/// Crates that stand on the shared vocabulary alone: the leaf layers, the object-type crates (an
+/// object form is just another `Object`, usable by every layer), and the test support, whose
 /// scripted `ListWatch` proves that a source needs no HTTP client.
 const LEAF_LAYERS: &[&str] = &[
     "kinformer-reflector",
     "kinformer-delta-fifo",
     "kinformer-indexer",
     "kinformer-lister",
+    "kinformer-compact",
     "kinformer-test-support",
 ];
 

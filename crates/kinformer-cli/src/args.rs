@@ -15,9 +15,29 @@ use crate::print::Format;
 /// every write under one lock; far above this it spends all its time writing.
 pub(crate) const MAX_CHURN_PER_SEC: f64 = 100_000.0;
 
+/// The exit codes, as `kinformer --help` shows them (docs/cli.md has the same table).
+pub(crate) const EXIT_CODES: &str = "\
+Exit codes:
+  0    done (also when stdout is closed early: kinformer get pods | head -1)
+  1    any other failure (a server error, a NAME get did not find, ...)
+  2    usage: an unknown flag or command, a bad selector or value, a request the server
+       rejected as malformed (400)
+  3    the API server cannot be reached: refused, DNS, TLS, or no answer in time
+  4    bad credentials: refused (401), forbidden (403), or a credential plugin failed
+  5    a broken or missing kubeconfig (missing with --no-sim)
+  6    an unknown resource type
+  130  interrupted by Ctrl-C (SIGINT)
+  143  terminated by SIGTERM
+  Ctrl-C or SIGTERM while a failure is being retried exits with that failure's code.";
+
 /// Lists and watches Kubernetes resources through kinformer, or runs its simulated API server.
 #[derive(Debug, Parser)]
-#[command(name = "kinformer", version, propagate_version = true)]
+#[command(
+    name = "kinformer",
+    version,
+    propagate_version = true,
+    after_help = EXIT_CODES
+)]
 pub(crate) struct Cli {
     /// What to do.
     #[command(subcommand)]
@@ -46,9 +66,9 @@ pub(crate) enum Command {
 /// What `watch` and `get` ask for, and from where.
 #[derive(Debug, ClapArgs)]
 pub(crate) struct Query {
-    /// The resource: pods, services, configmaps, secrets, namespaces, nodes, deployments,
-    /// replicasets, statefulsets, daemonsets (or their singular, kubectl short name, or
-    /// `plural.group` as in deployments.apps)
+    /// The resource, as kubectl takes it: plural, singular, short name or kind (pods, pod, po,
+    /// Pod), optionally with its group (deployments.apps, widgets.example.com) or version and
+    /// group (deployments.v1.apps); custom resources through the server's discovery
     /// (`get` takes several, comma-separated: pods,nodes)
     #[arg(value_parser = parse_resources)]
     pub(crate) resource: Resources,
@@ -95,8 +115,8 @@ pub(crate) struct Query {
     /// Pods the simulated cluster starts with
     #[arg(long, value_name = "N", default_value_t = 200)]
     pub(crate) sim_pods: usize,
-    /// Writes per second in the simulated cluster (20/s, 600/m, or a number per second)
-    #[arg(long, value_name = "RATE", default_value = "20/s", value_parser = parse_churn)]
+    /// Writes per second in the simulated cluster (5/s, 300/m, or a number per second)
+    #[arg(long, value_name = "RATE", default_value = "5/s", value_parser = parse_churn)]
     pub(crate) sim_churn: f64,
     /// Seed of the simulated cluster's pods and writes
     #[arg(long, value_name = "N", default_value_t = 1)]
@@ -232,34 +252,38 @@ pub(crate) struct SimArgs {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct RequestTimeout(pub(crate) Option<Duration>);
 
-/// The resource types a command line names: one, or several comma-separated (`pods,nodes`).
+/// The resource types a command line names, as typed: one, or several comma-separated
+/// (`pods,nodes`). They are resolved once the server is known ([`builtin`], then discovery).
 #[derive(Debug, Clone)]
-pub(crate) struct Resources(pub(crate) Vec<ApiResource>);
+pub(crate) struct Resources(pub(crate) Vec<String>);
 
 fn parse_resources(names: &str) -> Result<Resources, String> {
-    let resources = names
-        .split(',')
-        .map(parse_resource)
-        .collect::<Result<Vec<_>, _>>()?;
-    Ok(Resources(resources))
+    let names: Vec<String> = names.split(',').map(str::to_owned).collect();
+    if names.iter().any(String::is_empty) {
+        return Err("an empty resource name (write pods or pods,nodes)".to_owned());
+    }
+    if let Some(bad) = names
+        .iter()
+        .find(|n| n.contains(|c: char| c == '/' || c.is_whitespace() || c.is_control()))
+    {
+        return Err(format!("{bad:?} is not a resource name"));
+    }
+    Ok(Resources(names))
 }
 
-/// The resource a name or kubectl short name stands for.
-fn parse_resource(name: &str) -> Result<ApiResource, String> {
-    // `deployments.apps`, `pods.` (the core group), `deploy.apps`: the name, then its group.
+/// The resource a name stands for when it is one of the built-in types every Kubernetes API
+/// server serves at the same path (core `v1` and `apps/v1`): by plural, singular or kubectl
+/// short name, optionally with its group (`deployments.apps`, `pods.` for the core group).
+///
+/// This is the fast path: these names resolve without discovery's requests (one per group
+/// version, dozens on a real cluster), and to what discovery would answer too, since kubectl
+/// prefers the core group, then `apps`, to any custom resource claiming the same short name.
+/// Any other name (`widgets`, `deployments.batch`, `Pod`) is left to discovery.
+pub(crate) fn builtin(name: &str) -> Option<ApiResource> {
     if let Some((short, group)) = name.split_once('.') {
-        let resource = parse_resource(short)?;
-        if resource.group != group {
-            return Err(format!(
-                "unknown resource (did you mean {}{}{}?)",
-                resource.plural,
-                if resource.group.is_empty() { "" } else { "." },
-                resource.group
-            ));
-        }
-        return Ok(resource);
+        return builtin(short).filter(|r| r.group == group);
     }
-    Ok(match name {
+    Some(match name {
         "pods" | "pod" | "po" => ApiResource::of::<Pod>(),
         "services" | "service" | "svc" => ApiResource::of::<Service>(),
         "configmaps" | "configmap" | "cm" => ApiResource::of::<ConfigMap>(),
@@ -270,13 +294,7 @@ fn parse_resource(name: &str) -> Result<ApiResource, String> {
         "replicasets" | "replicaset" | "rs" => ApiResource::of::<ReplicaSet>(),
         "statefulsets" | "statefulset" | "sts" => ApiResource::of::<StatefulSet>(),
         "daemonsets" | "daemonset" | "ds" => ApiResource::of::<DaemonSet>(),
-        _ => {
-            return Err(
-                "unknown resource (known: pods, services, configmaps, secrets, \
-                 namespaces, nodes, deployments, replicasets, statefulsets, daemonsets)"
-                    .to_owned(),
-            );
-        }
+        _ => return None,
     })
 }
 
@@ -379,7 +397,7 @@ mod tests {
         let Command::Watch(a) = cli.command else {
             panic!("not watch")
         };
-        assert_eq!(a.resource.0[0].plural, "pods");
+        assert_eq!(a.resource.0, ["po"]);
         assert_eq!(a.namespace(), Some("shop"));
         assert_eq!(a.selectors().label_selector.as_deref(), Some("app=web"));
         assert_eq!(
@@ -398,11 +416,11 @@ mod tests {
         let Command::Get(a) = cli.command else {
             panic!("not get")
         };
-        assert_eq!(a.resource.0[0].group, "apps");
+        assert_eq!(a.resource.0, ["deploy"]);
         assert_eq!(a.namespace(), None);
         assert_eq!(a.kubeconfig, Some(PathBuf::from("/k")));
         assert_eq!(a.context.as_deref(), Some("c"));
-        assert_eq!((a.sim_pods, a.sim_churn, a.seed), (200, 20.0, 1));
+        assert_eq!((a.sim_pods, a.sim_churn, a.seed), (200, 5.0, 1));
 
         // An empty namespace is kept as empty: the context's namespace, as in kubectl.
         assert_eq!(query("get pods --namespace=").namespace(), Some(""));
@@ -424,40 +442,40 @@ mod tests {
             ("daemonsets daemonset ds", "daemonsets"),
         ] {
             for name in names.split(' ') {
-                assert_eq!(parse_resource(name).unwrap().plural, plural, "{name}");
+                assert_eq!(builtin(name).unwrap().plural, plural, "{name}");
             }
         }
     }
 
     #[test]
     fn several_types_are_comma_separated() {
-        let plurals = |line: &str| -> Vec<String> {
-            query(line)
-                .resource
-                .0
-                .into_iter()
-                .map(|r| r.plural)
-                .collect()
-        };
         assert_eq!(
-            plurals("get pods,no,deploy.apps"),
-            ["pods", "nodes", "deployments"]
+            query("get pods,no,deploy.apps,widgets.example.com")
+                .resource
+                .0,
+            ["pods", "no", "deploy.apps", "widgets.example.com"]
         );
-        assert!(parse("get pods,widgets").is_err());
-        assert!(parse("get pods,").is_err());
+        for bad in ["get pods,", "get ,pods", "get pods/log"] {
+            assert!(parse(bad).is_err(), "{bad}");
+        }
     }
 
     #[test]
-    fn names_may_carry_their_group() {
-        assert_eq!(
-            parse_resource("deployments.apps").unwrap().plural,
-            "deployments"
-        );
-        assert_eq!(parse_resource("deploy.apps").unwrap().plural, "deployments");
-        assert_eq!(parse_resource("pods.").unwrap().plural, "pods");
-        let err = parse_resource("deployments.batch").unwrap_err();
-        assert!(err.contains("did you mean deployments.apps?"), "{err}");
-        assert!(parse_resource("widgets.example.com").is_err());
+    fn the_fast_path_knows_built_in_names_and_leaves_the_rest_to_discovery() {
+        assert_eq!(builtin("deployments.apps").unwrap().plural, "deployments");
+        assert_eq!(builtin("deploy.apps").unwrap().plural, "deployments");
+        assert_eq!(builtin("pods.").unwrap().plural, "pods");
+        assert_eq!(builtin("ns").unwrap().scope, kinformer_core::Scope::Cluster);
+        for other in [
+            "deployments.batch",
+            "deployments.v1.apps",
+            "widgets",
+            "widgets.example.com",
+            "Pod",
+            "pods.apps",
+        ] {
+            assert!(builtin(other).is_none(), "{other}");
+        }
     }
 
     #[test]
@@ -480,7 +498,7 @@ mod tests {
         else {
             panic!("not stats")
         };
-        assert_eq!(a.query.resource.0[0].plural, "pods");
+        assert_eq!(a.query.resource.0, ["po"]);
         assert_eq!(a.interval, Duration::from_millis(250));
         assert_eq!(a.count, Some(3));
         assert!(a.query.sim);
@@ -546,7 +564,7 @@ mod tests {
             ("", "Usage"),
             ("frob pods", "unrecognized subcommand 'frob'"),
             ("watch", "<RESOURCE>"),
-            ("watch widgets", "unknown resource"),
+            ("watch pods,", "empty resource name"),
             ("watch pods -n", "a value is required"),
             ("watch pods --max-events ten", "invalid digit"),
             ("watch pods -l a==b==c", "invalid selector"),

@@ -23,8 +23,8 @@ use kinformer::prelude::*;
 use kinformer::reflector::Phase;
 use tokio::sync::mpsc;
 
-use crate::Error;
 use crate::print::{self, Event, EventType, Style};
+use crate::{Class, Error, Signal};
 
 /// The source, counting the list pages and objects received, for the progress line.
 struct CountedLists<L> {
@@ -68,17 +68,34 @@ pub(crate) struct Failure {
     cause: String,
     /// Whether retrying can fix it.
     pub(crate) fatal: bool,
+    /// What kind of failure it is, for the exit code.
+    class: Class,
 }
 
 impl Failure {
+    /// A failure: its line, whether retrying can fix it, and its class.
+    pub(crate) fn new(cause: String, fatal: bool, class: Class) -> Self {
+        Self {
+            cause,
+            fatal,
+            class,
+        }
+    }
+
     /// The failure as the tool reports it.
     pub(crate) fn into_error(self) -> Error {
-        let kind = if self.fatal {
-            ErrorKind::Fatal
-        } else {
-            ErrorKind::Retry
-        };
-        list_watch::Error::new(kind, self.cause).into()
+        Error::Failed {
+            cause: self.cause,
+            class: self.class,
+        }
+    }
+
+    /// The failure as the tool reports it when Ctrl-C or SIGTERM came while it was retried.
+    fn interrupted(self) -> Error {
+        Error::InterruptedWhileRetrying {
+            cause: self.cause,
+            class: self.class,
+        }
     }
 }
 
@@ -125,10 +142,11 @@ pub(crate) fn build(
             Phase::List => "list",
             _ => "watch",
         };
-        let _ = failures_tx.send(Failure {
-            cause: format!("{phase}: {}", info.error),
-            fatal: info.error.kind() == ErrorKind::Fatal,
-        });
+        let _ = failures_tx.send(Failure::new(
+            format!("{phase}: {}", info.error),
+            info.error.kind() == ErrorKind::Fatal,
+            Class::of_list_watch(info.error),
+        ));
     });
     let informer = Informer::<DynamicObject>::builder()
         .list_watch(CountedLists {
@@ -146,12 +164,14 @@ pub(crate) async fn stop(informer: &Informer<DynamicObject>) {
 }
 
 /// Prints every notification until `max_events` lines have been printed, a failure retrying
-/// cannot fix, or `interrupt` completes.
+/// cannot fix, or `interrupt` completes. `retrying`: a failure already seen before the informer
+/// starts, which it is about to retry.
 pub(crate) async fn watch(
     run: Run,
+    retrying: Option<Failure>,
     max_events: Option<u64>,
     out: &mut impl Write,
-    interrupt: impl Future<Output = std::io::Result<()>>,
+    interrupt: impl Future<Output = Signal>,
 ) -> Result<(), Error> {
     if max_events == Some(0) {
         return Ok(());
@@ -162,28 +182,25 @@ pub(crate) async fn watch(
     let mut interrupt = pin!(interrupt);
     let mut printed = 0u64;
     // The failure being retried, if any: what Ctrl-C reports.
-    let mut episode: Option<String> = None;
+    let mut episode: Option<Failure> = retrying;
     let result = loop {
         tokio::select! {
             biased;
-            r = &mut interrupt => {
-                if let Err(e) = r {
-                    break Err(Error::Signal(e));
-                }
+            signal = &mut interrupt => {
                 // A failure reported just before the signal is still being retried.
                 while let Ok(f) = failures.try_recv() {
-                    episode = Some(f.cause);
+                    episode = Some(f);
                 }
                 break Err(match episode.take() {
-                    Some(cause) => Error::InterruptedWhileRetrying(cause),
-                    None => Error::Interrupted,
+                    Some(f) => f.interrupted(),
+                    None => Error::Interrupted(signal),
                 });
             }
             Some(f) = failures.recv() => {
                 if f.fatal {
                     break Err(f.into_error());
                 }
-                episode = Some(f.cause);
+                episode = Some(f);
             }
             n = events.next() => {
                 let Some(n) = n else { break Ok(()) };
@@ -302,7 +319,7 @@ pub(crate) async fn get(
     names: &[String],
     separate: bool,
     out: &mut impl Write,
-    interrupt: impl Future<Output = std::io::Result<()>>,
+    interrupt: impl Future<Output = Signal>,
 ) -> Result<bool, Error> {
     let resource = run.api.resource().plural.clone();
     let listed = Arc::clone(&run.listed);
@@ -318,10 +335,7 @@ pub(crate) async fn get(
     let mut ticker = tokio::time::interval(PROGRESS_EVERY);
     let synced = loop {
         tokio::select! {
-            r = &mut interrupt => break match r {
-                Err(e) => Err(Error::Signal(e)),
-                Ok(()) => Err(Error::Interrupted),
-            },
+            signal = &mut interrupt => break Err(Error::Interrupted(signal)),
             Some(f) = failures.recv() => break Err(f.into_error()),
             _ = &mut sync => break Ok(()),
             _ = ticker.tick() => {

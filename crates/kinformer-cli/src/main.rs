@@ -17,12 +17,16 @@
 //! objects: `watch` prints one line per notification (`ADDED`, `MODIFIED`, `DELETED`, the key,
 //! the resourceVersion and a summary; tombstones marked), `get` waits for the cache to sync and
 //! prints it as a table like `kubectl get`. `-o json|yaml|name|wide` and `--show-labels` change
-//! the output; stdout carries only the data. Ctrl-C stops the informer and exits 130, or 1 when
-//! a failure was being retried (the failure is reported).
+//! the output; stdout carries only the data. Resource names resolve as kubectl resolves them:
+//! the built-in types from a table, anything else (custom resources) through the server's
+//! discovery. Ctrl-C (or SIGTERM) stops the informer and exits 130 (143), or with the code of
+//! the failure that was being retried (the failure is reported).
 //!
 //! It behaves as a Unix tool: a closed stdout (`kinformer get pods | head -1`) ends it quietly
 //! with exit 0; log lines on stderr are coloured only on a terminal and never with `NO_COLOR` set;
-//! usage errors exit 2 with the message and a `--help` hint; other failures exit 1 with one line.
+//! usage errors exit 2 with the message and a `--help` hint; other failures print one line and
+//! exit with their class's code ([`Class`]: unreachable 3, credentials 4, kubeconfig 5, unknown
+//! resource 6, anything else 1).
 
 #![forbid(unsafe_code)]
 
@@ -40,9 +44,8 @@ use std::time::Duration;
 
 use clap::{CommandFactory, Parser};
 use kinformer::prelude::DynamicObject;
-use kinformer_client::{Api, Client, Config, KubeconfigOptions};
+use kinformer_client::{Api, Client, Config, Discovery, KubeconfigOptions};
 use kinformer_core::{ListParams, Scope};
-use kinformer_sim::{ChurnConfig, SimConfig, SimServer};
 
 use crate::args::{Cli, Command, Query};
 
@@ -74,17 +77,39 @@ enum Error {
         source: std::io::Error,
     },
     /// Waiting for Ctrl-C (or SIGTERM) could not be set up.
-    #[error("cannot listen for Ctrl-C: {0}")]
+    #[error("cannot listen for Ctrl-C and SIGTERM: {0}")]
     Signal(std::io::Error),
-    /// Ctrl-C arrived while the watch was retrying a failure; the failure is what is reported.
-    #[error("interrupted while retrying after: {0}")]
-    InterruptedWhileRetrying(String),
+    /// Ctrl-C or SIGTERM arrived while the watch was retrying a failure; the failure is what is
+    /// reported, with its class's exit code.
+    #[error("interrupted while retrying after: {cause}")]
+    InterruptedWhileRetrying {
+        /// The failure being retried.
+        cause: String,
+        /// Its class.
+        class: Class,
+    },
+    /// A failure the informer's reflector reported (already a line: `list: ...`).
+    #[error("{cause}")]
+    Failed {
+        /// What failed.
+        cause: String,
+        /// Its class.
+        class: Class,
+    },
+    /// The name is neither a built-in type nor anything the server's discovery lists. The
+    /// message is kubectl's, which names the resource without its group or version
+    /// (`widgets.example.com` is reported as `"widgets"`).
+    #[error(
+        "the server doesn't have a resource type \"{}\"",
+        .0.split('.').next().unwrap_or_default()
+    )]
+    UnknownResource(String),
     /// A command line clap accepts but the command cannot run: exit 2.
     #[error("{0}")]
     Usage(String),
-    /// Ctrl-C (SIGINT) arrived while all was well: exit 130, as other tools do.
+    /// Ctrl-C (SIGINT) or SIGTERM arrived while all was well: exit 130 or 143, as other tools do.
     #[error("interrupted")]
-    Interrupted,
+    Interrupted(Signal),
     /// No kubeconfig and no in-cluster configuration, and the fallback is forbidden.
     #[error(
         "no kubeconfig found (looked at --kubeconfig, KUBECONFIG, ~/.kube/config and the \
@@ -107,6 +132,166 @@ enum Error {
     #[error("writing output: {0}")]
     Output(#[from] std::io::Error),
 }
+
+/// What kind of failure ended a command. Each has its own exit code, so that a script can tell
+/// them apart; `kinformer --help` and docs/cli.md list them ([`args::EXIT_CODES`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Class {
+    /// Anything else: a server error, a NAME `get` did not find, output that cannot be written.
+    Other,
+    /// A command line that cannot run: an unknown flag, a bad selector or value (also when the
+    /// server rejects the request as malformed, 400).
+    Usage,
+    /// The API server cannot be reached: a refused connection, DNS, TLS, no answer in time.
+    Unreachable,
+    /// The credentials were refused (401), the identity may not list (403), or they could not
+    /// be obtained (a credential plugin failed).
+    Credentials,
+    /// The kubeconfig is broken, or missing where one is required (`--no-sim`).
+    Kubeconfig,
+    /// The server serves no resource type by that name.
+    UnknownResource,
+}
+
+impl Class {
+    /// The process's exit code for this class.
+    pub(crate) fn exit_code(self) -> u8 {
+        match self {
+            Self::Other => 1,
+            Self::Usage => 2,
+            Self::Unreachable => 3,
+            Self::Credentials => 4,
+            Self::Kubeconfig => 5,
+            Self::UnknownResource => 6,
+        }
+    }
+
+    /// The class of a client error.
+    pub(crate) fn of_client(e: &kinformer_client::Error) -> Self {
+        use kinformer_client::Error as E;
+        match e {
+            E::Connect { .. } | E::Timeout { .. } | E::Request { .. } | E::Tls { .. } => {
+                Self::Unreachable
+            }
+            E::Unauthorized { .. }
+            | E::Forbidden { .. }
+            | E::Auth { .. }
+            | E::ExecTimeout { .. } => Self::Credentials,
+            E::Config { .. } | E::InvalidRequest { .. } => Self::Kubeconfig,
+            E::NotFound { .. } => Self::UnknownResource,
+            E::InvalidName { .. } => Self::Usage,
+            E::Api { status } if status.code == 400 => Self::Usage,
+            _ => Self::Other,
+        }
+    }
+
+    /// The class of a list or watch error: its client error's, when it carries one.
+    pub(crate) fn of_list_watch(e: &kinformer_core::list_watch::Error) -> Self {
+        e.get_ref()
+            .downcast_ref::<kinformer_client::Error>()
+            .map_or(Self::Other, Self::of_client)
+    }
+
+    /// What to check, appended to the message of a client error of this class.
+    fn hint(self, e: Option<&kinformer_client::Error>) -> Option<&'static str> {
+        use kinformer_client::Error as E;
+        match (self, e) {
+            (Self::Unreachable, Some(E::Tls { .. })) => Some(
+                "check the kubeconfig's certificate-authority and that the server address names \
+                 the server's certificate",
+            ),
+            (Self::Unreachable, _) => {
+                Some("is the API server up, and is the kubeconfig's server address right?")
+            }
+            (Self::Credentials, Some(E::Forbidden { .. })) => {
+                Some("the kubeconfig's user may not do this: check its RBAC permissions")
+            }
+            (Self::Credentials, _) => Some("check the credentials of the kubeconfig's user"),
+            _ => None,
+        }
+    }
+}
+
+impl Error {
+    /// The class of this failure, which decides the exit code.
+    fn class(&self) -> Class {
+        match self {
+            Self::Client(e) => Class::of_client(e),
+            Self::ListWatch(e) => Class::of_list_watch(e),
+            Self::InterruptedWhileRetrying { class, .. } | Self::Failed { class, .. } => *class,
+            Self::Usage(_) => Class::Usage,
+            Self::UnknownResource(_) => Class::UnknownResource,
+            Self::NoConfig => Class::Kubeconfig,
+            _ => Class::Other,
+        }
+    }
+}
+
+/// The signal that stopped the tool.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Signal {
+    /// SIGINT (Ctrl-C): exit 130.
+    Interrupt,
+    /// SIGTERM: exit 143 (128 + 15, what a shell reports for a process SIGTERM ended).
+    Terminate,
+}
+
+impl Signal {
+    fn exit_code(self) -> u8 {
+        match self {
+            Self::Interrupt => 130,
+            Self::Terminate => 143,
+        }
+    }
+}
+
+/// Ctrl-C and SIGTERM, listened for from the moment this is made: either stops the command the
+/// same way (the informer stopped, whole lines only).
+struct Signals {
+    #[cfg(unix)]
+    interrupt: tokio::signal::unix::Signal,
+    #[cfg(unix)]
+    terminate: tokio::signal::unix::Signal,
+}
+
+impl Signals {
+    fn new() -> std::io::Result<Self> {
+        #[cfg(unix)]
+        {
+            use tokio::signal::unix::{SignalKind, signal};
+            Ok(Self {
+                interrupt: signal(SignalKind::interrupt())?,
+                terminate: signal(SignalKind::terminate())?,
+            })
+        }
+        #[cfg(not(unix))]
+        Ok(Self {})
+    }
+
+    /// The next signal.
+    async fn recv(&mut self) -> Signal {
+        #[cfg(unix)]
+        {
+            tokio::select! {
+                _ = self.interrupt.recv() => Signal::Interrupt,
+                _ = self.terminate.recv() => Signal::Terminate,
+            }
+        }
+        #[cfg(not(unix))]
+        {
+            match tokio::signal::ctrl_c().await {
+                Ok(()) => Signal::Interrupt,
+                Err(_) => std::future::pending().await,
+            }
+        }
+    }
+}
+
+/// How long the first requests (discovery, and the one-object list before the informer starts)
+/// may take without `--request-timeout`: far more than a healthy server needs for them, and far
+/// less than the client's own 60 s bound on response headers, so that a server that accepts
+/// connections and never answers is reported promptly.
+const FIRST_ANSWER_BOUND: Duration = Duration::from_secs(10);
 
 /// The environment variable that forbids the fallback to an embedded simulated cluster.
 const NO_SIM_ENV: &str = "KINFORMER_NO_SIM";
@@ -163,18 +348,32 @@ fn main() -> ExitCode {
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(Error::Output(e)) if e.kind() == std::io::ErrorKind::BrokenPipe => ExitCode::SUCCESS,
-        Err(Error::Interrupted) => ExitCode::from(130),
-        Err(Error::Usage(message)) => {
-            let _ = writeln!(std::io::stderr(), "error: {message}");
-            ExitCode::from(2)
-        }
-        Err(e) => {
+        Err(Error::Interrupted(signal)) => ExitCode::from(signal.exit_code()),
+        Err(e @ (Error::Usage(_) | Error::UnknownResource(_))) => {
+            // kubectl's form for these: `error: the server doesn't have a resource type "foo"`.
             let _ = writeln!(
                 std::io::stderr(),
-                "kinformer: {}",
+                "error: {}",
                 shorten_lines(&e.to_string())
             );
-            ExitCode::FAILURE
+            ExitCode::from(e.class().exit_code())
+        }
+        Err(e) => {
+            let class = e.class();
+            let message = e.to_string();
+            let client = match &e {
+                Error::Client(c) => Some(c),
+                Error::ListWatch(l) => l.get_ref().downcast_ref::<kinformer_client::Error>(),
+                _ => None,
+            };
+            let line = match class.hint(client) {
+                Some(hint) if !matches!(e, Error::InterruptedWhileRetrying { .. }) => {
+                    format!("{message} ({hint})")
+                }
+                _ => message,
+            };
+            let _ = writeln!(std::io::stderr(), "kinformer: {}", shorten_lines(&line));
+            ExitCode::from(class.exit_code())
         }
     }
 }
@@ -334,15 +533,7 @@ async fn run(q: Query, mode: Mode) -> Result<(), Error> {
     let mut config = match config {
         Some(c) => c,
         None => {
-            let sim = SimServer::start(SimConfig::default()).await?;
-            let store = sim.store();
-            store.seed_pods(q.sim_pods, q.seed);
-            let churn = (q.sim_churn > 0.0).then(|| {
-                store.churn(ChurnConfig {
-                    rate_per_sec: q.sim_churn,
-                    seed: q.seed,
-                })
-            });
+            let (sim, churn) = sim::embedded(q.sim_pods, q.sim_churn, q.seed).await?;
             eprintln!(
                 "kinformer: {}: using an embedded simulated cluster at {} ({} pods, {} writes/s)",
                 if q.sim {
@@ -359,30 +550,40 @@ async fn run(q: Query, mode: Mode) -> Result<(), Error> {
             config
         }
     };
-    if let Some(args::RequestTimeout(timeout)) = q.request_timeout {
-        config.request_timeout = timeout;
-    }
+    let first_bound = match q.request_timeout {
+        Some(args::RequestTimeout(timeout)) => {
+            config.request_timeout = timeout;
+            timeout
+        }
+        None => Some(FIRST_ANSWER_BOUND),
+    };
     let client = Client::new(config)?;
-    let resources = &q.resource.0;
-    // Listening for Ctrl-C from here on: the first request is already cancellable.
-    let mut interrupt = std::pin::pin!(tokio::signal::ctrl_c());
+    // Listening for Ctrl-C and SIGTERM from here on: the first request is already cancellable.
+    let mut signals = Signals::new().map_err(Error::Signal)?;
+    let mut interrupt = std::pin::pin!(signals.recv());
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
-    let mut result = Ok(());
+    let mut result = tokio::select! {
+        signal = &mut interrupt => Err(Error::Interrupted(signal)),
+        resolved = resolve(&client, &q.resource.0, first_bound) => resolved,
+    };
     // Whether a table was printed: the next one comes after a blank line, as in kubectl.
     let mut printed = false;
-    for resource in resources {
-        let one = One {
-            client: &client,
-            q: &q,
-            resource,
-            several: resources.len() > 1,
-        };
-        match one.run(&mode, printed, &mut out, interrupt.as_mut()).await {
-            Ok(p) => printed |= p,
-            Err(e) => {
-                result = Err(e);
-                break;
+    if let Ok(resources) = &result {
+        for resource in resources {
+            let one = One {
+                client: &client,
+                q: &q,
+                resource,
+                several: resources.len() > 1,
+                first_bound,
+            };
+            match one.run(&mode, printed, &mut out, interrupt.as_mut()).await {
+                Ok(p) => printed |= p,
+                Err(e) => {
+                    result = Err(e);
+                    break;
+                }
             }
         }
     }
@@ -396,6 +597,33 @@ async fn run(q: Query, mode: Mode) -> Result<(), Error> {
     Ok(())
 }
 
+/// The resources the names stand for: built-in names at once ([`args::builtin`]), the others
+/// through the server's discovery, fetched once and bounded by `bound`.
+async fn resolve(
+    client: &Client,
+    names: &[String],
+    bound: Option<Duration>,
+) -> Result<Vec<kinformer_core::ApiResource>, Error> {
+    let mut discovery = None;
+    let mut resources = Vec::with_capacity(names.len());
+    for name in names {
+        if let Some(r) = args::builtin(name) {
+            resources.push(r);
+            continue;
+        }
+        if discovery.is_none() {
+            discovery = Some(Discovery::fetch(client, bound).await?);
+        }
+        let found = discovery
+            .as_ref()
+            .and_then(|d| d.resolve(name))
+            .ok_or_else(|| Error::UnknownResource(name.clone()))?;
+        tracing::debug!(name, resource = ?found.resource, "resolved through discovery");
+        resources.push(found.resource.clone());
+    }
+    Ok(resources)
+}
+
 /// One resource type of a command.
 struct One<'a> {
     client: &'a Client,
@@ -403,6 +631,8 @@ struct One<'a> {
     resource: &'a kinformer_core::ApiResource,
     /// Whether the command names several types (`get pods,nodes`): names then carry their type.
     several: bool,
+    /// The bound on the first request, when there is one.
+    first_bound: Option<Duration>,
 }
 
 impl One<'_> {
@@ -413,7 +643,7 @@ impl One<'_> {
         mode: &Mode,
         separate: bool,
         out: &mut impl Write,
-        mut interrupt: std::pin::Pin<&mut impl Future<Output = std::io::Result<()>>>,
+        mut interrupt: std::pin::Pin<&mut impl Future<Output = Signal>>,
     ) -> Result<bool, Error> {
         let (q, resource) = (self.q, self.resource);
         let watch = !matches!(mode, Mode::Get);
@@ -434,18 +664,31 @@ impl One<'_> {
             limit: Some(1),
             ..selectors.clone()
         };
-        let probed = tokio::select! {
-            r = &mut interrupt => {
-                r.map_err(Error::Signal)?;
-                return Err(Error::Interrupted);
+        let bounded = async {
+            match self.first_bound {
+                Some(limit) => tokio::time::timeout(limit, api.list(&probe))
+                    .await
+                    .unwrap_or(Err(kinformer_client::Error::Timeout {
+                        waiting_for: "an answer to the first request",
+                        limit,
+                    })),
+                None => api.list(&probe).await,
             }
-            probed = api.list(&probe) => probed,
         };
+        let probed = tokio::select! {
+            signal = &mut interrupt => return Err(Error::Interrupted(signal)),
+            probed = bounded => probed,
+        };
+        // The failure `watch` goes on to retry, if any: what Ctrl-C then reports.
+        let mut retrying = None;
         if let Err(e) = probed {
+            let class = Class::of_client(&e);
             let e = kinformer_core::list_watch::Error::from(e);
             if !watch || e.kind() == kinformer_core::list_watch::ErrorKind::Fatal {
                 return Err(e.into());
             }
+            tracing::warn!("list: {e}; retrying");
+            retrying = Some(informer::Failure::new(format!("list: {e}"), false, class));
         }
         let kind = resource.kind.to_lowercase();
         let style = print::Style {
@@ -473,7 +716,7 @@ impl One<'_> {
             listed: std::sync::Arc::default(),
         };
         match *mode {
-            Mode::Watch => informer::watch(job, q.max_events, out, interrupt)
+            Mode::Watch => informer::watch(job, retrying, q.max_events, out, interrupt)
                 .await
                 .map(|()| false),
             Mode::Get => informer::get(job, &q.names, separate, out, interrupt).await,
@@ -520,12 +763,110 @@ mod tests {
 
     #[test]
     fn usage_errors_keep_the_message_and_the_hint() {
-        let e = Cli::try_parse_from(["kinformer", "watch", "widgets"]).unwrap_err();
+        let e = Cli::try_parse_from(["kinformer", "watch", "pods,"]).unwrap_err();
         let text = without_usage(&e.render().to_string());
-        assert!(text.starts_with("error: invalid value 'widgets'"), "{text}");
+        assert!(text.starts_with("error: invalid value 'pods,'"), "{text}");
         assert!(text.contains("--help"), "{text}");
         assert!(!text.contains("Usage:"), "{text}");
         assert!(text.lines().count() <= 3, "{text}");
+    }
+
+    #[test]
+    fn each_client_error_has_its_class_and_exit_code() {
+        use kinformer_client::Error as E;
+        let message = || "m".to_owned();
+        let cases = [
+            (
+                E::Connect {
+                    source: "refused".into(),
+                },
+                3,
+            ),
+            (
+                E::Request {
+                    source: "reset".into(),
+                },
+                3,
+            ),
+            (
+                E::Timeout {
+                    waiting_for: "x",
+                    limit: Duration::from_secs(1),
+                },
+                3,
+            ),
+            (E::Tls { message: message() }, 3),
+            (E::Unauthorized { message: message() }, 4),
+            (E::Forbidden { message: message() }, 4),
+            (E::Auth { message: message() }, 4),
+            (
+                E::ExecTimeout {
+                    command: "c".into(),
+                    timeout: Duration::from_secs(1),
+                },
+                4,
+            ),
+            (
+                E::Config {
+                    path: None,
+                    field: "f".into(),
+                    message: message(),
+                },
+                5,
+            ),
+            (E::InvalidRequest { message: message() }, 5),
+            (E::NotFound { message: message() }, 6),
+            (
+                E::InvalidName {
+                    what: "namespace",
+                    value: "A".into(),
+                    problems: message(),
+                },
+                2,
+            ),
+            (
+                E::Api {
+                    status: Box::new(kinformer_core::Status::failure(400, "BadRequest", "m")),
+                },
+                2,
+            ),
+            (
+                E::Api {
+                    status: Box::new(kinformer_core::Status::failure(422, "Invalid", "m")),
+                },
+                1,
+            ),
+            (
+                E::ServerError {
+                    code: 500,
+                    retry_after: None,
+                    message: message(),
+                },
+                1,
+            ),
+            (E::Gone { message: message() }, 1),
+        ];
+        for (e, code) in cases {
+            assert_eq!(Class::of_client(&e).exit_code(), code, "{e:?}");
+            // The same through the seam the informer speaks.
+            let neutral = kinformer_core::list_watch::Error::from(e);
+            assert_eq!(
+                Class::of_list_watch(&neutral).exit_code(),
+                code,
+                "{neutral}"
+            );
+        }
+        assert_eq!(
+            Error::UnknownResource("widgets.example.com".into()).to_string(),
+            "the server doesn't have a resource type \"widgets\""
+        );
+        assert_eq!(Error::UnknownResource("x".into()).class().exit_code(), 6);
+        assert_eq!(Error::NoConfig.class().exit_code(), 5);
+        assert_eq!(Error::Usage("u".into()).class().exit_code(), 2);
+        assert_eq!(
+            (Signal::Interrupt.exit_code(), Signal::Terminate.exit_code()),
+            (130, 143)
+        );
     }
 
     #[test]

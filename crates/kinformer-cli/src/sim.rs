@@ -10,7 +10,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use kinformer_sim::{Auth, ChurnConfig, SimConfig, SimServer};
+use kinformer_sim::{Auth, ChurnConfig, ChurnHandle, Cluster, ClusterConfig, SimConfig, SimServer};
 
 use crate::Error;
 use crate::args::SimArgs;
@@ -153,6 +153,28 @@ impl StopSignal {
     }
 }
 
+/// Starts the simulated cluster that `watch`, `get` and `stats` fall back to: `pods` pods in a
+/// cluster that looks real (see [`Cluster`]), changing at `churn` writes a second, the same for
+/// the same `seed`. The handle keeps the churn going; dropping it stops the churn.
+pub(crate) async fn embedded(
+    pods: usize,
+    churn: f64,
+    seed: u64,
+) -> Result<(SimServer, Option<ChurnHandle>), Error> {
+    let sim = SimServer::start(SimConfig::default()).await?;
+    let store = sim.store();
+    let cluster = Cluster::seed(
+        &store,
+        &ClusterConfig {
+            pods,
+            seed,
+            rate_per_sec: churn,
+        },
+    );
+    let churn = (churn > 0.0).then(|| cluster.churn(&store));
+    Ok((sim, churn))
+}
+
 /// Runs `kinformer sim` until Ctrl-C or SIGTERM.
 pub(crate) async fn run(args: SimArgs) -> Result<(), Error> {
     let stop = StopSignal::listen()?;
@@ -180,15 +202,21 @@ pub(crate) async fn run(args: SimArgs) -> Result<(), Error> {
         )))?,
     };
     kubeconfig.write(&sim.kubeconfig_yaml())?;
-    let store = sim.store();
-    if args.pods > 0 {
-        store.seed_pods(args.pods, args.seed);
-    }
     // The server runs the churn, so that the admin endpoint can stop and restart it.
-    sim.set_churn((args.churn > 0.0).then_some(ChurnConfig {
-        rate_per_sec: args.churn,
-        seed: args.seed,
-    }));
+    if args.pods > 0 {
+        // A cluster that looks real: nodes, deployments, replica sets, their pods, services.
+        sim.seed_cluster(&ClusterConfig {
+            pods: args.pods,
+            seed: args.seed,
+            rate_per_sec: args.churn,
+        });
+    } else {
+        // An empty server stays empty unless asked to churn; then pods come and go alone.
+        sim.set_churn((args.churn > 0.0).then_some(ChurnConfig {
+            rate_per_sec: args.churn,
+            seed: args.seed,
+        }));
+    }
     let path = kubeconfig.path.display();
     // A closed stdout does not stop the server: the kubeconfig is still there to be used.
     let mut out = std::io::stdout().lock();

@@ -118,7 +118,7 @@ pub(crate) async fn stats(
     interval: Duration,
     count: Option<u64>,
     out: &mut impl Write,
-    interrupt: impl Future<Output = std::io::Result<()>>,
+    interrupt: impl Future<Output = crate::Signal>,
 ) -> Result<(), crate::Error> {
     let (informer, mut failures, _) = crate::informer::build(run)?;
     let seen = Arc::new(Seen::default());
@@ -166,10 +166,7 @@ pub(crate) async fn stats(
     let result = loop {
         tokio::select! {
             biased;
-            r = &mut interrupt => break match r {
-                Err(e) => Err(crate::Error::Signal(e)),
-                Ok(()) => Err(crate::Error::Interrupted),
-            },
+            signal = &mut interrupt => break Err(crate::Error::Interrupted(signal)),
             Some(f) = failures.recv() => {
                 if f.fatal {
                     break Err(f.into_error());

@@ -95,7 +95,8 @@ fn a_broken_kubeconfig_is_reported_not_replaced() {
     let mut cmd = bare(dir.path());
     cmd.env("KUBECONFIG", &path).args(["get", "pods"]);
     let (status, out, err) = run(cmd);
-    assert_eq!(status.code(), Some(1));
+    // Exit 5: a broken kubeconfig.
+    assert_eq!(status.code(), Some(5), "{err}");
     assert!(out.is_empty(), "{out}");
     assert!(err.contains(&*path.to_string_lossy()), "{err}");
     assert!(!err.contains("embedded"), "{err}");
@@ -105,12 +106,12 @@ fn a_broken_kubeconfig_is_reported_not_replaced() {
 fn bad_command_lines_exit_2_with_a_help_hint() {
     let home = tempfile::tempdir().unwrap();
     let mut cmd = bare(home.path());
-    cmd.args(["watch", "widgets"]);
+    cmd.args(["watch", "pods,,nodes"]);
     let (status, out, err) = run(cmd);
     assert_eq!(status.code(), Some(2));
     assert!(out.is_empty(), "{out}");
-    assert!(err.contains("invalid value 'widgets'"), "{err}");
-    assert!(err.contains("unknown resource"), "{err}");
+    assert!(err.contains("invalid value 'pods,,nodes'"), "{err}");
+    assert!(err.contains("empty resource name"), "{err}");
     assert!(err.contains("--help"), "{err}");
 
     let mut cmd = bare(home.path());

@@ -192,7 +192,15 @@ async fn a_flapping_watch_does_not_reset_the_backoff() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn errors_retrying_cannot_fix_end_the_command() {
-    for code in [400, 401, 403, 404] {
+    // Each with the exit code of its class: a malformed request (2), credentials (4), an
+    // unknown resource (6).
+    // The line says what to check where there is something to say.
+    for (code, exit, says) in [
+        (400, 2, "scripted 400"),
+        (401, 4, "(check the credentials of the kubeconfig's user)"),
+        (403, 4, "check its RBAC permissions)"),
+        (404, 6, "scripted 404"),
+    ] {
         let (port, mut requests) = serve(Script::ListStatus(code)).await;
         let dir = tempfile::tempdir().unwrap();
         let path = kubeconfig(dir.path(), &format!("http://127.0.0.1:{port}"), "{}");
@@ -200,8 +208,9 @@ async fn errors_retrying_cannot_fix_end_the_command() {
         let (status, _, err) = tokio::task::spawn_blocking(move || support::run(cmd))
             .await
             .unwrap();
-        assert_eq!(status.code(), Some(1), "{code}: {err}");
+        assert_eq!(status.code(), Some(exit), "{code}: {err}");
         assert!(err.contains(&code.to_string()), "{code}: {err}");
+        assert!(err.contains(says), "{code}: {err}");
         assert_eq!(err.lines().count(), 1, "{code}: {err}");
         let mut lists = 0;
         while requests.try_recv().is_ok() {
@@ -222,7 +231,8 @@ async fn a_failing_credential_plugin_ends_the_command() {
     let (status, _, err) = tokio::task::spawn_blocking(move || support::run(cmd))
         .await
         .unwrap();
-    assert_eq!(status.code(), Some(1), "{err}");
+    // Exit 4: credentials.
+    assert_eq!(status.code(), Some(4), "{err}");
     assert!(err.contains("credentials"), "{err}");
     assert!(requests.try_recv().is_err(), "a request went out");
 }
@@ -269,7 +279,8 @@ async fn an_unreachable_server_is_retried_with_its_cause_and_ctrl_c_reports_it()
     })
     .await
     .unwrap();
-    assert_eq!(status.code(), Some(1), "{rest:?}");
+    // The code of the failure being retried: 3, the server cannot be reached.
+    assert_eq!(status.code(), Some(3), "{rest:?}");
     let last = rest.last().cloned().unwrap_or_default();
     assert!(
         last.starts_with("kinformer: interrupted while retrying after: list: cannot connect"),
@@ -291,7 +302,8 @@ async fn request_timeout_bounds_a_list_that_is_never_answered() {
     let (status, out, err) = tokio::task::spawn_blocking(move || support::run(cmd))
         .await
         .unwrap();
-    assert_eq!(status.code(), Some(1), "{err}");
+    // Exit 3: no answer in time, the server cannot be reached.
+    assert_eq!(status.code(), Some(3), "{err}");
     assert!(out.is_empty(), "{out}");
     assert!(
         err.contains("timed out") || err.contains("timeout"),

@@ -216,7 +216,8 @@ fn no_sim_forbids_the_embedded_cluster() {
     env.env("KINFORMER_NO_SIM", "1").args(["watch", "pods"]);
     for cmd in [flag, env] {
         let (status, out, err) = run(cmd);
-        assert_eq!(status.code(), Some(1), "{err}");
+        // Exit 5: no kubeconfig where one is required.
+        assert_eq!(status.code(), Some(5), "{err}");
         assert!(out.is_empty(), "{out}");
         assert_eq!(err.lines().count(), 1, "{err}");
         assert!(err.starts_with("kinformer: no kubeconfig found"), "{err}");

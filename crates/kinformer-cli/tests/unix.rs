@@ -54,7 +54,7 @@ fn help_and_version_come_from_clap() {
 fn usage_errors_print_the_message_and_a_help_hint_only() {
     let home = tempfile::tempdir().unwrap();
     for args in [
-        &["watch", "widgets"][..],
+        &["watch", "pods,,nodes"][..],
         &["watch", "pods", "--colour"],
         &["get", "pods", "--max-events", "ten"],
         &["frob"],
@@ -77,13 +77,21 @@ fn a_huge_argument_is_cut_short_in_the_error() {
     let home = tempfile::tempdir().unwrap();
     // Linux caps one argument at 128 KiB.
     let huge = "w".repeat(120 * 1024);
-    let mut cmd = bare(home.path());
-    cmd.args(["get", &huge]);
-    let (status, _, err) = run(cmd);
-    assert_eq!(status.code(), Some(2));
-    assert!(err.len() < 1_000, "{} bytes of error", err.len());
-    assert!(err.contains('…'), "{err}");
-    assert!(err.contains("--help"), "{err}");
+    // A usage error (a bad output format), and a resource type the server does not have (6).
+    for (args, code) in [
+        (&["get", "pods", "-o", &huge][..], 2),
+        (&["get", &huge, "--sim", "--sim-pods", "0"][..], 6),
+    ] {
+        let mut cmd = bare(home.path());
+        cmd.args(args);
+        let (status, _, err) = run(cmd);
+        assert_eq!(status.code(), Some(code), "{err}");
+        assert!(err.len() < 1_000, "{} bytes of error", err.len());
+        assert!(err.contains('…'), "{err}");
+        if code == 2 {
+            assert!(err.contains("--help"), "{err}");
+        }
+    }
 }
 
 #[cfg(unix)]
@@ -105,7 +113,8 @@ fn non_utf8_arguments_are_errors_not_panics() {
     let mut cmd = bare(home.path());
     cmd.args(["get", "pods", "--kubeconfig"]).arg(&path);
     let (status, out, err) = run(cmd);
-    assert_eq!(status.code(), Some(1), "{err}");
+    // Exit 5: the kubeconfig named is missing.
+    assert_eq!(status.code(), Some(5), "{err}");
     assert!(out.is_empty(), "{out}");
     assert!(err.contains("ubeconfig"), "{err}");
     assert!(!err.contains("panicked"), "{err}");

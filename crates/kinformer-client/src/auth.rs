@@ -245,16 +245,25 @@ impl ExecPlugin {
             stderr: output.2,
         };
         if !output.status.success() {
+            // The plugin's own words to its user (client-go shows its stderr too), on one line.
             let stderr = String::from_utf8_lossy(&output.stderr);
-            let stderr: String = stderr.trim().chars().take(300).collect();
+            let stderr = stderr
+                .lines()
+                .map(str::trim)
+                .filter(|l| !l.is_empty())
+                .collect::<Vec<_>>()
+                .join(" | ");
+            let stderr: String = stderr.chars().take(300).collect();
             return Err(fail(format!("exited with {}: {stderr}", output.status)));
         }
         let out: ExecOutput = serde_json::from_slice(&output.stdout)
-            .map_err(|e| fail(format!("output is not an ExecCredential: {e}")))?;
+            .map_err(|e| fail(format!("output is not an ExecCredential: {}", describe(&e))))?;
         if out.kind != "ExecCredential" || out.api_version != self.exec.api_version {
             return Err(fail(format!(
-                "returned {} {}, expected ExecCredential {}",
-                out.api_version, out.kind, self.exec.api_version
+                "returned apiVersion {} and kind {}, expected {:?} and \"ExecCredential\"",
+                shown(&out.api_version, &[EXEC_V1, EXEC_V1BETA1]),
+                shown(&out.kind, &["ExecCredential"]),
+                self.exec.api_version
             )));
         }
         let status = out
@@ -263,7 +272,8 @@ impl ExecPlugin {
         let expires = match &status.expiration_timestamp {
             Some(ts) if !ts.is_empty() => Some(parse_time(ts).ok_or_else(|| {
                 fail(format!(
-                    "expirationTimestamp {ts:?} is not an RFC 3339 time"
+                    "expirationTimestamp {} is not an RFC 3339 time",
+                    shown_time(ts)
                 ))
             })?),
             _ => None,
@@ -307,6 +317,44 @@ async fn read_capped(pipe: Option<impl tokio::io::AsyncRead + Unpin>) -> Vec<u8>
         }
     }
     out
+}
+
+/// What is wrong with a plugin's stdout, without quoting it: serde's messages can echo a value
+/// (`invalid type: string "..."`), and that value may be the credential itself.
+fn describe(e: &serde_json::Error) -> String {
+    let what = match e.classify() {
+        serde_json::error::Category::Io => "cannot be read",
+        serde_json::error::Category::Syntax => "is not JSON",
+        serde_json::error::Category::Data => "does not have the shape of an ExecCredential",
+        serde_json::error::Category::Eof => "ends before the JSON does",
+    };
+    format!("it {what} (line {}, column {})", e.line(), e.column())
+}
+
+/// A field of a plugin's output for an error message: quoted when it is one of the values this
+/// client knows, else only its length, since a plugin that puts a credential in the wrong place
+/// must not see it printed.
+fn shown(s: &str, known: &[&str]) -> String {
+    if s.is_empty() {
+        "nothing".to_owned()
+    } else if known.contains(&s) {
+        format!("{s:?}")
+    } else {
+        format!("an unknown value of {} characters", s.chars().count())
+    }
+}
+
+/// A timestamp that did not parse, quoted when it holds only the characters of a time.
+fn shown_time(ts: &str) -> String {
+    if ts.len() <= 40
+        && ts
+            .chars()
+            .all(|c| c.is_ascii_digit() || "TZtz:.+- ".contains(c))
+    {
+        format!("{ts:?}")
+    } else {
+        shown(ts, &[])
+    }
 }
 
 /// Parses an RFC 3339 timestamp.

@@ -54,7 +54,7 @@ struct Inner {
 impl fmt::Debug for Client {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Client")
-            .field("url", &self.inner.base)
+            .field("url", &crate::config::redact_url(self.inner.base.as_str()))
             .field("default_namespace", &self.inner.default_namespace)
             .finish_non_exhaustive()
     }
@@ -75,10 +75,10 @@ impl Client {
             .http2_keep_alive_while_idle(true)
             .http2_adaptive_window(true);
         builder = match &config.proxy_url {
-            Some(proxy) => builder.proxy(
-                reqwest::Proxy::all(proxy)
-                    .map_err(|e| Error::config(None, "proxy-url", format!("{proxy:?}: {e}")))?,
-            ),
+            Some(proxy) => builder.proxy(reqwest::Proxy::all(proxy).map_err(|e| {
+                let shown = crate::config::redact_url(proxy);
+                Error::config(None, "proxy-url", format!("{shown:?}: {e}"))
+            })?),
             // As client-go: without a proxy-url, the usual proxy environment variables apply.
             None => builder,
         };
@@ -199,6 +199,24 @@ impl Client {
             decoder,
             Some(idle),
         ))
+    }
+
+    /// GETs `path` (a server-relative path such as `/api/v1`) and decodes its JSON body as `T`,
+    /// with the same bounds, credentials and error mapping as a list. `what` names the document
+    /// in a decoding error.
+    pub(crate) async fn get_json<T: DeserializeOwned>(
+        &self,
+        path: &str,
+        what: &'static str,
+    ) -> Result<T, Error> {
+        let response = self.send(path, ACCEPT_JSON, false).await?;
+        let body = self.read_list_body(response).await?;
+        serde_json::from_slice(&body).map_err(|source| Error::Decode {
+            what,
+            line: None,
+            offset: None,
+            source: kinformer_core::Error::Decode { what, source },
+        })
     }
 
     /// Reads a list body: at most `max_list_body` bytes once decompressed, with no more than

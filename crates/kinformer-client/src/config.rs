@@ -138,7 +138,7 @@ pub enum AuthConfig {
 impl fmt::Debug for Config {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Config")
-            .field("cluster_url", &self.cluster_url)
+            .field("cluster_url", &redact_url(&self.cluster_url))
             .field("default_namespace", &self.default_namespace)
             .field(
                 "root_certs_pem",
@@ -149,7 +149,7 @@ impl fmt::Debug for Config {
             )
             .field("insecure_skip_tls_verify", &self.insecure_skip_tls_verify)
             .field("tls_server_name", &self.tls_server_name)
-            .field("proxy_url", &self.proxy_url)
+            .field("proxy_url", &self.proxy_url.as_deref().map(redact_url))
             .field("client_identity", &self.client_identity)
             .field("auth", &self.auth)
             .field("connect_timeout", &self.connect_timeout)
@@ -408,14 +408,14 @@ fn cluster_settings(named: &NamedCluster) -> Result<Config, Error> {
             return Err(Error::config(
                 src,
                 field("server"),
-                format!("{server:?} is not an http(s) URL"),
+                format!("{:?} is not an http(s) URL", redact_url(server)),
             ));
         }
         Err(e) => {
             return Err(Error::config(
                 src,
                 field("server"),
-                format!("{server:?}: {e}"),
+                format!("{:?}: {e}", redact_url(server)),
             ));
         }
     }
@@ -442,7 +442,7 @@ fn cluster_settings(named: &NamedCluster) -> Result<Config, Error> {
             return Err(Error::config(
                 src,
                 field("proxy-url"),
-                format!("{proxy:?}: {e}"),
+                format!("{:?}: {e}", redact_url(proxy)),
             ));
         }
         config.proxy_url = Some(proxy.to_owned());
@@ -594,6 +594,24 @@ fn exec_cluster_info(config: &Config, cluster: &NamedCluster) -> serde_json::Val
     info
 }
 
+/// A URL as messages and `Debug` show it: a user name and password in it (a proxy's, typically)
+/// are replaced by `redacted`, and text that does not parse but has an `@` (where credentials
+/// would be) is not shown at all.
+pub(crate) fn redact_url(url: &str) -> String {
+    match reqwest::Url::parse(url) {
+        Ok(mut u) if !u.username().is_empty() || u.password().is_some() => {
+            // Both calls fail only for URLs that cannot have credentials, which this one has.
+            let _ = u.set_username("redacted");
+            let _ = u.set_password(None);
+            u.into()
+        }
+        Err(_) if url.contains('@') => {
+            format!("<a URL of {} characters, not shown>", url.chars().count())
+        }
+        _ => url.to_owned(),
+    }
+}
+
 fn decode_base64(data: &str, src: Option<&Path>, field: &str) -> Result<Vec<u8>, Error> {
     let compact: String = data.chars().filter(|c| !c.is_whitespace()).collect();
     base64::engine::general_purpose::STANDARD
@@ -630,6 +648,40 @@ fn check_key(pem: &[u8], src: Option<&Path>, field: &str) -> Result<(), Error> {
 mod tests {
     use super::*;
     use std::collections::HashMap;
+
+    #[test]
+    fn urls_with_credentials_are_redacted() {
+        assert_eq!(
+            redact_url("http://ann:pw-9f2c@proxy:3128"),
+            "http://redacted@proxy:3128/"
+        );
+        assert_eq!(
+            redact_url("https://tok-9f2c@host/x"),
+            "https://redacted@host/x"
+        );
+        assert_eq!(redact_url("https://host:6443"), "https://host:6443");
+        assert!(!redact_url("http://ann:pw-9f2c@[bad").contains("pw-9f2c"));
+        let mut config = Config::new("https://ann:pw-9f2c@127.0.0.1:6443");
+        config.proxy_url = Some("http://bob:proxy-pw-9f2c@127.0.0.1:3128".into());
+        let debug = format!("{config:?}");
+        assert!(!debug.contains("9f2c"), "{debug}");
+        assert!(debug.contains("redacted@127.0.0.1:3128"), "{debug}");
+        for (server, proxy) in [
+            ("ftp://ann:pw-9f2c@h", "http://p"),
+            ("https://ann:pw-9f2c@[bad", "http://p"),
+            ("https://h", "http://bob:pw-9f2c@[bad"),
+        ] {
+            let kc = Kubeconfig::from_yaml(
+                &format!(
+                    "current-context: c\nclusters: [{{name: s, cluster: {{server: '{server}', proxy-url: '{proxy}'}}}}]\ncontexts: [{{name: c, context: {{cluster: s}}}}]"
+                ),
+                None,
+            )
+            .unwrap();
+            let err = Config::from_kubeconfig(&kc, &KubeconfigOptions::default()).unwrap_err();
+            assert!(!err.to_string().contains("9f2c"), "{err}");
+        }
+    }
 
     #[test]
     fn incluster_reads_the_service_account_folder() {

@@ -72,8 +72,9 @@ pub struct NamedCluster {
     pub source: Option<PathBuf>,
 }
 
-/// A cluster's connection settings.
-#[derive(Debug, Clone, Default, Deserialize)]
+/// A cluster's connection settings. `Debug` hides credentials written into the server or proxy
+/// URL.
+#[derive(Clone, Default, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub struct Cluster {
     /// `server`: the API server's URL.
@@ -94,6 +95,26 @@ pub struct Cluster {
     /// `proxy-url`: an HTTP(S) proxy for this cluster.
     #[serde(default)]
     pub proxy_url: Option<String>,
+}
+
+impl fmt::Debug for Cluster {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let redact = |u: &Option<String>| u.as_deref().map(crate::config::redact_url);
+        f.debug_struct("Cluster")
+            .field("server", &redact(&self.server))
+            .field("certificate_authority", &self.certificate_authority)
+            .field(
+                "certificate_authority_data",
+                &self
+                    .certificate_authority_data
+                    .as_ref()
+                    .map(|d| format!("<{} bytes>", d.len())),
+            )
+            .field("insecure_skip_tls_verify", &self.insecure_skip_tls_verify)
+            .field("tls_server_name", &self.tls_server_name)
+            .field("proxy_url", &redact(&self.proxy_url))
+            .finish()
+    }
 }
 
 /// One entry of `users`.
@@ -447,12 +468,18 @@ users:
       command: cred
       args: ["--token=arg-secret-5"]
       env: [{name: API_KEY, value: env-secret-6}]
+clusters:
+- name: c
+  cluster:
+    server: https://ann:url-secret-7@127.0.0.1:6443
+    proxy-url: http://bob:proxy-secret-8@127.0.0.1:3128
 "#;
         let kc = Kubeconfig::from_yaml(text, None).unwrap();
         let debug = format!("{kc:?}");
         assert!(kc.users[0].user.auth_provider);
         assert!(debug.contains("API_KEY"), "{debug}");
-        for n in 1..=6 {
+        assert!(debug.contains("redacted@127.0.0.1:3128"), "{debug}");
+        for n in 1..=8 {
             assert!(!debug.contains(&format!("secret-{n}")), "{debug}");
         }
     }

@@ -10,6 +10,9 @@
 //!   cluster-wide.
 //! - Watches decoded as the bytes arrive ([`WatchDecoder`], [`decode_watch`]), with a maximum
 //!   line length, an idle timeout, and typed errors that say whether to resume or relist.
+//! - [`Discovery`]: the resources the server serves (`/api`, `/apis` and each group version's
+//!   list, fetched at once under one bound), and kubectl's way of resolving a typed name
+//!   (`po`, `deployments.apps`, `widgets.example.com`) to one of them.
 //! - [`Config`] from a kubeconfig ([`Kubeconfig`], merged across `KUBECONFIG` files with kubectl's
 //!   rules) or from inside a pod: TLS with rustls, bearer tokens, rotating token files, basic
 //!   auth, client certificates, and exec credential plugins.
@@ -61,6 +64,7 @@ mod auth;
 mod client;
 mod config;
 mod decode;
+mod discovery;
 mod error;
 mod kubeconfig;
 mod secret;
@@ -73,6 +77,7 @@ pub use config::{
     KubeconfigOptions, SERVICE_ACCOUNT_DIR,
 };
 pub use decode::{WatchDecoder, WatchStream, decode_watch};
+pub use discovery::{DiscoveredResource, Discovery};
 pub use error::{BoxError, Error};
 pub use kubeconfig::{
     AuthInfo, Cluster, Context, ExecConfig, ExecEnvVar, Kubeconfig, NamedAuthInfo, NamedCluster,

@@ -83,7 +83,7 @@ pub(crate) fn client_config(
 
     let verifier: Arc<dyn ServerCertVerifier> = if config.insecure_skip_tls_verify {
         tracing::warn!(
-            server = %config.cluster_url,
+            server = %crate::config::redact_url(&config.cluster_url),
             "insecure-skip-tls-verify is set: the server's certificate is not verified"
         );
         Arc::new(NoVerification(Arc::clone(&provider)))

@@ -27,6 +27,11 @@
 //!   slow chunks, dropped connections.
 //! - **Workloads**: realistic pods ([`Store::seed_pods`], [`generate_pod`]) and a deterministic
 //!   churn of creates, updates and graceful deletes ([`Store::churn`], [`SimServer::set_churn`]).
+//! - **A cluster that looks real** ([`Cluster`], [`SimServer::seed_cluster`]): nodes, namespaces,
+//!   deployments with their replica sets and pods, kube-system, services, whose owner references
+//!   and node names point at objects that exist, churned by rollouts, scaling, pods moving
+//!   through their phases, crash loops, evictions and graceful deletions, deterministic for a
+//!   seed. The `kinformer` CLI's embedded cluster and the examples run on it.
 //!
 //! The defaults are a real server's (bookmarks each minute, history compacted every five
 //! minutes, Kubernetes 1.34); tests turn [`SimConfig`]'s knobs down when they need things sooner.
@@ -65,6 +70,7 @@ mod admin;
 mod admission;
 mod api;
 mod auth;
+mod cluster;
 mod discovery;
 mod error;
 mod faults;
@@ -77,6 +83,7 @@ mod watch;
 mod workload;
 
 pub use auth::Auth;
+pub use cluster::{Cluster, ClusterConfig, ClusterWrite, WriteKind};
 pub use error::Error;
 pub use faults::{Faults, RequestKind};
 pub use server::{KubeVersion, REQUEST_LOG_CAPACITY, RecordedRequest, SimConfig, SimServer};

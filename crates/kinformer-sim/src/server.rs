@@ -17,6 +17,7 @@ use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
 use crate::auth::{Presented, TlsMaterial, kubeconfig};
+use crate::cluster::{Cluster, ClusterConfig};
 use crate::faults::{FaultState, Faults};
 use crate::store::Store;
 use crate::workload::{ChurnConfig, ChurnHandle};
@@ -339,6 +340,29 @@ impl SimServer {
     /// admin endpoint `churn` controls the same churn.
     pub fn set_churn(&self, config: Option<ChurnConfig>) {
         set_churn(&self.shared, config);
+    }
+
+    /// Seeds a cluster that looks like a real one ([`Cluster`]: nodes, namespaces, deployments,
+    /// replica sets, pods, services) and, when [`ClusterConfig::rate_per_sec`] is above zero,
+    /// runs its churn as the server's churn, replacing any ([`SimServer::set_churn`] and the
+    /// admin endpoint `churn` replace it in turn). Call it on the server's tokio runtime.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() {
+    /// use kinformer_sim::{ClusterConfig, SimConfig, SimServer};
+    ///
+    /// let sim = SimServer::start(SimConfig::default()).await.unwrap();
+    /// sim.seed_cluster(&ClusterConfig { pods: 50, seed: 7, rate_per_sec: 4.0 });
+    /// // kubectl get nodes,deploy,rs,pods,svc -A now shows a small cluster that keeps changing.
+    /// sim.shutdown().await;
+    /// # }
+    /// ```
+    pub fn seed_cluster(&self, config: &ClusterConfig) {
+        let cluster = Cluster::seed(&self.shared.store, config);
+        let next = (config.rate_per_sec > 0.0).then(|| cluster.churn(&self.shared.store));
+        if let Some(old) = std::mem::replace(&mut *self.shared.churn.lock(), next) {
+            old.stop();
+        }
     }
 
     /// The fault injection knobs.

@@ -186,7 +186,7 @@ pub(crate) struct ResourceInfo {
 }
 
 impl ResourceInfo {
-    fn new(api: ApiResource) -> Self {
+    pub(crate) fn new(api: ApiResource) -> Self {
         let field_paths = match (api.group.as_str(), api.plural.as_str()) {
             ("", "pods") => vec![
                 "spec.nodeName",

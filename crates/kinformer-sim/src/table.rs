@@ -226,7 +226,391 @@ fn columns(info: &ResourceInfo) -> Vec<Value> {
             ),
             age,
         ],
+        ("", "nodes") => vec![
+            name,
+            column("Status", "string", "", "The status of the node", 0),
+            column("Roles", "string", "", "The roles of the node", 0),
+            age,
+            column(
+                "Version",
+                "string",
+                "",
+                "Kubelet Version reported by the node.",
+                0,
+            ),
+            column(
+                "Internal-IP",
+                "string",
+                "",
+                "List of addresses reachable to the node. Queried from cloud provider, if available.",
+                1,
+            ),
+            column(
+                "External-IP",
+                "string",
+                "",
+                "List of addresses reachable to the node. Queried from cloud provider, if available.",
+                1,
+            ),
+            column(
+                "OS-Image",
+                "string",
+                "",
+                "OS Image reported by the node from /etc/os-release (e.g. Debian GNU/Linux 7 (wheezy)).",
+                1,
+            ),
+            column(
+                "Kernel-Version",
+                "string",
+                "",
+                "Kernel Version reported by the node from 'uname -r' (e.g. 3.16.0-0.bpo.4-amd64).",
+                1,
+            ),
+            column(
+                "Container-Runtime",
+                "string",
+                "",
+                "ContainerRuntime Version reported by the node through runtime remote API (e.g. containerd://1.4.2).",
+                1,
+            ),
+        ],
+        ("", "services") => vec![
+            name,
+            column(
+                "Type",
+                "string",
+                "",
+                "type determines how the Service is exposed.",
+                0,
+            ),
+            column(
+                "Cluster-IP",
+                "string",
+                "",
+                "clusterIP is the IP address of the service and is usually assigned randomly.",
+                0,
+            ),
+            column(
+                "External-IP",
+                "string",
+                "",
+                "externalIPs is a list of IP addresses for which nodes in the cluster will also accept traffic for this service.",
+                0,
+            ),
+            column(
+                "Port(s)",
+                "string",
+                "",
+                "The list of ports that are exposed by this service.",
+                0,
+            ),
+            age,
+            column(
+                "Selector",
+                "string",
+                "",
+                "Route service traffic to pods with label keys and values matching this selector.",
+                1,
+            ),
+        ],
+        ("apps", "deployments") => {
+            let mut c = vec![
+                name,
+                column(
+                    "Ready",
+                    "string",
+                    "",
+                    "Number of the pod with ready state",
+                    0,
+                ),
+                column(
+                    "Up-to-date",
+                    "integer",
+                    "",
+                    "Total number of non-terminated pods targeted by this deployment that have the desired template spec.",
+                    0,
+                ),
+                column(
+                    "Available",
+                    "integer",
+                    "",
+                    "Total number of available pods (ready for at least minReadySeconds) targeted by this deployment.",
+                    0,
+                ),
+                age,
+            ];
+            c.extend(workload_wide_columns());
+            c
+        }
+        ("apps", "replicasets") => {
+            let mut c = vec![
+                name,
+                column(
+                    "Desired",
+                    "integer",
+                    "",
+                    "Replicas is the number of desired replicas.",
+                    0,
+                ),
+                column(
+                    "Current",
+                    "integer",
+                    "",
+                    "Replicas is the most recently observed number of replicas.",
+                    0,
+                ),
+                column(
+                    "Ready",
+                    "integer",
+                    "",
+                    "readyReplicas is the number of pods targeted by this ReplicaSet with a Ready Condition.",
+                    0,
+                ),
+                age,
+            ];
+            c.extend(workload_wide_columns());
+            c
+        }
+        ("apps", "daemonsets") => {
+            let mut c = vec![
+                name,
+                column(
+                    "Desired",
+                    "integer",
+                    "",
+                    "The total number of nodes that should be running the daemon pod.",
+                    0,
+                ),
+                column(
+                    "Current",
+                    "integer",
+                    "",
+                    "The number of nodes that are running at least 1 daemon pod and are supposed to run the daemon pod.",
+                    0,
+                ),
+                column(
+                    "Ready",
+                    "integer",
+                    "",
+                    "numberReady is the number of nodes that should be running the daemon pod and have one or more of the daemon pod running with a Ready Condition.",
+                    0,
+                ),
+                column(
+                    "Up-to-date",
+                    "integer",
+                    "",
+                    "The total number of nodes that are running updated daemon pod",
+                    0,
+                ),
+                column(
+                    "Available",
+                    "integer",
+                    "",
+                    "The number of nodes that should be running the daemon pod and have one or more of the daemon pod running and available.",
+                    0,
+                ),
+                column(
+                    "Node Selector",
+                    "string",
+                    "",
+                    "NodeSelector is a selector which must be true for the pod to fit on a node.",
+                    0,
+                ),
+                age,
+            ];
+            c.extend(workload_wide_columns());
+            c
+        }
         _ => vec![name, age],
+    }
+}
+
+/// The wide columns of deployments, replica sets and daemon sets.
+fn workload_wide_columns() -> Vec<Value> {
+    vec![
+        column(
+            "Containers",
+            "string",
+            "",
+            "Names of each container in the template.",
+            1,
+        ),
+        column(
+            "Images",
+            "string",
+            "",
+            "Images referenced by each container in the template.",
+            1,
+        ),
+        column(
+            "Selector",
+            "string",
+            "",
+            "Label selector for pods. Existing ReplicaSets whose pods are selected by this will be the ones affected by this deployment.",
+            1,
+        ),
+    ]
+}
+
+/// `key=value,...` of a label map, sorted by key (as `labels.Set.String` prints it).
+fn label_string(labels: &Value) -> String {
+    let mut pairs: Vec<String> = labels
+        .as_object()
+        .map(|m| {
+            m.iter()
+                .map(|(k, v)| format!("{k}={}", v.as_str().unwrap_or_default()))
+                .collect()
+        })
+        .unwrap_or_default();
+    pairs.sort();
+    if pairs.is_empty() {
+        "<none>".to_owned()
+    } else {
+        pairs.join(",")
+    }
+}
+
+/// The containers and images cells of a workload's pod template, and its selector.
+fn workload_wide_cells(o: &Value) -> [Value; 3] {
+    let containers = o["spec"]["template"]["spec"]["containers"].as_array();
+    let join = |field: &str| {
+        containers
+            .map(|cs| {
+                cs.iter()
+                    .map(|c| c[field].as_str().unwrap_or_default())
+                    .collect::<Vec<_>>()
+                    .join(",")
+            })
+            .unwrap_or_default()
+    };
+    [
+        json!(join("name")),
+        json!(join("image")),
+        json!(label_string(&o["spec"]["selector"]["matchLabels"])),
+    ]
+}
+
+fn count(v: &Value) -> i64 {
+    v.as_i64().unwrap_or(0)
+}
+
+/// A node's status column: `Ready`, `NotReady` or `Unknown`, then `SchedulingDisabled` when
+/// cordoned.
+fn node_status(node: &Value) -> String {
+    let ready = node["status"]["conditions"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|c| c["type"] == "Ready")
+        .map_or("Unknown", |c| match c["status"].as_str() {
+            Some("True") => "Ready",
+            Some("False") => "NotReady",
+            _ => "Unknown",
+        });
+    if node["spec"]["unschedulable"] == true {
+        format!("{ready},SchedulingDisabled")
+    } else {
+        ready.to_owned()
+    }
+}
+
+/// A node's roles, from its `node-role.kubernetes.io/<role>` labels.
+fn node_roles(node: &Value) -> String {
+    let mut roles: Vec<&str> = node["metadata"]["labels"]
+        .as_object()
+        .into_iter()
+        .flatten()
+        .filter_map(|(k, _)| k.strip_prefix("node-role.kubernetes.io/"))
+        .filter(|r| !r.is_empty())
+        .collect();
+    roles.sort_unstable();
+    if roles.is_empty() {
+        "<none>".to_owned()
+    } else {
+        roles.join(",")
+    }
+}
+
+fn node_address(node: &Value, kind: &str) -> String {
+    node["status"]["addresses"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|a| a["type"] == kind)
+        .and_then(|a| a["address"].as_str())
+        .unwrap_or("<none>")
+        .to_owned()
+}
+
+/// A service's external IP column: its external IPs, or a load balancer's ingress (or
+/// `<pending>` while it has none).
+fn service_external_ip(svc: &Value) -> String {
+    let spec = &svc["spec"];
+    let mut ips: Vec<String> = spec["externalIPs"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|i| i.as_str().map(str::to_owned))
+        .collect();
+    if spec["type"] == "LoadBalancer" {
+        ips.extend(
+            svc["status"]["loadBalancer"]["ingress"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(|i| i["ip"].as_str().or_else(|| i["hostname"].as_str()))
+                .map(str::to_owned),
+        );
+        if ips.is_empty() {
+            return "<pending>".to_owned();
+        }
+    }
+    if spec["type"] == "ExternalName" {
+        return spec["externalName"].as_str().unwrap_or("<none>").to_owned();
+    }
+    if ips.is_empty() {
+        "<none>".to_owned()
+    } else {
+        ips.join(",")
+    }
+}
+
+/// `80/TCP,443:30443/TCP`.
+fn service_ports(svc: &Value) -> String {
+    let ports: Vec<String> = svc["spec"]["ports"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|p| {
+            let protocol = p["protocol"].as_str().unwrap_or("TCP");
+            match p["nodePort"].as_i64() {
+                Some(node) => format!("{}:{node}/{protocol}", count(&p["port"])),
+                None => format!("{}/{protocol}", count(&p["port"])),
+            }
+        })
+        .collect();
+    if ports.is_empty() {
+        "<none>".to_owned()
+    } else {
+        ports.join(",")
+    }
+}
+
+/// The restarts column: the count, and how long ago the last one was when there was one.
+fn restarts_cell(statuses: Option<&Vec<Value>>, now: i64) -> String {
+    let Some(statuses) = statuses else {
+        return "0".to_owned();
+    };
+    let restarts: i64 = statuses.iter().map(|c| count(&c["restartCount"])).sum();
+    let last = statuses
+        .iter()
+        .filter_map(|c| c["lastState"]["terminated"]["finishedAt"].as_str())
+        .filter_map(|t| t.parse::<jiff::Timestamp>().ok())
+        .map(|t| t.as_second())
+        .max();
+    match last {
+        Some(at) if restarts > 0 => format!("{restarts} ({} ago)", human_duration(now - at)),
+        _ => restarts.to_string(),
     }
 }
 
@@ -265,11 +649,6 @@ fn cells(info: &ResourceInfo, o: &Value, now: i64) -> Vec<Value> {
             let total = o["spec"]["containers"].as_array().map_or(0, Vec::len);
             let statuses = o["status"]["containerStatuses"].as_array();
             let ready = statuses.map_or(0, |s| s.iter().filter(|c| c["ready"] == true).count());
-            let restarts: i64 = statuses.map_or(0, |s| {
-                s.iter()
-                    .map(|c| c["restartCount"].as_i64().unwrap_or(0))
-                    .sum()
-            });
             let none = || json!("<none>");
             let text = |v: &Value| {
                 v.as_str()
@@ -280,7 +659,7 @@ fn cells(info: &ResourceInfo, o: &Value, now: i64) -> Vec<Value> {
                 name,
                 json!(format!("{ready}/{total}")),
                 json!(pod_status(o)),
-                json!(restarts.to_string()),
+                json!(restarts_cell(statuses, now)),
                 json!(age(o, now)),
                 text(&o["status"]["podIP"]),
                 text(&o["spec"]["nodeName"]),
@@ -301,6 +680,75 @@ fn cells(info: &ResourceInfo, o: &Value, now: i64) -> Vec<Value> {
             ),
             json!(age(o, now)),
         ],
+        ("", "nodes") => {
+            let info = &o["status"]["nodeInfo"];
+            let text = |v: &Value| json!(v.as_str().unwrap_or("<unknown>"));
+            vec![
+                name,
+                json!(node_status(o)),
+                json!(node_roles(o)),
+                json!(age(o, now)),
+                text(&info["kubeletVersion"]),
+                json!(node_address(o, "InternalIP")),
+                json!(node_address(o, "ExternalIP")),
+                text(&info["osImage"]),
+                text(&info["kernelVersion"]),
+                text(&info["containerRuntimeVersion"]),
+            ]
+        }
+        ("", "services") => vec![
+            name,
+            json!(o["spec"]["type"].as_str().unwrap_or("ClusterIP")),
+            json!(o["spec"]["clusterIP"].as_str().unwrap_or("<none>")),
+            json!(service_external_ip(o)),
+            json!(service_ports(o)),
+            json!(age(o, now)),
+            json!(label_string(&o["spec"]["selector"])),
+        ],
+        ("apps", "deployments") => {
+            let st = &o["status"];
+            let mut c = vec![
+                name,
+                json!(format!(
+                    "{}/{}",
+                    count(&st["readyReplicas"]),
+                    count(&o["spec"]["replicas"])
+                )),
+                json!(count(&st["updatedReplicas"])),
+                json!(count(&st["availableReplicas"])),
+                json!(age(o, now)),
+            ];
+            c.extend(workload_wide_cells(o));
+            c
+        }
+        ("apps", "replicasets") => {
+            let st = &o["status"];
+            let mut c = vec![
+                name,
+                json!(count(&o["spec"]["replicas"])),
+                json!(count(&st["replicas"])),
+                json!(count(&st["readyReplicas"])),
+                json!(age(o, now)),
+            ];
+            c.extend(workload_wide_cells(o));
+            c
+        }
+        ("apps", "daemonsets") => {
+            let st = &o["status"];
+            let selector = &o["spec"]["template"]["spec"]["nodeSelector"];
+            let mut c = vec![
+                name,
+                json!(count(&st["desiredNumberScheduled"])),
+                json!(count(&st["currentNumberScheduled"])),
+                json!(count(&st["numberReady"])),
+                json!(count(&st["updatedNumberScheduled"])),
+                json!(count(&st["numberAvailable"])),
+                json!(label_string(selector)),
+                json!(age(o, now)),
+            ];
+            c.extend(workload_wide_cells(o));
+            c
+        }
         _ => vec![name, json!(age(o, now))],
     }
 }
@@ -432,5 +880,71 @@ mod tests {
         assert_eq!(human_duration(30 * 3600), "30h");
         assert_eq!(human_duration(3 * 86_400 + 3600), "3d1h");
         assert_eq!(human_duration(40 * 86_400), "40d");
+    }
+
+    fn row(group: &str, kind: &str, plural: &str, object: &Value, now: i64) -> Vec<Value> {
+        use kinformer_core::{ApiResource, Scope};
+        let info = ResourceInfo::new(ApiResource::new(
+            group,
+            "v1",
+            kind,
+            plural,
+            Scope::Namespaced,
+        ));
+        let cells = cells(&info, object, now);
+        assert_eq!(cells.len(), columns(&info).len(), "{plural}");
+        cells
+    }
+
+    #[test]
+    fn workload_node_and_service_rows_print_like_kubectl() {
+        let now = 1_700_000_000;
+        let created = "2023-11-14T22:13:20Z"; // now
+        let node = json!({
+            "metadata": {"name": "n1", "creationTimestamp": created, "labels": {"node-role.kubernetes.io/control-plane": ""}},
+            "status": {"conditions": [{"type": "Ready", "status": "True"}], "addresses": [{"type": "InternalIP", "address": "172.18.0.2"}],
+                "nodeInfo": {"kubeletVersion": "v1.34.1", "osImage": "Debian", "kernelVersion": "6.8", "containerRuntimeVersion": "containerd://2.1.3"}},
+        });
+        let cells = row("", "Node", "nodes", &node, now + 3 * 3600);
+        assert_eq!(
+            cells[..5],
+            [
+                json!("n1"),
+                json!("Ready"),
+                json!("control-plane"),
+                json!("3h"),
+                json!("v1.34.1")
+            ]
+        );
+        assert_eq!(cells[5..7], [json!("172.18.0.2"), json!("<none>")]);
+
+        let svc = json!({"metadata": {"name": "web"}, "spec": {"type": "LoadBalancer", "clusterIP": "10.96.1.20", "selector": {"app": "web"},
+            "ports": [{"port": 80, "nodePort": 30080, "protocol": "TCP"}]}, "status": {"loadBalancer": {}}});
+        let cells = row("", "Service", "services", &svc, now);
+        assert_eq!(
+            cells[1..5],
+            [
+                json!("LoadBalancer"),
+                json!("10.96.1.20"),
+                json!("<pending>"),
+                json!("80:30080/TCP")
+            ]
+        );
+        assert_eq!(cells[6], json!("app=web"));
+
+        let deploy = json!({"metadata": {"name": "web"}, "spec": {"replicas": 3, "selector": {"matchLabels": {"app": "web"}},
+            "template": {"spec": {"containers": [{"name": "web", "image": "nginx:1.27.3"}]}}},
+            "status": {"readyReplicas": 2, "updatedReplicas": 3, "availableReplicas": 2}});
+        let cells = row("apps", "Deployment", "deployments", &deploy, now);
+        assert_eq!(cells[1..4], [json!("2/3"), json!(3), json!(2)]);
+        assert_eq!(
+            cells[5..],
+            [json!("web"), json!("nginx:1.27.3"), json!("app=web")]
+        );
+
+        let pod = json!({"metadata": {"name": "p"}, "spec": {"containers": [{"name": "c"}]}, "status": {"phase": "Running",
+            "containerStatuses": [{"ready": true, "restartCount": 2, "lastState": {"terminated": {"finishedAt": "2023-11-14T20:13:20Z"}}}]}});
+        let cells = row("", "Pod", "pods", &pod, now);
+        assert_eq!(cells[3], json!("2 (120m ago)"));
     }
 }

@@ -20,17 +20,17 @@ const PHASES: [&str; 3] = ["Running", "Pending", "Succeeded"];
 
 /// A small deterministic random number generator (splitmix64).
 #[derive(Debug, Clone)]
-struct Rng(u64);
+pub(crate) struct Rng(pub(crate) u64);
 
 impl Rng {
-    fn next(&mut self) -> u64 {
+    pub(crate) fn next(&mut self) -> u64 {
         self.0 = self.0.wrapping_add(1);
         splitmix(self.0)
     }
-    fn below(&mut self, n: u64) -> u64 {
+    pub(crate) fn below(&mut self, n: u64) -> u64 {
         self.next() % n.max(1)
     }
-    fn pick<'a>(&mut self, of: &[&'a str]) -> &'a str {
+    pub(crate) fn pick<'a>(&mut self, of: &[&'a str]) -> &'a str {
         of[self.below(of.len() as u64) as usize]
     }
 }
@@ -284,6 +284,11 @@ pub struct ChurnHandle {
 }
 
 impl ChurnHandle {
+    /// Wraps a running write loop and its counter of writes.
+    pub(crate) fn new(task: JoinHandle<()>, writes: Arc<AtomicU64>) -> Self {
+        Self { task, writes }
+    }
+
     /// How many writes the loop has made so far.
     pub fn writes(&self) -> u64 {
         self.writes.load(Ordering::Relaxed)

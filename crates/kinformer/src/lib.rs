@@ -14,6 +14,11 @@
 //! source), `.queue(..)`, `.cache(..)`, `.handler(..)`. The HTTP client sits behind the default
 //! `client` feature: a pipeline fed from another source compiles without it.
 //!
+//! The cached object type is yours to choose: a typed `Pod`, a [`DynamicObject`](core::DynamicObject),
+//! metadata only, or one of the [`compact`] forms (`Compact<Pod>`, `Compressed<Pod>`), which keep
+//! the raw JSON (plain or compressed) with the decoded metadata and decode the typed object only
+//! when a handler asks: `Informer::<Compact<Pod>>::builder().list_watch(Api::all(client))`.
+//!
 //! # Example
 //! ```
 //! # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -47,6 +52,8 @@ pub struct ReadmeDoctests;
 #[cfg(feature = "client")]
 #[doc(inline)]
 pub use kinformer_client as client;
+#[doc(inline)]
+pub use kinformer_compact as compact;
 #[doc(inline)]
 pub use kinformer_core as core;
 #[doc(inline)]
@@ -86,6 +93,7 @@ pub mod prelude {
 
     #[cfg(feature = "client")]
     pub use kinformer_client::{Api, Client};
+    pub use kinformer_compact::{Compact, Compressed};
     pub use kinformer_core::{
         ApiResource, CacheRead, DeltaObject, DynamicObject, IndexRead, LabelSelector, ListWatch,
         Object, ObjectKey, PartialObjectMetadata,

@@ -6,7 +6,7 @@
 use std::time::Duration;
 
 use kinformer::client::{Client, Config, KubeconfigOptions};
-use kinformer_sim::{ChurnConfig, SimConfig, SimServer};
+use kinformer_sim::{ClusterConfig, SimConfig, SimServer};
 
 /// A client, and the simulated server behind it when there was no cluster to connect to (keep
 /// it alive while the example runs).
@@ -15,13 +15,15 @@ pub async fn connect() -> Result<(Client, Option<SimServer>), Box<dyn std::error
         return Ok((Client::new(config)?, None));
     }
     let sim = SimServer::start(SimConfig::default()).await?;
-    sim.store().seed_pods(50, 1);
-    sim.set_churn(Some(ChurnConfig {
-        rate_per_sec: 20.0,
+    // A small cluster that looks real (nodes, deployments, replica sets, pods, services) and
+    // keeps changing: rollouts, scaling, pods starting, crashing and terminating.
+    sim.seed_cluster(&ClusterConfig {
+        pods: 50,
         seed: 1,
-    }));
+        rate_per_sec: 10.0,
+    });
     eprintln!(
-        "no kubeconfig found: running against an in-process simulated cluster at {} with 50 pods and 20 writes/s",
+        "no kubeconfig found: running against an in-process simulated cluster at {} with 50 pods and 10 writes/s",
         sim.url()
     );
     Ok((Client::new(Config::new(sim.url()))?, Some(sim)))

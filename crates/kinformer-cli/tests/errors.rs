@@ -1,0 +1,290 @@
+//! Each class of user error gets one line on stderr and its own exit code (`kinformer --help`
+//! lists them); SIGTERM stops a watch as Ctrl-C does; a server that accepts connections and
+//! never answers is reported within the bound on the first answer.
+
+mod support;
+
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use support::{KillOnDrop, Lines, bare, drain, run, signal, wait_bounded};
+
+/// A kubeconfig for a plain-HTTP server, with the given `user:` body.
+fn kubeconfig(dir: &std::path::Path, server: &str, user: &str) -> std::path::PathBuf {
+    let path = dir.join("kubeconfig");
+    let yaml = format!(
+        "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster:\n    server: {server}\nusers:\n- name: u\n  user: {user}\ncontexts:\n- name: x\n  context:\n    cluster: c\n    user: u\ncurrent-context: x\n"
+    );
+    std::fs::write(&path, yaml).unwrap();
+    path
+}
+
+/// A port on 127.0.0.1 that nothing listens on any more.
+fn refused_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// Runs `kinformer ARGS --kubeconfig PATH` off the async threads.
+async fn kinformer(
+    dir: &std::path::Path,
+    path: &std::path::Path,
+    args: &[&str],
+) -> (Option<i32>, String, String) {
+    let mut cmd = bare(dir);
+    cmd.args(args).arg("--kubeconfig").arg(path);
+    let (status, out, err) = tokio::task::spawn_blocking(move || run(cmd)).await.unwrap();
+    (status.code(), out, err)
+}
+
+#[test]
+fn a_bad_selector_exits_2() {
+    let home = tempfile::tempdir().unwrap();
+    let mut cmd = bare(home.path());
+    cmd.args(["get", "pods", "--sim", "-l", "a==b==c"]);
+    let (status, out, err) = run(cmd);
+    assert_eq!(status.code(), Some(2), "{err}");
+    assert!(out.is_empty(), "{out}");
+    assert!(err.starts_with("error: invalid value 'a==b==c'"), "{err}");
+    assert!(err.contains("invalid selector"), "{err}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unreachable_server_exits_3() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = kubeconfig(
+        dir.path(),
+        &format!("http://127.0.0.1:{}", refused_port()),
+        "{}",
+    );
+    // The fast path (pods) and discovery (widgets) alike.
+    for resource in ["pods", "widgets"] {
+        let (code, out, err) = kinformer(dir.path(), &path, &["get", resource]).await;
+        assert_eq!(code, Some(3), "{resource}: {err}");
+        assert!(out.is_empty(), "{out}");
+        assert_eq!(err.lines().count(), 1, "{err}");
+        assert!(
+            err.starts_with("kinformer: cannot connect to the API server"),
+            "{err}"
+        );
+        assert!(
+            err.contains("is the API server up, and is the kubeconfig's server address right?"),
+            "{err}"
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn refused_credentials_exit_4() {
+    let sim = kinformer_sim::SimServer::start(kinformer_sim::SimConfig {
+        auth: kinformer_sim::Auth::BearerToken("right".into()),
+        ..kinformer_sim::SimConfig::default()
+    })
+    .await
+    .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let path = kubeconfig(dir.path(), &sim.url(), "\n    token: wrong");
+    for resource in ["pods", "widgets"] {
+        let (code, out, err) = kinformer(dir.path(), &path, &["get", resource]).await;
+        assert_eq!(code, Some(4), "{resource}: {err}");
+        assert!(out.is_empty(), "{out}");
+        assert_eq!(err.lines().count(), 1, "{err}");
+        assert!(err.starts_with("kinformer: unauthorized (401)"), "{err}");
+        assert!(
+            err.contains("check the credentials of the kubeconfig's user"),
+            "{err}"
+        );
+        assert!(!err.contains("wrong"), "the token is never printed: {err}");
+    }
+}
+
+#[test]
+fn a_broken_kubeconfig_exits_5() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = kubeconfig(dir.path(), "http://127.0.0.1:1", "{}");
+    let mut cmd = bare(dir.path());
+    cmd.args(["watch", "pods", "--context", "nope", "--kubeconfig"])
+        .arg(&path);
+    let (status, out, err) = run(cmd);
+    assert_eq!(status.code(), Some(5), "{err}");
+    assert!(out.is_empty(), "{out}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.starts_with("kinformer: "), "{err}");
+    assert!(err.contains("nope"), "{err}");
+}
+
+#[test]
+fn an_unknown_resource_exits_6_in_kubectls_words() {
+    let home = tempfile::tempdir().unwrap();
+    for (args, named) in [
+        (&["get", "foo"][..], "foo"),
+        (&["watch", "foo.example.com"][..], "foo"),
+        (&["get", "pods,deployments.batch"][..], "deployments"),
+    ] {
+        let mut cmd = bare(home.path());
+        cmd.args(args)
+            .args(["--sim", "--sim-pods", "0", "--sim-churn", "0"]);
+        let (status, out, err) = run(cmd);
+        assert_eq!(status.code(), Some(6), "{args:?}: {err}");
+        assert!(out.is_empty(), "{out}");
+        let lines: Vec<&str> = err.lines().collect();
+        assert_eq!(lines.len(), 2, "the fallback notice, then the error: {err}");
+        assert_eq!(
+            lines[1],
+            format!("error: the server doesn't have a resource type \"{named}\"")
+        );
+    }
+}
+
+#[test]
+fn sigterm_stops_a_healthy_watch_with_exit_143_and_whole_lines() {
+    let home = tempfile::tempdir().unwrap();
+    let mut cmd = bare(home.path());
+    cmd.args([
+        "watch",
+        "pods",
+        "--sim",
+        "--sim-pods",
+        "3",
+        "--sim-churn",
+        "200/s",
+    ])
+    .stdout(Stdio::piped())
+    .stderr(Stdio::piped());
+    let mut child = KillOnDrop(cmd.spawn().unwrap());
+    let out = Lines::new(child.0.stdout.take().unwrap());
+    let err = drain(child.0.stderr.take().unwrap());
+    // The initial list and some churn have been printed: the watch is up.
+    for _ in 0..6 {
+        let line = out.next();
+        assert!(line.contains("\trv="), "{line}");
+    }
+    signal(&child.0, "TERM");
+    let status = wait_bounded(&mut child.0);
+    // Ended by the tool itself (an exit code), not by the signal's default action.
+    assert_eq!(status.code(), Some(143), "{status:?}");
+    for line in out.rest() {
+        assert!(
+            line.contains("\trv=") && line.contains("restarts="),
+            "half a line: {line:?}"
+        );
+    }
+    let err = err.join().unwrap();
+    assert_eq!(err.lines().count(), 1, "only the fallback line: {err}");
+}
+
+/// Serves 127.0.0.1: accepts every connection and never answers. Reports each connection.
+async fn black_hole_reporting() -> (u16, tokio::sync::mpsc::UnboundedReceiver<()>) {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+    tokio::spawn(async move {
+        let mut held = Vec::new();
+        while let Ok((conn, _)) = listener.accept().await {
+            held.push(conn);
+            let _ = tx.send(());
+        }
+    });
+    (port, rx)
+}
+
+/// A server that accepts every connection and never answers.
+async fn black_hole() -> u16 {
+    black_hole_reporting().await.0
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_that_never_answers_is_reported_within_the_first_answer_bound() {
+    let port = black_hole().await;
+    let dir = tempfile::tempdir().unwrap();
+    let path = kubeconfig(dir.path(), &format!("http://127.0.0.1:{port}"), "{}");
+    // Both at once: the fast path's first list, and discovery for a custom resource.
+    let started = Instant::now();
+    let (pods, widgets) = tokio::join!(
+        kinformer(dir.path(), &path, &["get", "pods"]),
+        kinformer(dir.path(), &path, &["get", "widgets"]),
+    );
+    // The tool's bound is 10 s; the client's own (60 s on response headers) must not be what
+    // ended them.
+    assert!(
+        started.elapsed() < Duration::from_secs(40),
+        "{:?}",
+        started.elapsed()
+    );
+    for ((code, out, err), waited_for) in [
+        (pods, "an answer to the first request"),
+        (widgets, "the discovery documents"),
+    ] {
+        assert_eq!(code, Some(3), "{err}");
+        assert!(out.is_empty(), "{out}");
+        assert_eq!(err.lines().count(), 1, "{err}");
+        assert!(
+            err.starts_with(&format!(
+                "kinformer: timed out after 10s waiting for {waited_for}"
+            )),
+            "{err}"
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ctrl_c_while_watch_retries_a_silent_server_exits_3_naming_the_timeout() {
+    let port = black_hole().await;
+    let dir = tempfile::tempdir().unwrap();
+    let path = kubeconfig(dir.path(), &format!("http://127.0.0.1:{port}"), "{}");
+    let mut cmd = bare(dir.path());
+    cmd.args(["watch", "pods", "--request-timeout", "1s", "--kubeconfig"])
+        .arg(&path)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped());
+    let mut child = KillOnDrop(cmd.spawn().unwrap());
+    let stderr = Lines::new(child.0.stderr.take().unwrap());
+    let (warning, stderr) = tokio::task::spawn_blocking(move || (stderr.next(), stderr))
+        .await
+        .unwrap();
+    assert!(warning.contains("WARN"), "{warning}");
+    assert!(warning.contains("timed out after 1s"), "{warning}");
+    signal(&child.0, "INT");
+    let (status, rest) = tokio::task::spawn_blocking(move || {
+        let status = wait_bounded(&mut child.0);
+        (status, stderr.rest())
+    })
+    .await
+    .unwrap();
+    assert_eq!(status.code(), Some(3), "{rest:?}");
+    let last = rest.last().cloned().unwrap_or_default();
+    assert!(
+        last.starts_with("kinformer: interrupted while retrying after: list: timed out"),
+        "{rest:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ctrl_c_cancels_discovery_that_is_never_answered() {
+    let (port, mut connections) = black_hole_reporting().await;
+    let dir = tempfile::tempdir().unwrap();
+    let path = kubeconfig(dir.path(), &format!("http://127.0.0.1:{port}"), "{}");
+    let mut cmd = bare(dir.path());
+    // No bound of the tool's own: only Ctrl-C ends the wait in time.
+    cmd.args(["get", "widgets", "--request-timeout", "0", "--kubeconfig"])
+        .arg(&path)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut child = KillOnDrop(cmd.spawn().unwrap());
+    let out = drain(child.0.stdout.take().unwrap());
+    let err = drain(child.0.stderr.take().unwrap());
+    tokio::time::timeout(support::BOUND, connections.recv())
+        .await
+        .expect("discovery connects")
+        .unwrap();
+    signal(&child.0, "INT");
+    let status = tokio::task::spawn_blocking(move || wait_bounded(&mut child.0))
+        .await
+        .unwrap();
+    assert_eq!(status.code(), Some(130));
+    assert!(out.join().unwrap().is_empty());
+    assert!(err.join().unwrap().is_empty());
+}
