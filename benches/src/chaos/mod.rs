@@ -3,10 +3,10 @@
 //! slow, one that panics now and then), checking the informers' promises all along and at every
 //! quiescent point.
 //!
-//! The informers: typed pods, metadata-only pods, and typed pods behind a label selector. The
-//! handlers: on typed pods, a fast recorder, a slow one, one that panics now and then, and a
-//! recorder behind a [`FilteringHandler`] with the selector's filter; on the other two, a fast
-//! recorder each.
+//! The informers: typed pods, compact pods (`kinformer_compact::Compact<Pod>`), metadata-only
+//! pods, and typed pods behind a label selector. The handlers: on typed pods, a fast recorder, a
+//! slow one, one that panics now and then, and a recorder behind a [`FilteringHandler`] with the
+//! selector's filter; on each of the other three, a fast recorder.
 //!
 //! Invariants, each a counted violation with a message:
 //! - continuously: each handler's calls form a valid history per key (no add while holding the
@@ -45,6 +45,7 @@ use kinformer::shared_informer::{
     FilteringHandler, InformerConfig, InformerOptions, Registration, SharedIndexInformer,
     SharedInformerFactory,
 };
+use kinformer_compact::Compact;
 use kinformer_sim::{KubeVersion, SimConfig, SimServer, Store};
 use parking_lot::Mutex;
 use serde_json::json;
@@ -458,6 +459,19 @@ fn typed(
     }
 }
 
+fn compact(seed: u64) -> impl FnOnce(&Client, &InformerOptions) -> Informer<Compact<Pod>> {
+    move |client, _| {
+        let cache = Arc::new(Indexer::new());
+        let queue = Arc::new(DeltaFifo::new(cache.clone()));
+        SharedIndexInformer::new(
+            Api::all(client.clone()),
+            queue,
+            cache,
+            informer_config("pods-compact", None, seed),
+        )
+    }
+}
+
 fn metadata(
     seed: u64,
 ) -> impl FnOnce(&Client, &InformerOptions) -> Informer<PartialObjectMetadata> {
@@ -581,6 +595,7 @@ async fn soak(
     let seed = config.seed;
     let typed_pods = factory.informer_for("pods", typed(seed, "pods", None));
     let meta = factory.informer_for("pods-metadata", metadata(seed.wrapping_add(1)));
+    let compact_pods = factory.informer_for("pods-compact", compact(seed.wrapping_add(3)));
     let selected = factory.informer_for(
         "pods-selected",
         typed(
@@ -614,6 +629,9 @@ async fn soak(
         r.clone(),
     ));
     handlers.push(handler_view(r, Filter::Selected, registration));
+    let r = rec("pods-compact/fast", Behaviour::Fast);
+    let registration = compact_pods.add_handler(r.clone());
+    handlers.push(handler_view(r, Filter::All, registration));
     let r = rec("pods-metadata/fast", Behaviour::Fast);
     let registration = meta.add_handler(r.clone());
     handlers.push(handler_view(r, Filter::All, registration));
@@ -623,6 +641,7 @@ async fn soak(
 
     let mut caches = vec![
         cache_view("pods", Filter::All, typed_pods.cache()),
+        cache_view("pods-compact", Filter::All, compact_pods.cache()),
         cache_view("pods-metadata", Filter::All, meta.cache()),
         cache_view("pods-selected", Filter::Selected, selected.cache()),
     ];
