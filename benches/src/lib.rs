@@ -1,6 +1,11 @@
-//! End-to-end benchmarks of kinformer side by side with its peers.
+//! End-to-end benchmarks of kinformer side by side with its peers, and the chaos soak.
 //!
 //! `cargo xtask bench` runs this crate's binaries: `bench-sim`, the simulated API server in its
 //! own process, and `bench-client`, one informer client per process (kinformer through its
 //! facade, or kube-rs' `kube-runtime`), so that the OS measures each client alone. The criterion-free
-//! benches under `benches/` measure single layers over real HTTP.
+//! benches under `benches/` measure single layers over real HTTP. `cargo xtask chaos` runs the
+//! [`chaos`] soak.
+
+#![forbid(unsafe_code)]
+
+pub mod chaos;

@@ -7,6 +7,7 @@
 #![forbid(unsafe_code)]
 
 mod bench;
+mod chaos;
 mod fuzz;
 mod tidy;
 
@@ -29,9 +30,10 @@ fn main() -> ExitCode {
             }
         },
         Some("bench") => bench::main(&workspace_root(), &args[1..]),
+        Some("chaos") => chaos::run(&workspace_root(), &args[1..]),
         Some("fuzz") => fuzz::run(&workspace_root(), &args[1..]),
         _ => {
-            eprintln!("usage: cargo xtask <tidy|bench|fuzz>");
+            eprintln!("usage: cargo xtask <tidy|bench|chaos|fuzz>");
             ExitCode::FAILURE
         }
     }

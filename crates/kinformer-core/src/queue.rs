@@ -357,6 +357,41 @@ impl<K> Default for Applied<K> {
     }
 }
 
+impl<K: Object> Applied<K> {
+    /// What the handlers hear when `new` was stored over `previous`: an add, an update, or,
+    /// when `previous` is another incarnation of the name (its uid differs), a tombstone for it
+    /// and an add.
+    fn stored(&mut self, previous: Option<Arc<K>>, new: Arc<K>, is_in_initial_list: bool) {
+        let old = match previous {
+            Some(old) if !same_incarnation(&*old, &*new) => {
+                self.notifications.push(Notification::Deleted {
+                    object: DeltaObject::DeletedFinalStateUnknown(DeletedFinalStateUnknown {
+                        key: old.key(),
+                        last_known: old,
+                    }),
+                });
+                None
+            }
+            other => other,
+        };
+        self.notifications.push(match old {
+            Some(old) => Notification::Updated { old, new },
+            None => Notification::Added {
+                object: new,
+                is_in_initial_list,
+            },
+        });
+    }
+}
+
+/// `false` only when both objects carry a uid and the uids differ.
+fn same_incarnation<K: Object>(a: &K, b: &K) -> bool {
+    match (a.uid(), b.uid()) {
+        (Some(x), Some(y)) if !x.is_empty() && !y.is_empty() => x == y,
+        _ => true,
+    }
+}
+
 impl<K: std::fmt::Debug> std::fmt::Debug for Applied<K> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Applied")
@@ -377,6 +412,11 @@ impl<K: std::fmt::Debug> std::fmt::Debug for Applied<K> {
 ///   cache held that the list lacks (with the object it held), then `Added` or `Updated` for each
 ///   listed object, in list order.
 /// - A resync step: `Updated` from each cached object to itself.
+/// - Where `Updated` would go from one incarnation of a name to another (both objects carry a
+///   uid and the uids differ: the object was deleted and created again while the watch did not
+///   see it, and a relist found the new one), the notifications are a `Deleted` tombstone with
+///   the old object, then `Added` with the new one, so that every delete reaches the handlers.
+///   client-go notifies an update here.
 ///
 /// Deltas of a [`Popped::Key`] or [`Popped::Batch`] are applied as one write.
 pub fn apply_popped<K: Object>(popped: &Popped<K>, cache: &(dyn CacheWrite<K> + '_)) -> Applied<K> {
@@ -399,21 +439,19 @@ pub fn apply_popped<K: Object>(popped: &Popped<K>, cache: &(dyn CacheWrite<K> + 
                         continue;
                     }
                 };
-                let notification = match (delta.kind, previous) {
-                    (DeltaType::Deleted, None) => continue,
-                    (DeltaType::Deleted, Some(_)) => Notification::Deleted {
-                        object: delta.object.clone(),
-                    },
-                    (_, Some(old)) => Notification::Updated {
-                        old,
-                        new: Arc::clone(delta.object.object()),
-                    },
-                    (_, None) => Notification::Added {
-                        object: Arc::clone(delta.object.object()),
-                        is_in_initial_list: delta.is_initial_list,
-                    },
-                };
-                applied.notifications.push(notification);
+                match (delta.kind, previous) {
+                    (DeltaType::Deleted, None) => {}
+                    (DeltaType::Deleted, Some(_)) => {
+                        applied.notifications.push(Notification::Deleted {
+                            object: delta.object.clone(),
+                        });
+                    }
+                    (_, previous) => applied.stored(
+                        previous,
+                        Arc::clone(delta.object.object()),
+                        delta.is_initial_list,
+                    ),
+                }
             }
         }
         Popped::Replace(step) => {
@@ -428,14 +466,9 @@ pub fn apply_popped<K: Object>(popped: &Popped<K>, cache: &(dyn CacheWrite<K> + 
             }
             for (object, outcome) in step.objects.iter().zip(replaced.outcomes) {
                 match outcome {
-                    Ok(Some(old)) => applied.notifications.push(Notification::Updated {
-                        old,
-                        new: Arc::clone(object),
-                    }),
-                    Ok(None) => applied.notifications.push(Notification::Added {
-                        object: Arc::clone(object),
-                        is_in_initial_list: step.is_initial_list,
-                    }),
+                    Ok(previous) => {
+                        applied.stored(previous, Arc::clone(object), step.is_initial_list);
+                    }
                     Err(e) => applied.errors.push(e),
                 }
             }
@@ -637,5 +670,45 @@ mod tests {
             &cache,
         );
         assert_eq!(heard(&applied), ["-?gone@1", "+z@2*", "+a@2*"]);
+    }
+
+    #[test]
+    fn a_name_taken_by_a_new_incarnation_is_heard_as_a_delete_then_an_add() {
+        type Map = std::collections::BTreeMap<ObjectKey, Arc<DynamicObject>>;
+        let with_uid = |name: &str, rv: &str, uid: &str| {
+            let mut o = (*at(name, rv)).clone();
+            o.metadata.uid = Some(uid.into());
+            Arc::new(o)
+        };
+        let cache: std::sync::Mutex<Map> = Default::default();
+        cache.upsert(with_uid("a", "1", "u1")).unwrap();
+        cache.upsert(with_uid("b", "1", "u1")).unwrap();
+        // A relist finds `a` deleted and created again while the watch was away: its old
+        // incarnation's delete must not turn into an update.
+        let applied = apply_popped(
+            &Popped::Replace(ReplaceStep {
+                objects: vec![with_uid("a", "5", "u2"), with_uid("b", "5", "u1")],
+                resource_version: "5".into(),
+                tombstones: Vec::new(),
+                is_initial_list: false,
+            }),
+            &cache,
+        );
+        assert_eq!(heard(&applied), ["-?a@1", "+a@5", "~b@1>b@5"]);
+        // The same through a key's deltas (the classic FIFO's relist), and objects without a
+        // uid are one incarnation as before.
+        let applied = apply_popped(
+            &Popped::Key(vec![Delta::of(
+                DeltaType::Replaced,
+                with_uid("a", "6", "u3"),
+            )]),
+            &cache,
+        );
+        assert_eq!(heard(&applied), ["-?a@5", "+a@6"]);
+        let applied = apply_popped(
+            &Popped::Batch(vec![Delta::of(DeltaType::Updated, at("a", "7"))]),
+            &cache,
+        );
+        assert_eq!(heard(&applied), ["~a@6>a@7"]);
     }
 }

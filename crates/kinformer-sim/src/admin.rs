@@ -82,6 +82,10 @@ fn act(shared: &Arc<Shared>, action: &str, q: &Query) -> Result<String, Status> 
             faults.gone_next_watch();
             Ok("the next watch gets 410 Gone".to_owned())
         }
+        "gone-next-continue" => {
+            faults.gone_next_continue();
+            Ok("the next list with a continue token gets 410 Gone".to_owned())
+        }
         "fail" => {
             let code: u16 = number(q, "code")?.ok_or_else(|| bad("code is required"))?;
             if !(400..600).contains(&code) {
@@ -132,7 +136,7 @@ fn act(shared: &Arc<Shared>, action: &str, q: &Query) -> Result<String, Status> 
             404,
             "NotFound",
             format!(
-                "no admin action {other:?}: compact, close-watches, drop-connections, gone-next-watch, fail, stall, churn, clear"
+                "no admin action {other:?}: compact, close-watches, drop-connections, gone-next-watch, gone-next-continue, fail, stall, churn, clear"
             ),
         )),
     }

@@ -14,7 +14,7 @@ use hyper::body::Frame;
 use kinformer_core::{FieldSelector, LabelSelector, Scope, Status, StatusDetails};
 use serde_json::Value;
 
-use crate::faults::RequestKind;
+use crate::faults::{FaultState, RequestKind};
 use crate::render;
 use crate::render::{
     GZIP_THRESHOLD, GzipChunks, ListChunks, ListMeta, status_json, status_json_with_continue,
@@ -856,7 +856,7 @@ async fn list(
         let (token_rv, start) = decode_continue(c)?;
         // A token at -1 (handed out with a 410 for an expired token) goes on at the latest version.
         let at = u64::try_from(token_rv).unwrap_or(current);
-        if token_rv > 0 && at < compacted {
+        if token_rv > 0 && (at < compacted || FaultState::take(&shared.faults.gone_next_continue)) {
             return Ok(expired_continue(&start));
         }
         (at, Some(start))

@@ -41,6 +41,7 @@ pub(crate) struct FaultState {
     pub(crate) stall_until: Mutex<Option<Instant>>,
     pub(crate) failures: Mutex<Vec<Failure>>,
     pub(crate) gone_next_watch: AtomicBool,
+    pub(crate) gone_next_continue: AtomicBool,
     pub(crate) malformed_next_line: AtomicBool,
     pub(crate) oversized_next_line: AtomicUsize,
     pub(crate) cut_next_line: AtomicBool,
@@ -57,6 +58,7 @@ impl FaultState {
             stall_until: Mutex::new(None),
             failures: Mutex::new(Vec::new()),
             gone_next_watch: AtomicBool::new(false),
+            gone_next_continue: AtomicBool::new(false),
             malformed_next_line: AtomicBool::new(false),
             oversized_next_line: AtomicUsize::new(0),
             cut_next_line: AtomicBool::new(false),
@@ -158,6 +160,14 @@ impl Faults {
         self.state.gone_next_watch.store(true, Ordering::Release);
     }
 
+    /// The next list request that carries a `continue` token answers 410 `Expired`, as when its
+    /// version was compacted between two pages (the Status carries a token that goes on at the
+    /// latest version, as the real server's does). Unlike [`Faults::compact_now`] it fires on the
+    /// next page whenever that comes, and keeps the history.
+    pub fn gone_next_continue(&self) {
+        self.state.gone_next_continue.store(true, Ordering::Release);
+    }
+
     /// Drops all history: any older resourceVersion (for watch, exact list or continue token) now
     /// answers 410.
     pub fn compact_now(&self) {
@@ -203,6 +213,7 @@ impl Faults {
         *s.stall_until.lock() = None;
         s.failures.lock().clear();
         s.gone_next_watch.store(false, Ordering::Release);
+        s.gone_next_continue.store(false, Ordering::Release);
         s.malformed_next_line.store(false, Ordering::Release);
         s.oversized_next_line.store(0, Ordering::Release);
         s.cut_next_line.store(false, Ordering::Release);

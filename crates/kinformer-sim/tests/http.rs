@@ -1099,6 +1099,27 @@ async fn fault_fail_next_requests() {
 }
 
 #[tokio::test]
+async fn fault_gone_next_continue_expires_one_continue_token() {
+    let sim = start(SimConfig::default()).await;
+    sim.store().seed_pods(12, 1);
+    let c = client();
+    let (_, first) = get_json(&c, &format!("{}/api/v1/pods?limit=5", sim.url())).await;
+    let token = first["metadata"]["continue"].as_str().unwrap().to_owned();
+    sim.faults().gone_next_continue();
+    // A list without a token is not what the knob waits for.
+    let (code, _) = get_json(&c, &format!("{}/api/v1/pods?limit=5", sim.url())).await;
+    assert_eq!(code, 200);
+    let page = format!("{}/api/v1/pods?limit=5&continue={token}", sim.url());
+    let (code, status) = get_json(&c, &page).await;
+    assert_eq!((code, status["reason"].as_str()), (410, Some("Expired")));
+    assert!(status["metadata"]["continue"].is_string(), "{status}");
+    // Only the next one: the same token is served again, history is kept.
+    let (code, rest) = get_json(&c, &page).await;
+    assert_eq!(code, 200);
+    assert_eq!(names(&first).len() + names(&rest).len(), 10);
+}
+
+#[tokio::test]
 async fn fault_gone_next_watch() {
     let sim = start(SimConfig::default()).await;
     let c = client();
@@ -2335,6 +2356,7 @@ async fn admin_endpoints_turn_the_fault_knobs_over_http() {
     for action in [
         "stall?ms=10",
         "gone-next-watch",
+        "gone-next-continue",
         "drop-connections",
         "clear",
     ] {

@@ -335,7 +335,19 @@ enum Token<'a> {
     End,
 }
 
-impl Token<'_> {
+impl<'a> Token<'a> {
+    /// The token read where a value is expected: an identifier, or the keywords `in` and
+    /// `notin`, which are values there (Kubernetes' parser reads them as identifiers in that
+    /// context, so `tier=in` and `a in (in,notin)` are valid).
+    fn as_value(&self) -> Option<&'a str> {
+        match self {
+            Token::Ident(v) => Some(v),
+            Token::In => Some("in"),
+            Token::NotIn => Some("notin"),
+            _ => None,
+        }
+    }
+
     fn describe(&self) -> String {
         match self {
             Token::Ident(s) => format!("identifier {s:?}"),
@@ -528,7 +540,8 @@ impl<'a> Parser<'a> {
                 Ok(String::new())
             }
             _ => match self.next() {
-                (at, Token::Ident(v)) => {
+                (at, t) if t.as_value().is_some() => {
+                    let v = t.as_value().unwrap_or_default();
                     self.check_value(at, v, operator)?;
                     Ok(v.to_owned())
                 }
@@ -555,15 +568,14 @@ impl<'a> Parser<'a> {
         let mut values = Vec::new();
         loop {
             // A value may be empty: `in (,a)` holds "" and "a".
-            let value = match self.peek() {
-                Token::Ident(_) => match self.next() {
-                    (at, Token::Ident(v)) => {
-                        self.check_value(at, v, Operator::In)?;
-                        v.to_owned()
-                    }
-                    _ => unreachable!("peeked an identifier"),
-                },
-                _ => String::new(),
+            let value = match self.peek().as_value() {
+                Some(_) => {
+                    let (at, t) = self.next();
+                    let v = t.as_value().unwrap_or_default();
+                    self.check_value(at, v, Operator::In)?;
+                    v.to_owned()
+                }
+                None => String::new(),
             };
             match self.next() {
                 (_, Token::Comma) => values.push(value),
@@ -702,6 +714,16 @@ mod tests {
                 true,
             ),
             ("a in (x,x)", "a in (x)", &[("a", "x")], true),
+            // The keywords are values where a value is expected, as in Kubernetes.
+            ("tier=in", "tier=in", &[("tier", "in")], true),
+            ("tier!=notin", "tier!=notin", &[("tier", "in")], true),
+            (
+                "a in (in,notin)",
+                "a in (in,notin)",
+                &[("a", "notin")],
+                true,
+            ),
+            ("a notin (in)", "a notin (in)", &[("a", "in")], false),
         ];
         for (input, canonical, l, want) in cases {
             let s: LabelSelector = input.parse().unwrap_or_else(|e| panic!("{input}: {e}"));
@@ -803,8 +825,12 @@ mod tests {
     }
 
     fn arb_value() -> impl Strategy<Value = String> {
-        prop_oneof![Just(String::new()), arb_name()]
-            .prop_filter("keywords are not values", |v| v != "in" && v != "notin")
+        prop_oneof![
+            Just(String::new()),
+            Just("in".to_owned()),
+            Just("notin".to_owned()),
+            arb_name()
+        ]
     }
 
     fn arb_requirement() -> impl Strategy<Value = Requirement> {

@@ -1,0 +1,956 @@
+//! The chaos soak: a seeded workload on the simulated API server over HTTP, with every fault
+//! class the server has firing on a schedule, against a factory of informers with handlers (one
+//! slow, one that panics now and then), checking the informers' promises all along and at every
+//! quiescent point.
+//!
+//! The informers: typed pods, compact pods (`kinformer_compact::Compact<Pod>`), metadata-only
+//! pods, and typed pods behind a label selector. The handlers: on typed pods, a fast recorder, a
+//! slow one, one that panics now and then, and a recorder behind a [`FilteringHandler`] with the
+//! selector's filter; on each of the other three, a fast recorder.
+//!
+//! Invariants, each a counted violation with a message:
+//! - continuously: each handler's calls form a valid history per key (no add while holding the
+//!   key, no update or delete of a key not held, an update's old object is the one last heard,
+//!   versions only grow, an incarnation's delete arrives before another incarnation of the name
+//!   is heard); no cached object is ahead of the server or goes back; the fast handlers' oldest
+//!   pending notification stays younger than the slow handler's stalls; the process's resident
+//!   memory stays within a bound proportional to what the caches hold; no panic but the
+//!   deliberate ones happens anywhere;
+//! - at each quiescent point (faults disarmed, writes paused): every cache equals the server's
+//!   objects for its filter (keys, uids and resourceVersions), and so does what every handler
+//!   believes: a delete that never reached a handler leaves it holding the key. The panicking
+//!   handler's panics were all caught and counted.
+//!
+//! `cargo xtask chaos [--seconds N] [--seed S]` runs it and writes the report into
+//! `docs/reliability.md`; `tests/chaos.rs` runs a few seconds of it under `cargo test`.
+
+pub mod doc;
+mod faults;
+mod history;
+mod workload;
+
+use std::collections::{BTreeMap, HashMap};
+use std::fmt::Write as _;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1::Pod;
+use kinformer::client::{Api, Client, Config as ClientConfig};
+use kinformer::core::{ApiResource, CacheRead, Object, PartialObjectMetadata, Scope};
+use kinformer::delta_fifo::DeltaFifo;
+use kinformer::indexer::Indexer;
+use kinformer::reflector::BackoffConfig;
+use kinformer::shared_informer::{
+    FilteringHandler, InformerConfig, InformerOptions, Registration, SharedIndexInformer,
+    SharedInformerFactory,
+};
+use kinformer_compact::Compact;
+use kinformer_sim::{KubeVersion, SimConfig, SimServer, Store};
+use parking_lot::Mutex;
+use serde_json::json;
+use tokio::sync::watch;
+use tokio::time::Instant;
+
+pub use faults::FaultClass;
+pub use history::Heard;
+pub use workload::Writes;
+
+use history::{Behaviour, DELIBERATE_PANIC, Held, Recorder};
+use workload::{NAMESPACES, TIER, Writer};
+
+/// What can stop the soak before it checks anything.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// The simulated server did not start.
+    #[error("the simulated server did not start: {0}")]
+    Sim(#[from] kinformer_sim::Error),
+    /// The HTTP client could not be built.
+    #[error("the client could not be built: {0}")]
+    Client(#[from] kinformer::client::Error),
+}
+
+/// How long and how hard the soak runs. [`ChaosConfig::new`] gives the defaults of
+/// `cargo xtask chaos`.
+///
+/// ```
+/// let config = kinformer_benches::chaos::ChaosConfig::new(600, 1);
+/// assert_eq!(config.pods, 200);
+/// ```
+#[derive(Debug, Clone)]
+pub struct ChaosConfig {
+    /// How long the workload and the faults run, in seconds (quiescent checks not counted).
+    pub seconds: u64,
+    /// The seed of the workload, the fault schedule and the reflectors' jitter.
+    pub seed: u64,
+    /// About how many pods the workload keeps on the server.
+    pub pods: usize,
+    /// Writes the workload attempts per second.
+    pub writes_per_second: u32,
+    /// The wait between two faults is drawn from this range.
+    pub fault_wait: (Duration, Duration),
+    /// How often the workload pauses for a quiescent check.
+    pub quiesce_every: Duration,
+    /// How long the informers and handlers get to agree with the server at a quiescent point
+    /// before that counts as a violation.
+    pub settle_timeout: Duration,
+    /// The slow handler sleeps this long on every 150th call; the other handlers' oldest
+    /// pending notification must stay younger than this.
+    pub slow_stall: Duration,
+}
+
+impl ChaosConfig {
+    /// The soak's defaults for `seconds` and `seed`.
+    pub fn new(seconds: u64, seed: u64) -> Self {
+        Self {
+            seconds,
+            seed,
+            pods: 200,
+            writes_per_second: 100,
+            fault_wait: (Duration::from_millis(100), Duration::from_millis(700)),
+            quiesce_every: Duration::from_secs(60),
+            settle_timeout: Duration::from_secs(60),
+            slow_stall: Duration::from_secs(2),
+        }
+    }
+}
+
+/// What one handler heard and how it fared.
+#[derive(Debug, Clone)]
+pub struct HandlerReport {
+    /// `informer/handler`.
+    pub name: String,
+    /// Calls by kind.
+    pub heard: Heard,
+    /// Panics the informer caught and counted.
+    pub panics: u64,
+    /// The age of the oldest notification it had not yet handled, at its highest.
+    pub max_lag: Duration,
+}
+
+/// The soak's figures and its verdict.
+#[derive(Debug, Clone)]
+pub struct ChaosReport {
+    /// The seed the run was made with.
+    pub seed: u64,
+    /// Seconds of workload and faults.
+    pub seconds: u64,
+    /// Wall-clock time of the whole run, quiescent checks included.
+    pub elapsed: Duration,
+    /// What the writer did.
+    pub writes: Writes,
+    /// Writes the server made (its resourceVersion advanced this much): the writer's, and the
+    /// deletions at the end of grace periods.
+    pub server_writes: u64,
+    /// Faults fired, by class.
+    pub faults: BTreeMap<FaultClass, u64>,
+    /// Lists started by the informers after their first (relists, whatever caused them).
+    pub relists: u64,
+    /// List pages requested with a continue token.
+    pub continue_pages: u64,
+    /// Watches opened after each informer's first.
+    pub watch_restarts: u64,
+    /// Quiescent checks made (the last one at the end).
+    pub quiescent_checks: u64,
+    /// The longest time the informers and handlers took to agree with the server once the
+    /// faults stopped.
+    pub max_settle: Duration,
+    /// Every handler.
+    pub handlers: Vec<HandlerReport>,
+    /// The most objects the caches held together.
+    pub max_cached: usize,
+    /// The process's peak resident memory (Linux), in bytes.
+    pub peak_rss: Option<u64>,
+    /// The memory bound at the peak cache size, in bytes.
+    pub rss_bound: Option<u64>,
+    /// Invariant violations (0 to pass).
+    pub violation_count: u64,
+    /// The first violations, in the order found.
+    pub violations: Vec<String>,
+}
+
+impl ChaosReport {
+    /// `true` if no invariant was violated.
+    pub fn passed(&self) -> bool {
+        self.violation_count == 0
+    }
+
+    /// The largest handler lag among the handlers whose name contains `part`.
+    pub fn max_lag_of(&self, part: &str) -> Duration {
+        self.handlers
+            .iter()
+            .filter(|h| h.name.contains(part))
+            .map(|h| h.max_lag)
+            .max()
+            .unwrap_or_default()
+    }
+
+    /// The report as Markdown, with `command` as the way to replay it.
+    pub fn markdown(&self, command: &str) -> String {
+        let mut s = String::new();
+        let w = &self.writes;
+        let mib = |b: u64| format!("{:.0} MiB", b as f64 / (1024.0 * 1024.0));
+        let _ = writeln!(
+            s,
+            "#### Seed {}: {} violations\n\nReplay: `{command}`\n",
+            self.seed, self.violation_count
+        );
+        let _ = writeln!(s, "| Figure | Value |\n| --- | --- |");
+        let _ = writeln!(
+            s,
+            "| Workload | {} s ({:.0} s with the quiescent checks) |",
+            self.seconds,
+            self.elapsed.as_secs_f64()
+        );
+        let _ = writeln!(
+            s,
+            "| Writes | {} creates ({} reusing a deleted name), {} updates, {} graceful and {} immediate deletes, {} finalizers removed; {} refused or cut |",
+            w.creates,
+            w.recreates,
+            w.updates,
+            w.graceful_deletes,
+            w.immediate_deletes,
+            w.finalizers_removed,
+            w.refused
+        );
+        let _ = writeln!(
+            s,
+            "| Events generated (server writes) | {} |",
+            self.server_writes
+        );
+        let faults: Vec<String> = self
+            .faults
+            .iter()
+            .map(|(c, n)| format!("{} {n}", c.name()))
+            .collect();
+        let total: u64 = self.faults.values().sum();
+        let _ = writeln!(s, "| Faults fired | {total}: {} |", faults.join(", "));
+        let _ = writeln!(
+            s,
+            "| Relists | {} ({} continue pages) |",
+            self.relists, self.continue_pages
+        );
+        let _ = writeln!(s, "| Watch restarts | {} |", self.watch_restarts);
+        let _ = writeln!(
+            s,
+            "| Quiescent checks | {} (slowest settle {:.1} s) |",
+            self.quiescent_checks,
+            self.max_settle.as_secs_f64()
+        );
+        let lag_fast = self
+            .handlers
+            .iter()
+            .filter(|h| !h.name.ends_with("/slow"))
+            .map(|h| h.max_lag)
+            .max()
+            .unwrap_or_default();
+        let _ = writeln!(
+            s,
+            "| Max handler lag | slow handler {:.2} s; every other handler {:.3} s |",
+            self.max_lag_of("/slow").as_secs_f64(),
+            lag_fast.as_secs_f64()
+        );
+        let _ = writeln!(
+            s,
+            "| Peak RSS | {} (bound {}; at most {} cached objects) |",
+            self.peak_rss.map(mib).unwrap_or_else(|| "n/a".into()),
+            self.rss_bound.map(mib).unwrap_or_else(|| "n/a".into()),
+            self.max_cached
+        );
+        let _ = writeln!(s, "| Invariant violations | **{}** |", self.violation_count);
+        let _ = writeln!(
+            s,
+            "\n| Handler | Adds | Updates | Deletes | Tombstones | Panics caught | Max lag |\n| --- | --- | --- | --- | --- | --- | --- |"
+        );
+        for h in &self.handlers {
+            let _ = writeln!(
+                s,
+                "| {} | {} | {} | {} | {} | {} | {:.3} s |",
+                h.name,
+                h.heard.adds,
+                h.heard.updates,
+                h.heard.deletes,
+                h.heard.tombstones,
+                h.panics,
+                h.max_lag.as_secs_f64()
+            );
+        }
+        for v in &self.violations {
+            let _ = writeln!(s, "\n- violation: {v}");
+        }
+        s
+    }
+}
+
+/// Invariant violations, shared by every check: a count and the first few messages.
+#[derive(Clone, Default)]
+pub(crate) struct Violations(Arc<Mutex<(u64, Vec<String>)>>);
+
+impl Violations {
+    pub(crate) fn report(&self, what: String) {
+        tracing::error!(violation = %what, "chaos: invariant violated");
+        let mut v = self.0.lock();
+        v.0 += 1;
+        if v.1.len() < 20 {
+            v.1.push(what);
+        }
+    }
+    fn count(&self) -> u64 {
+        self.0.lock().0
+    }
+}
+
+fn pods() -> ApiResource {
+    ApiResource::new("", "v1", "Pod", "pods", Scope::Namespaced)
+}
+
+fn namespaces() -> ApiResource {
+    ApiResource::new("", "v1", "Namespace", "namespaces", Scope::Cluster)
+}
+
+type Informer<K> = SharedIndexInformer<K, Api<K>, DeltaFifo<K>, Indexer<K>>;
+
+/// Which of the server's pods an informer or handler should end up holding.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Filter {
+    All,
+    Selected,
+}
+
+/// The server's pods as `key -> (uid, version)`, with whether each is selected.
+fn server_state(store: &Store) -> BTreeMap<String, (Held, bool)> {
+    store
+        .list(&pods(), None)
+        .iter()
+        .map(|p| {
+            let m = &p["metadata"];
+            let key = format!(
+                "{}/{}",
+                m["namespace"].as_str().unwrap_or_default(),
+                m["name"].as_str().unwrap_or_default()
+            );
+            let held = Held {
+                uid: m["uid"].as_str().unwrap_or_default().to_owned(),
+                version: m["resourceVersion"]
+                    .as_str()
+                    .and_then(|v| v.parse().ok())
+                    .unwrap_or(0),
+            };
+            let selected = m["labels"][TIER].as_str() == Some("in");
+            (key, (held, selected))
+        })
+        .collect()
+}
+
+fn filtered(server: &BTreeMap<String, (Held, bool)>, filter: Filter) -> BTreeMap<String, Held> {
+    server
+        .iter()
+        .filter(|(_, (_, selected))| filter == Filter::All || *selected)
+        .map(|(k, (h, _))| (k.clone(), h.clone()))
+        .collect()
+}
+
+fn held_of<K: Object>(o: &K) -> Held {
+    Held {
+        uid: o.uid().unwrap_or_default().to_owned(),
+        version: o
+            .resource_version()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(0),
+    }
+}
+
+/// An informer's cache, seen through its object type.
+struct CacheView {
+    name: &'static str,
+    filter: Filter,
+    state: Box<dyn Fn() -> BTreeMap<String, Held> + Send + Sync>,
+    /// What the previous continuous check saw, to catch a version going back.
+    last: HashMap<String, Held>,
+}
+
+fn cache_view<K: Object + Send + Sync + 'static>(
+    name: &'static str,
+    filter: Filter,
+    cache: &Arc<Indexer<K>>,
+) -> CacheView {
+    let cache = Arc::clone(cache);
+    CacheView {
+        name,
+        filter,
+        state: Box::new(move || {
+            CacheRead::list(&*cache)
+                .iter()
+                .map(|o| (o.key().to_string(), held_of(&**o)))
+                .collect()
+        }),
+        last: HashMap::new(),
+    }
+}
+
+/// A handler, seen through its registration and its recorder.
+struct HandlerView {
+    recorder: Recorder,
+    filter: Filter,
+    slow: bool,
+    backlog: Box<dyn Fn() -> usize + Send + Sync>,
+    lag: Box<dyn Fn() -> Option<Duration> + Send + Sync>,
+    panics: Box<dyn Fn() -> u64 + Send + Sync>,
+    max_lag: Duration,
+    lag_reported: bool,
+}
+
+fn handler_view<K: Object + Send + Sync + 'static>(
+    recorder: Recorder,
+    filter: Filter,
+    registration: Registration<K>,
+) -> HandlerView {
+    let registration = Arc::new(registration);
+    let (a, b, c) = (
+        Arc::clone(&registration),
+        Arc::clone(&registration),
+        registration,
+    );
+    HandlerView {
+        slow: recorder.name().ends_with("/slow"),
+        recorder,
+        filter,
+        backlog: Box::new(move || a.backlog()),
+        lag: Box::new(move || b.oldest_pending_age()),
+        panics: Box::new(move || c.panics()),
+        max_lag: Duration::ZERO,
+        lag_reported: false,
+    }
+}
+
+fn informer_config<K>(name: &str, selector: Option<&str>, seed: u64) -> InformerConfig<K> {
+    InformerConfig {
+        reflector: kinformer::reflector::Config {
+            name: name.into(),
+            label_selector: selector.map(str::to_owned),
+            // Small pages, so that every relist is paged and continue tokens are exercised.
+            page_size: 40,
+            backoff: BackoffConfig {
+                initial: Duration::from_millis(50),
+                max: Duration::from_secs(2),
+                ..BackoffConfig::default()
+            },
+            seed: Some(seed),
+            ..kinformer::reflector::Config::default()
+        },
+        ..InformerConfig::default()
+    }
+}
+
+fn typed(
+    seed: u64,
+    name: &'static str,
+    selector: Option<&'static str>,
+) -> impl FnOnce(&Client, &InformerOptions) -> Informer<Pod> {
+    move |client, _| {
+        let cache = Arc::new(Indexer::new());
+        let queue = Arc::new(DeltaFifo::new(cache.clone()));
+        SharedIndexInformer::new(
+            Api::all(client.clone()),
+            queue,
+            cache,
+            informer_config(name, selector, seed),
+        )
+    }
+}
+
+fn compact(seed: u64) -> impl FnOnce(&Client, &InformerOptions) -> Informer<Compact<Pod>> {
+    move |client, _| {
+        let cache = Arc::new(Indexer::new());
+        let queue = Arc::new(DeltaFifo::new(cache.clone()));
+        SharedIndexInformer::new(
+            Api::all(client.clone()),
+            queue,
+            cache,
+            informer_config("pods-compact", None, seed),
+        )
+    }
+}
+
+fn metadata(
+    seed: u64,
+) -> impl FnOnce(&Client, &InformerOptions) -> Informer<PartialObjectMetadata> {
+    move |client, _| {
+        let cache = Arc::new(Indexer::new());
+        let queue = Arc::new(DeltaFifo::new(cache.clone()));
+        SharedIndexInformer::new(
+            Api::metadata(client.clone(), &pods(), None),
+            queue,
+            cache,
+            informer_config("pods-metadata", None, seed),
+        )
+    }
+}
+
+/// Resident memory now and at its peak, in bytes (Linux only).
+fn rss() -> Option<(u64, u64)> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let field = |name: &str| {
+        status
+            .lines()
+            .find(|l| l.starts_with(name))?
+            .split_whitespace()
+            .nth(1)?
+            .parse::<u64>()
+            .ok()
+            .map(|kb| kb * 1024)
+    };
+    Some((field("VmRSS:")?, field("VmHWM:")?))
+}
+
+/// Request counts from the server's log.
+#[derive(Default)]
+struct Requests {
+    lists: u64,
+    continue_pages: u64,
+    watches: u64,
+}
+
+impl Requests {
+    fn harvest(&mut self, sim: &SimServer) {
+        let log = sim.requests();
+        sim.clear_requests();
+        for r in log
+            .iter()
+            .filter(|r| r.method == "GET" && r.path == "/api/v1/pods")
+        {
+            if r.is_watch() {
+                self.watches += 1;
+            } else if r.param("continue").is_some() {
+                self.continue_pages += 1;
+            } else {
+                self.lists += 1;
+            }
+        }
+    }
+}
+
+/// Runs the soak (on the current multi-threaded tokio runtime) and returns its figures. While
+/// it runs, the process's panic hook counts every panic but the panicking handler's deliberate
+/// ones as a violation; the previous hook is restored at the end.
+pub async fn run(config: &ChaosConfig) -> Result<ChaosReport, Error> {
+    let violations = Violations::default();
+    let stray_panics = Arc::new(AtomicU64::new(0));
+    let previous_hook = Arc::new(std::panic::take_hook());
+    {
+        let (stray, previous) = (Arc::clone(&stray_panics), Arc::clone(&previous_hook));
+        std::panic::set_hook(Box::new(move |info| {
+            let deliberate = info
+                .payload()
+                .downcast_ref::<String>()
+                .is_some_and(|m| m.contains(DELIBERATE_PANIC));
+            if !deliberate {
+                stray.fetch_add(1, Ordering::SeqCst);
+                previous(info);
+            }
+        }));
+    }
+    let result = soak(config, &violations, &stray_panics).await;
+    drop(std::panic::take_hook());
+    if let Ok(previous) = Arc::try_unwrap(previous_hook) {
+        std::panic::set_hook(previous);
+    }
+    result
+}
+
+async fn soak(
+    config: &ChaosConfig,
+    violations: &Violations,
+    stray_panics: &AtomicU64,
+) -> Result<ChaosReport, Error> {
+    let started = Instant::now();
+    let sim = SimServer::start(SimConfig {
+        version: KubeVersion::V1_34,
+        // A bounded history (about 10 MB of pods), compacted on a timer as well.
+        history_window: 2_000,
+        compaction_interval: Some(Duration::from_secs(20)),
+        bookmark_interval: Duration::from_secs(1),
+        ..SimConfig::default()
+    })
+    .await?;
+    let store = sim.store();
+    for ns in NAMESPACES {
+        let _ = store.create(
+            &namespaces(),
+            json!({"metadata": {"name": ns}, "spec": {"finalizers": ["kubernetes"]}, "status": {"phase": "Active"}}),
+        );
+    }
+    let rv_start = store.resource_version();
+    let baseline = rss().map(|(now, _)| now);
+
+    // The pods the first lists find, so that they are paged.
+    let mut writer = Writer::new(sim.addr(), config.seed, config.pods);
+    while writer.writes.creates < config.pods as u64 / 2 && writer.writes.refused < 1_000 {
+        writer.create().await;
+    }
+
+    let mut client_config = ClientConfig::new(sim.url());
+    client_config.max_watch_line = faults::MAX_WATCH_LINE;
+    let factory = SharedInformerFactory::new(Client::new(client_config)?, None);
+    let seed = config.seed;
+    let typed_pods = factory.informer_for("pods", typed(seed, "pods", None));
+    let meta = factory.informer_for("pods-metadata", metadata(seed.wrapping_add(1)));
+    let compact_pods = factory.informer_for("pods-compact", compact(seed.wrapping_add(3)));
+    let selected = factory.informer_for(
+        "pods-selected",
+        typed(
+            seed.wrapping_add(2),
+            "pods-selected",
+            Some(workload::SELECTOR),
+        ),
+    );
+
+    let rec = |name: &str, b: Behaviour| Recorder::new(name, b, violations.clone());
+    let mut handlers = Vec::new();
+    for (name, behaviour) in [
+        ("pods/fast", Behaviour::Fast),
+        (
+            "pods/slow",
+            Behaviour::Slow {
+                per_call: Duration::from_millis(1),
+                stall: config.slow_stall,
+                every: 150,
+            },
+        ),
+        ("pods/panicking", Behaviour::Panics { every: 97 }),
+    ] {
+        let r = rec(name, behaviour);
+        let registration = typed_pods.add_handler(r.clone());
+        handlers.push(handler_view(r, Filter::All, registration));
+    }
+    let r = rec("pods/filtered", Behaviour::Fast);
+    let registration = typed_pods.add_handler(FilteringHandler::new(
+        |p: &Pod| p.labels().get(TIER).map(String::as_str) == Some("in"),
+        r.clone(),
+    ));
+    handlers.push(handler_view(r, Filter::Selected, registration));
+    let r = rec("pods-compact/fast", Behaviour::Fast);
+    let registration = compact_pods.add_handler(r.clone());
+    handlers.push(handler_view(r, Filter::All, registration));
+    let r = rec("pods-metadata/fast", Behaviour::Fast);
+    let registration = meta.add_handler(r.clone());
+    handlers.push(handler_view(r, Filter::All, registration));
+    let r = rec("pods-selected/fast", Behaviour::Fast);
+    let registration = selected.add_handler(r.clone());
+    handlers.push(handler_view(r, Filter::Selected, registration));
+
+    let mut caches = vec![
+        cache_view("pods", Filter::All, typed_pods.cache()),
+        cache_view("pods-compact", Filter::All, compact_pods.cache()),
+        cache_view("pods-metadata", Filter::All, meta.cache()),
+        cache_view("pods-selected", Filter::Selected, selected.cache()),
+    ];
+
+    factory.start();
+    let synced = factory
+        .wait_for_cache_sync(Some(config.settle_timeout))
+        .await;
+    for (name, ok) in &synced {
+        if !ok {
+            violations.report(format!("informer {name} did not sync"));
+        }
+    }
+
+    let mut requests = Requests::default();
+    let mut schedule = faults::Schedule::new(sim.faults(), config.seed);
+    let mut peak = Peak {
+        baseline,
+        ..Peak::default()
+    };
+    let mut quiescent_checks = 0;
+    let mut max_settle = Duration::ZERO;
+    let mut remaining = Duration::from_secs(config.seconds);
+    while !remaining.is_zero() {
+        let phase = remaining.min(config.quiesce_every);
+        remaining -= phase;
+        // Writes and faults, with the continuous checks.
+        let (stop_tx, stop_rx) = watch::channel(false);
+        let write_task = tokio::spawn(write_loop(
+            writer,
+            config.writes_per_second,
+            stop_rx.clone(),
+        ));
+        let fault_task = tokio::spawn(fault_loop(schedule, config.fault_wait, stop_rx));
+        let phase_end = Instant::now() + phase;
+        let mut tick = tokio::time::interval(Duration::from_millis(100));
+        let mut ticks = 0u64;
+        while Instant::now() < phase_end {
+            tick.tick().await;
+            ticks += 1;
+            sample_lags(&mut handlers, config.slow_stall, violations);
+            if ticks.is_multiple_of(10) {
+                check_caches(&mut caches, &store, violations);
+                requests.harvest(&sim);
+                peak.sample(&caches, &handlers, violations);
+            }
+        }
+        let _ = stop_tx.send(true);
+        writer = write_task.await.expect("the writer does not panic");
+        schedule = fault_task.await.expect("the fault schedule does not panic");
+        // Quiescence.
+        schedule.calm();
+        let settle = quiesce(&store, &caches, &mut handlers, config, violations).await;
+        max_settle = max_settle.max(settle);
+        quiescent_checks += 1;
+        requests.harvest(&sim);
+        peak.sample(&caches, &handlers, violations);
+    }
+
+    for h in &handlers {
+        let caught = (h.panics)();
+        let thrown = h.recorder.deliberate_panics();
+        if caught != thrown {
+            violations.report(format!(
+                "handler {}: {thrown} panics thrown, {caught} caught and counted",
+                h.recorder.name()
+            ));
+        }
+    }
+    let strays = stray_panics.load(Ordering::SeqCst);
+    if strays > 0 {
+        violations.report(format!("{strays} panics outside the panicking handler"));
+    }
+    let server_writes = store.resource_version() - rv_start;
+    factory.shutdown().await;
+    sim.shutdown().await;
+
+    let informers = caches.len() as u64;
+    let (count, first) = violations.0.lock().clone();
+    debug_assert_eq!(count, violations.count());
+    Ok(ChaosReport {
+        seed: config.seed,
+        seconds: config.seconds,
+        elapsed: started.elapsed(),
+        writes: writer.writes,
+        server_writes,
+        faults: schedule.fired,
+        relists: requests.lists.saturating_sub(informers),
+        continue_pages: requests.continue_pages,
+        watch_restarts: requests.watches.saturating_sub(informers),
+        quiescent_checks,
+        max_settle,
+        handlers: handlers
+            .iter()
+            .map(|h| HandlerReport {
+                name: h.recorder.name().to_owned(),
+                heard: h.recorder.heard(),
+                panics: (h.panics)(),
+                max_lag: h.max_lag,
+            })
+            .collect(),
+        max_cached: peak.max_cached,
+        peak_rss: rss().map(|(_, hwm)| hwm),
+        rss_bound: peak.bound_at_max,
+        violation_count: count,
+        violations: first,
+    })
+}
+
+async fn write_loop(mut writer: Writer, rate: u32, mut stop: watch::Receiver<bool>) -> Writer {
+    let mut tick = tokio::time::interval(Duration::from_millis(10));
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let per_tick = f64::from(rate) / 100.0;
+    let mut owed = 0.0;
+    while !*stop.borrow() {
+        tokio::select! {
+            _ = tick.tick() => {}
+            _ = stop.changed() => break,
+        }
+        owed += per_tick;
+        while owed >= 1.0 {
+            writer.step().await;
+            owed -= 1.0;
+        }
+    }
+    writer
+}
+
+async fn fault_loop(
+    mut schedule: faults::Schedule,
+    (min, max): (Duration, Duration),
+    mut stop: watch::Receiver<bool>,
+) -> faults::Schedule {
+    while !*stop.borrow() {
+        let wait = schedule.next_wait(min, max);
+        tokio::select! {
+            _ = tokio::time::sleep(wait) => schedule.fire(),
+            _ = stop.changed() => break,
+        }
+    }
+    schedule
+}
+
+fn sample_lags(handlers: &mut [HandlerView], bound: Duration, violations: &Violations) {
+    for h in handlers {
+        let lag = (h.lag)().unwrap_or_default();
+        h.max_lag = h.max_lag.max(lag);
+        if !h.slow && lag >= bound && !h.lag_reported {
+            h.lag_reported = true;
+            violations.report(format!(
+                "handler {}: a notification waited {lag:?}, as long as the slow handler's stall",
+                h.recorder.name()
+            ));
+        }
+    }
+}
+
+/// No cached object is ahead of the server's version of the same incarnation (the caches are
+/// read before the server, which is never behind them), and no cached version goes back between
+/// two checks.
+fn check_caches(caches: &mut [CacheView], store: &Store, violations: &Violations) {
+    let seen: Vec<BTreeMap<String, Held>> = caches.iter().map(|c| (c.state)()).collect();
+    let server = server_state(store);
+    for (c, now) in caches.iter_mut().zip(seen) {
+        for (key, held) in &now {
+            if let Some((s, _)) = server.get(key)
+                && s.uid == held.uid
+                && s.version < held.version
+            {
+                violations.report(format!(
+                    "cache {}: {key} at {} is ahead of the server's {}",
+                    c.name, held.version, s.version
+                ));
+            }
+            if let Some(before) = c.last.get(key)
+                && before.uid == held.uid
+                && before.version > held.version
+            {
+                violations.report(format!(
+                    "cache {}: {key} went back from {} to {}",
+                    c.name, before.version, held.version
+                ));
+            }
+        }
+        c.last = now.into_iter().collect();
+    }
+}
+
+/// Memory: resident memory stays under a fixed allowance plus a share per cached object or
+/// pending notification.
+#[derive(Default)]
+struct Peak {
+    baseline: Option<u64>,
+    max_cached: usize,
+    bound_at_max: Option<u64>,
+    reported: bool,
+}
+
+/// Resident memory allowed above the baseline whatever the caches hold: the server's bounded
+/// history, the runtime, buffers.
+const RSS_ALLOWANCE: u64 = 96 * 1024 * 1024;
+/// Resident memory allowed per cached object or pending notification (a typed pod decodes to
+/// a few KiB; this leaves room for the allocator).
+const RSS_PER_OBJECT: u64 = 64 * 1024;
+
+impl Peak {
+    fn sample(&mut self, caches: &[CacheView], handlers: &[HandlerView], violations: &Violations) {
+        let cached: usize = caches.iter().map(|c| (c.state)().len()).sum();
+        let pending: usize = handlers.iter().map(|h| (h.backlog)()).sum();
+        let objects = (cached + pending) as u64;
+        let (Some(baseline), Some((now, _))) = (self.baseline, rss()) else {
+            return;
+        };
+        let bound = baseline + RSS_ALLOWANCE + RSS_PER_OBJECT * objects;
+        if cached >= self.max_cached {
+            self.max_cached = cached;
+            self.bound_at_max = Some(bound);
+        }
+        if now > bound && !self.reported {
+            self.reported = true;
+            violations.report(format!(
+                "resident memory {} MiB over the bound {} MiB ({objects} objects cached or pending)",
+                now >> 20,
+                bound >> 20
+            ));
+        }
+    }
+}
+
+/// Waits until every cache and every handler agrees with the server (and the server has
+/// stopped changing), or the settle timeout passes (then each disagreement is a violation).
+/// Returns how long it took.
+async fn quiesce(
+    store: &Store,
+    caches: &[CacheView],
+    handlers: &mut [HandlerView],
+    config: &ChaosConfig,
+    violations: &Violations,
+) -> Duration {
+    let started = Instant::now();
+    let deadline = started + config.settle_timeout;
+    loop {
+        let rv = store.resource_version();
+        let server = server_state(store);
+        let mut disagreements = Vec::new();
+        for c in caches {
+            let want = filtered(&server, c.filter);
+            let have = (c.state)();
+            if have != want {
+                disagreements.push(format!("cache {}: {}", c.name, diff(&have, &want)));
+            }
+        }
+        for h in handlers.iter() {
+            if (h.backlog)() > 0 {
+                disagreements.push(format!(
+                    "handler {}: {} notifications pending",
+                    h.recorder.name(),
+                    (h.backlog)()
+                ));
+                continue;
+            }
+            let want = filtered(&server, h.filter);
+            let have = h.recorder.state();
+            if have != want {
+                disagreements.push(format!(
+                    "handler {}: {}",
+                    h.recorder.name(),
+                    diff(&have, &want)
+                ));
+            }
+        }
+        if disagreements.is_empty() && rv == store.resource_version() {
+            return started.elapsed();
+        }
+        if Instant::now() >= deadline {
+            for d in disagreements {
+                violations.report(format!(
+                    "not equal to the server {:?} after the faults stopped: {d}",
+                    config.settle_timeout
+                ));
+            }
+            return started.elapsed();
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// The first few differences between what is held and what the server has.
+fn diff(have: &BTreeMap<String, Held>, want: &BTreeMap<String, Held>) -> String {
+    let mut out = Vec::new();
+    for (k, w) in want {
+        match have.get(k) {
+            None => out.push(format!("{k} missing (server {} at {})", w.uid, w.version)),
+            Some(h) if h != w => out.push(format!(
+                "{k} is {} at {}, server {} at {}",
+                h.uid, h.version, w.uid, w.version
+            )),
+            Some(_) => {}
+        }
+    }
+    for (k, h) in have {
+        if !want.contains_key(k) {
+            out.push(format!(
+                "{k} ({} at {}) deleted on the server",
+                h.uid, h.version
+            ));
+        }
+    }
+    let n = out.len();
+    out.truncate(3);
+    format!("{n} keys differ: {}", out.join("; "))
+}

@@ -1,0 +1,43 @@
+//! The chaos soak, short: 8 s of the seeded workload and every fault class with seed 1, against
+//! the factory's informers and handlers. It must find no invariant violation, and must have
+//! fired every fault class and made the informers relist and rewatch, or it proved nothing.
+
+use std::time::Duration;
+
+use kinformer_benches::chaos::{self, ChaosConfig, FaultClass};
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_short_soak_with_every_fault_class_finds_no_violation() {
+    let config = ChaosConfig {
+        pods: 80,
+        writes_per_second: 80,
+        fault_wait: (Duration::from_millis(40), Duration::from_millis(120)),
+        quiesce_every: Duration::from_secs(4),
+        settle_timeout: Duration::from_secs(60),
+        ..ChaosConfig::new(8, 1)
+    };
+    let report = chaos::run(&config).await.expect("the soak starts");
+    let text = report.markdown("cargo test -p kinformer-benches --test chaos");
+    assert!(report.passed(), "{text}");
+    for class in FaultClass::ALL {
+        assert!(
+            report.faults[&class] >= 1,
+            "{} never fired:\n{text}",
+            class.name()
+        );
+    }
+    assert!(report.relists >= 1 && report.watch_restarts >= 1, "{text}");
+    assert_eq!(report.quiescent_checks, 2, "{text}");
+    let panicking = report
+        .handlers
+        .iter()
+        .find(|h| h.name == "pods/panicking")
+        .expect("the panicking handler");
+    assert!(panicking.panics >= 1, "{text}");
+    let deletes: u64 = report
+        .handlers
+        .iter()
+        .map(|h| h.heard.deletes + h.heard.tombstones)
+        .sum();
+    assert!(deletes >= 1, "{text}");
+}
