@@ -572,6 +572,16 @@ async fn run(args: &Args, tallies: &Tallies) -> Result<Report, String> {
         "kinformer-typed" => {
             kinformer::<Pod>(args, Api::all(kinformer_client()?), phase, tallies).await
         }
+        // Compact forms: the handler reads a label, as a controller that enqueues keys does, so
+        // no typed decode happens at event time.
+        "kinformer-compact" => {
+            let api = Api::<Compact<Pod>>::all(kinformer_client()?);
+            kinformer::<Compact<Pod>>(args, api, app_label, tallies).await
+        }
+        "kinformer-compressed" => {
+            let api = Api::<Compressed<Pod>>::all(kinformer_client()?);
+            kinformer::<Compressed<Pod>>(args, api, app_label, tallies).await
+        }
         "kinformer-metadata" => {
             let api = Api::metadata(kinformer_client()?, &ApiResource::of::<Pod>(), None);
             kinformer::<PartialObjectMetadata>(args, api, app_label, tallies).await

@@ -174,12 +174,12 @@ pub const CLIENTS: &[ClientSpec] = &[
     },
     ClientSpec {
         name: "kinformer-compact",
-        built: false,
+        built: true,
         about: "kinformer with kinformer_compact::Compact<Pod> (raw JSON + metadata)",
     },
     ClientSpec {
         name: "kinformer-compressed",
-        built: false,
+        built: true,
         about: "kinformer with kinformer_compact::Compressed<Pod> (zstd with a dictionary)",
     },
     ClientSpec {
