@@ -1,39 +1,10 @@
-//! Decoding a list response: the page's envelope first, then its items on all cores.
+//! Decoding a list response on all cores: the client's call into core's parallel list decode.
 
-use std::sync::Arc;
-
-use kinformer_core::{Object, ObjectList, Scope, missing_identity};
-use serde::Deserialize;
+use kinformer_core::{Object, ObjectList, Scope};
 use serde::de::DeserializeOwned;
-use serde_json::value::RawValue;
-
-/// A page with fewer items than this is decoded in place: threads would cost more than they
-/// save.
-const PARALLEL_FROM: usize = 32;
-
-#[derive(Deserialize)]
-struct RawList<'a> {
-    #[serde(default)]
-    metadata: RawListMeta,
-    #[serde(default, borrow)]
-    items: Option<Vec<&'a RawValue>>,
-}
-
-#[derive(Deserialize, Default)]
-#[serde(rename_all = "camelCase")]
-struct RawListMeta {
-    #[serde(default)]
-    resource_version: String,
-    #[serde(default, rename = "continue")]
-    continue_token: Option<String>,
-    #[serde(default)]
-    remaining_item_count: Option<i64>,
-}
 
 /// Decodes a list body as [`ObjectList::from_json_scoped`] does, with the same errors, but with
-/// the items split among up to `workers` threads (scoped to this call: the items are decoded
-/// straight from `body`, never copied). The items keep their order; an error names the first
-/// bad item.
+/// the items split among up to `workers` threads ([`ObjectList::from_json_scoped_parallel`]).
 ///
 /// Call it off the async workers (in `spawn_blocking`) for a large page: it blocks until every
 /// item is decoded.
@@ -42,61 +13,7 @@ pub(crate) fn decode_list<K: Object + DeserializeOwned>(
     scope: Scope,
     workers: usize,
 ) -> Result<ObjectList<K>, kinformer_core::Error> {
-    let decode_error = |source| kinformer_core::Error::Decode {
-        what: "list",
-        source,
-    };
-    let raw: RawList<'_> = serde_json::from_slice(body).map_err(decode_error)?;
-    let raw_items = raw.items.unwrap_or_default();
-    let namespaced = scope == Scope::Namespaced;
-    let decode_run = |first: usize, run: &[&RawValue]| {
-        let mut out = Vec::with_capacity(run.len());
-        for (i, item) in (first..).zip(run) {
-            let object: K = serde_json::from_str(item.get()).map_err(|e| {
-                decode_error(serde::de::Error::custom(format_args!("items[{i}]: {e}")))
-            })?;
-            if let Some(field) = missing_identity(&object, namespaced) {
-                return Err(decode_error(serde::de::Error::custom(format_args!(
-                    "items[{i}] has no {field}"
-                ))));
-            }
-            out.push(Arc::new(object));
-        }
-        Ok(out)
-    };
-    let workers = workers.clamp(1, raw_items.len().div_ceil(PARALLEL_FROM).max(1));
-    let items = if workers == 1 {
-        decode_run(0, &raw_items)?
-    } else {
-        let per = raw_items.len().div_ceil(workers);
-        let runs: Vec<Result<Vec<Arc<K>>, _>> = std::thread::scope(|s| {
-            let decode_run = &decode_run;
-            let mut parts = raw_items.chunks(per).enumerate();
-            let (_, mine) = parts.next().expect("at least one run");
-            let others: Vec<_> = parts
-                .map(|(n, run)| s.spawn(move || decode_run(n * per, run)))
-                .collect();
-            let mut runs = vec![decode_run(0, mine)];
-            for other in others {
-                match other.join() {
-                    Ok(run) => runs.push(run),
-                    Err(panic) => std::panic::resume_unwind(panic),
-                }
-            }
-            runs
-        });
-        let mut items = Vec::with_capacity(raw_items.len());
-        for run in runs {
-            items.extend(run?);
-        }
-        items
-    };
-    Ok(ObjectList {
-        items,
-        resource_version: raw.metadata.resource_version.into(),
-        continue_token: raw.metadata.continue_token.filter(|c| !c.is_empty()),
-        remaining_item_count: raw.metadata.remaining_item_count,
-    })
+    ObjectList::from_json_scoped_parallel(body, scope, workers)
 }
 
 #[cfg(test)]
