@@ -141,39 +141,7 @@ fn an_unknown_resource_exits_6_in_kubectls_words() {
 
 #[test]
 fn sigterm_stops_a_healthy_watch_with_exit_143_and_whole_lines() {
-    let home = tempfile::tempdir().unwrap();
-    let mut cmd = bare(home.path());
-    cmd.args([
-        "watch",
-        "pods",
-        "--sim",
-        "--sim-pods",
-        "3",
-        "--sim-churn",
-        "200/s",
-    ])
-    .stdout(Stdio::piped())
-    .stderr(Stdio::piped());
-    let mut child = KillOnDrop(cmd.spawn().unwrap());
-    let out = Lines::new(child.0.stdout.take().unwrap());
-    let err = drain(child.0.stderr.take().unwrap());
-    // The initial list and some churn have been printed: the watch is up.
-    for _ in 0..6 {
-        let line = out.next();
-        assert!(line.contains("\trv="), "{line}");
-    }
-    signal(&child.0, "TERM");
-    let status = wait_bounded(&mut child.0);
-    // Ended by the tool itself (an exit code), not by the signal's default action.
-    assert_eq!(status.code(), Some(143), "{status:?}");
-    for line in out.rest() {
-        assert!(
-            line.contains("\trv=") && line.contains("restarts="),
-            "half a line: {line:?}"
-        );
-    }
-    let err = err.join().unwrap();
-    assert_eq!(err.lines().count(), 1, "only the fallback line: {err}");
+    support::signal_stops_a_healthy_watch("TERM", 143);
 }
 
 /// Serves 127.0.0.1: accepts every connection and never answers. Reports each connection.

@@ -244,42 +244,7 @@ fn no_sim_forbids_the_embedded_cluster() {
 
 #[test]
 fn ctrl_c_stops_a_healthy_watch_with_exit_130_and_whole_lines() {
-    let home = tempfile::tempdir().unwrap();
-    let mut cmd = bare(home.path());
-    cmd.args([
-        "watch",
-        "pods",
-        "--sim",
-        "--sim-pods",
-        "3",
-        "--sim-churn",
-        "200/s",
-    ])
-    .stdout(Stdio::piped())
-    .stderr(Stdio::piped());
-    let mut child = KillOnDrop(cmd.spawn().unwrap());
-    let out = Lines::new(child.0.stdout.take().unwrap());
-    let err = support::drain(child.0.stderr.take().unwrap());
-    // The initial list and some churn have been printed: the watch is up.
-    for _ in 0..6 {
-        let line = out.next();
-        assert!(line.contains("\trv="), "{line}");
-    }
-    signal(&child.0, "INT");
-    let status = wait_bounded(&mut child.0);
-    assert_eq!(status.code(), Some(130));
-    for line in out.rest() {
-        assert!(
-            line.contains("\trv=") && line.contains("restarts="),
-            "half a line: {line:?}"
-        );
-    }
-    let err = err.join().unwrap();
-    assert_eq!(err.lines().count(), 1, "only the fallback line: {err}");
-    assert!(
-        err.starts_with("kinformer: --sim: using an embedded simulated cluster"),
-        "{err}"
-    );
+    support::signal_stops_a_healthy_watch("INT", 130);
 }
 
 #[test]

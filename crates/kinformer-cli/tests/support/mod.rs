@@ -121,3 +121,46 @@ pub fn signal(child: &Child, name: &str) {
         .unwrap();
     assert!(status.success(), "kill -{name} failed");
 }
+
+/// Runs `watch pods` on an embedded cluster with churn, sends the signal `name` (`INT`, `TERM`)
+/// once the watch is up, and checks that the tool stopped itself with exit `code`, having printed
+/// only whole lines, and nothing on stderr but the fallback line.
+pub fn signal_stops_a_healthy_watch(name: &str, code: i32) {
+    let home = tempfile::tempdir().unwrap();
+    let mut cmd = bare(home.path());
+    cmd.args([
+        "watch",
+        "pods",
+        "--sim",
+        "--sim-pods",
+        "3",
+        "--sim-churn",
+        "200/s",
+    ])
+    .stdout(Stdio::piped())
+    .stderr(Stdio::piped());
+    let mut child = KillOnDrop(cmd.spawn().unwrap());
+    let out = Lines::new(child.0.stdout.take().unwrap());
+    let err = drain(child.0.stderr.take().unwrap());
+    // The initial list and some churn have been printed: the watch is up.
+    for _ in 0..6 {
+        let line = out.next();
+        assert!(line.contains("\trv="), "{line}");
+    }
+    signal(&child.0, name);
+    let status = wait_bounded(&mut child.0);
+    // Ended by the tool itself (an exit code), not by the signal's default action.
+    assert_eq!(status.code(), Some(code), "{status:?}");
+    for line in out.rest() {
+        assert!(
+            line.contains("\trv=") && line.contains("restarts="),
+            "half a line: {line:?}"
+        );
+    }
+    let err = err.join().unwrap();
+    assert_eq!(err.lines().count(), 1, "only the fallback line: {err}");
+    assert!(
+        err.starts_with("kinformer: --sim: using an embedded simulated cluster"),
+        "{err}"
+    );
+}
