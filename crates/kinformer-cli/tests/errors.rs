@@ -7,7 +7,7 @@ mod support;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use support::{KillOnDrop, Lines, bare, drain, run, signal, wait_bounded};
+use support::{KillOnDrop, bare, drain, run, signal, wait_bounded};
 
 /// A kubeconfig for a plain-HTTP server, with the given `user:` body.
 fn kubeconfig(dir: &std::path::Path, server: &str, user: &str) -> std::path::PathBuf {
@@ -208,26 +208,9 @@ async fn ctrl_c_while_watch_retries_a_silent_server_exits_3_naming_the_timeout()
         .arg(&path)
         .stdout(Stdio::null())
         .stderr(Stdio::piped());
-    let mut child = KillOnDrop(cmd.spawn().unwrap());
-    let stderr = Lines::new(child.0.stderr.take().unwrap());
-    let (warning, stderr) = tokio::task::spawn_blocking(move || (stderr.next(), stderr))
-        .await
-        .unwrap();
-    assert!(warning.contains("WARN"), "{warning}");
-    assert!(warning.contains("timed out after 1s"), "{warning}");
-    signal(&child.0, "INT");
-    let (status, rest) = tokio::task::spawn_blocking(move || {
-        let status = wait_bounded(&mut child.0);
-        (status, stderr.rest())
-    })
-    .await
-    .unwrap();
-    assert_eq!(status.code(), Some(3), "{rest:?}");
-    let last = rest.last().cloned().unwrap_or_default();
-    assert!(
-        last.starts_with("kinformer: interrupted while retrying after: list: timed out"),
-        "{rest:?}"
-    );
+    let child = KillOnDrop(cmd.spawn().unwrap());
+    // The code of the failure being retried: 3, the server does not answer.
+    support::ctrl_c_while_retrying(child, "timed out after 1s", 3, "timed out").await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

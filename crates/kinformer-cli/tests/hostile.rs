@@ -8,7 +8,7 @@ mod support;
 use std::process::Stdio;
 use std::time::Duration;
 
-use support::{BIN, BOUND, KillOnDrop, Lines, drain, signal, wait_bounded};
+use support::{BIN, BOUND, KillOnDrop, drain, signal, wait_bounded};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpListener;
 use tokio::sync::mpsc;
@@ -265,27 +265,9 @@ async fn an_unreachable_server_is_retried_with_its_cause_and_ctrl_c_reports_it()
         .port();
     let dir = tempfile::tempdir().unwrap();
     let path = kubeconfig(dir.path(), &format!("http://127.0.0.1:{port}"), "{}");
-    let mut child = KillOnDrop(watch_command(dir.path(), &path).spawn().unwrap());
-    let stderr = Lines::new(child.0.stderr.take().unwrap());
-    let (warning, stderr) = tokio::task::spawn_blocking(move || (stderr.next(), stderr))
-        .await
-        .unwrap();
-    assert!(warning.contains("WARN"), "{warning}");
-    assert!(warning.contains("cannot connect"), "{warning}");
-    signal(&child.0, "INT");
-    let (status, rest) = tokio::task::spawn_blocking(move || {
-        let status = wait_bounded(&mut child.0);
-        (status, stderr.rest())
-    })
-    .await
-    .unwrap();
+    let child = KillOnDrop(watch_command(dir.path(), &path).spawn().unwrap());
     // The code of the failure being retried: 3, the server cannot be reached.
-    assert_eq!(status.code(), Some(3), "{rest:?}");
-    let last = rest.last().cloned().unwrap_or_default();
-    assert!(
-        last.starts_with("kinformer: interrupted while retrying after: list: cannot connect"),
-        "{rest:?}"
-    );
+    support::ctrl_c_while_retrying(child, "cannot connect", 3, "cannot connect").await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -164,3 +164,32 @@ pub fn signal_stops_a_healthy_watch(name: &str, code: i32) {
         "{err}"
     );
 }
+
+/// Waits for the first warning of a `watch` that keeps retrying a failure (it must contain
+/// `warning_has`), sends Ctrl-C, and checks that the tool exits with the failure's `code` and a
+/// last line naming the failure it was retrying (`kinformer: interrupted while retrying after:
+/// list: {failure}...`).
+pub async fn ctrl_c_while_retrying(
+    mut child: KillOnDrop,
+    warning_has: &str,
+    code: i32,
+    failure: &str,
+) {
+    let stderr = Lines::new(child.0.stderr.take().unwrap());
+    let (warning, stderr) = tokio::task::spawn_blocking(move || (stderr.next(), stderr))
+        .await
+        .unwrap();
+    assert!(warning.contains("WARN"), "{warning}");
+    assert!(warning.contains(warning_has), "{warning}");
+    signal(&child.0, "INT");
+    let (status, rest) = tokio::task::spawn_blocking(move || {
+        let status = wait_bounded(&mut child.0);
+        (status, stderr.rest())
+    })
+    .await
+    .unwrap();
+    assert_eq!(status.code(), Some(code), "{rest:?}");
+    let last = rest.last().cloned().unwrap_or_default();
+    let expected = format!("kinformer: interrupted while retrying after: list: {failure}");
+    assert!(last.starts_with(&expected), "{rest:?}");
+}
