@@ -17,9 +17,6 @@ use crate::decode::{Parallel, WatchStream, decode_watch_with, error_chain};
 use crate::list::decode_list;
 use crate::{Config, Error};
 
-/// A list body of at least this many bytes is decoded off the async workers, on all cores.
-const OFFLOAD_LIST_BYTES: usize = 256 * 1024;
-
 /// `Accept` for full objects.
 pub(crate) const ACCEPT_JSON: &str = "application/json";
 /// `Accept` for a metadata-only list.
@@ -147,21 +144,7 @@ impl Client {
         let response = self.send(&path, accept, false).await?;
         let body = self.read_list_body(response).await?;
         let scope = resource.scope;
-        let decoded = if body.len() < OFFLOAD_LIST_BYTES {
-            decode_list(&body, scope, 1)
-        } else {
-            // A large page is decoded on blocking threads, its items split among the cores.
-            let workers = Parallel::default().workers;
-            match tokio::task::spawn_blocking(move || decode_list(&body, scope, workers)).await {
-                Ok(decoded) => decoded,
-                Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
-                Err(e) => {
-                    return Err(Error::Request {
-                        source: format!("decoding the list: {e}").into(),
-                    });
-                }
-            }
-        };
+        let decoded = decode_list(body, scope).await;
         let mut list = decoded.map_err(|source| Error::Decode {
             what: "list",
             line: None,

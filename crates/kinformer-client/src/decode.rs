@@ -314,9 +314,9 @@ fn decode_event<K: Object + DeserializeOwned>(
 
 /// Decodes a watch body (any stream of byte chunks) into events as they arrive.
 ///
-/// The body is split into lines as it arrives, and batches of lines are decoded on tokio's
-/// blocking threads, as many at once as the machine has cores; the events come out in the order
-/// of their lines. A batch takes the lines that are ready (up to about 64 KiB), so a busy
+/// The body is split into lines as it arrives, and batches of lines are decoded as tasks on the
+/// runtime's worker threads, as many at once as the machine has cores; the events come out in
+/// the order of their lines. A batch takes the lines that are ready (up to about 64 KiB), so a busy
 /// stream is decoded in parallel while a quiet one hands each event on at once; a small batch is
 /// decoded in place, without a hand-off. The work in flight is bounded: the body is read only as
 /// fast as the stream is consumed, a few batches ahead.
@@ -367,13 +367,11 @@ pub(crate) struct Parallel {
 }
 
 /// A batch is cut at this many bytes of lines: at ~5 KB per pod, a dozen events, whose decode
-/// (~300 µs) dwarfs the hand-off to a blocking thread (~10 µs).
+/// (~300 µs) dwarfs the hand-off to another task (~1 µs).
 const BATCH_BYTES: usize = 64 * 1024;
 /// A batch under this many bytes (a small event or two) is decoded in place: a hand-off would
-/// cost about as much as the decode. A single ~5 KB pod event is handed off: at 8 KiB, most
-/// batches of a watch fed by a busy server held one event and were decoded on the reading task
-/// (2% of the samples on blocking threads); at 4 KiB the decode spread over the blocking threads
-/// and the pipeline bench went ~10% faster with a smaller heap peak.
+/// cost about as much as the decode. A single ~5 KB pod event is handed off, so that a busy
+/// watch spreads over the workers.
 const INLINE_BELOW: usize = 4 * 1024;
 
 impl Default for Parallel {
@@ -540,7 +538,13 @@ where
                 .then(tokio::runtime::Handle::try_current)
                 .and_then(Result::ok);
             if let Some(runtime) = runtime {
-                let task = runtime.spawn_blocking(move || batch.decode(require_namespace));
+                // A task on the runtime's workers, not a blocking thread: the objects of a watch
+                // are then allocated on the same few threads as those of the list before it and
+                // of the events after it, whose memory they reuse (with blocking threads, the
+                // resident size of a typed cache doubled under updates), and the hand-off is a
+                // queue push rather than the wake-up of a parked thread (a blocking thread per
+                // batch cost a third of the event rate on 2 cores; docs/benchmarks.md).
+                let task = runtime.spawn(async move { batch.decode(require_namespace) });
                 futures_util::future::Either::Left(task.map(|joined| match joined {
                     Ok(events) => events,
                     Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),

@@ -1,19 +1,68 @@
-//! Decoding a list response on all cores: the client's call into core's parallel list decode.
+//! Decoding a list response on all cores: the items of a large page are decoded on the async
+//! runtime's own worker threads, in runs, and assembled in order.
 
-use kinformer_core::{Object, ObjectList, Scope};
+use std::sync::Arc;
+
+use kinformer_core::{ListPage, Object, ObjectList, Scope};
 use serde::de::DeserializeOwned;
 
+/// Items per decode task: ~64 pods of ~5 KB take ~1.5 ms, short enough not to hold a worker
+/// thread from other tasks for long, long enough that a task costs little beside it.
+const ITEMS_PER_TASK: usize = 64;
+
 /// Decodes a list body as [`ObjectList::from_json_scoped`] does, with the same errors, but with
-/// the items split among up to `workers` threads ([`ObjectList::from_json_scoped_parallel`]).
+/// the items split into runs decoded on the runtime's worker threads (`tokio::spawn`), the
+/// first run on the calling task.
 ///
-/// Call it off the async workers (in `spawn_blocking`) for a large page: it blocks until every
-/// item is decoded.
-pub(crate) fn decode_list<K: Object + DeserializeOwned>(
-    body: &[u8],
+/// The runtime's workers, not threads of their own: the objects of a list and of the watch that
+/// follows are then allocated by the same threads, so the memory of listed objects the watch
+/// replaces is reused for their successors. Decoded on other threads, it stayed with those
+/// threads' allocator arenas, and the resident size of a typed cache doubled under updates
+/// (docs/benchmarks.md).
+pub(crate) async fn decode_list<K: Object + DeserializeOwned>(
+    body: Vec<u8>,
     scope: Scope,
-    workers: usize,
 ) -> Result<ObjectList<K>, kinformer_core::Error> {
-    ObjectList::from_json_scoped_parallel(body, scope, workers)
+    let page = Arc::new(ListPage::locate(&body)?);
+    let n = page.len();
+    if n <= ITEMS_PER_TASK || tokio::runtime::Handle::try_current().is_err() {
+        let items = page.decode_items(&body, 0..n, Some(scope))?;
+        return Ok(unwrap_page(page).into_list(items));
+    }
+    let body = Arc::new(body);
+    let runs: Vec<_> = (ITEMS_PER_TASK..n)
+        .step_by(ITEMS_PER_TASK)
+        .map(|start| {
+            let (page, body) = (Arc::clone(&page), Arc::clone(&body));
+            let run = start..(start + ITEMS_PER_TASK).min(n);
+            tokio::spawn(async move { page.decode_items::<K>(&body, run, Some(scope)) })
+        })
+        .collect();
+    let mut items = page.decode_items(&body, 0..ITEMS_PER_TASK, Some(scope));
+    for run in runs {
+        let run = match run.await {
+            Ok(run) => run,
+            Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
+            // The runtime is shutting down: no page, rather than a short one.
+            Err(_) => Err(kinformer_core::Error::Decode {
+                what: "list",
+                source: serde::de::Error::custom("the runtime shut down while decoding"),
+            }),
+        };
+        // The first bad item wins: later runs are awaited (so none outlives this call) but
+        // their errors are dropped.
+        match (&mut items, run) {
+            (Ok(items), Ok(run)) => items.extend(run),
+            (Ok(_), Err(e)) => items = Err(e),
+            (Err(_), _) => {}
+        }
+    }
+    Ok(unwrap_page(page).into_list(items?))
+}
+
+/// The page back from its `Arc`, once every run is done with it.
+fn unwrap_page(page: Arc<ListPage>) -> ListPage {
+    Arc::try_unwrap(page).unwrap_or_else(|shared| (*shared).clone())
 }
 
 #[cfg(test)]
@@ -41,17 +90,32 @@ mod tests {
         list.items.iter().map(|o| o.name().to_owned()).collect()
     }
 
+    fn runtimes() -> Vec<tokio::runtime::Runtime> {
+        vec![
+            tokio::runtime::Builder::new_current_thread()
+                .build()
+                .unwrap(),
+            tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(3)
+                .build()
+                .unwrap(),
+        ]
+    }
+
     #[test]
-    fn items_keep_their_order_on_any_number_of_threads() {
-        for n in [0, 1, 31, 32, 33, 100, 1001] {
-            let text = body(n, None);
-            let want =
-                ObjectList::<DynamicObject>::from_json_scoped(text.as_bytes(), Scope::Namespaced)
+    fn items_keep_their_order_on_any_runtime() {
+        for rt in runtimes() {
+            for n in [0, 1, 63, 64, 65, 128, 129, 1001] {
+                let text = body(n, None);
+                let want = ObjectList::<DynamicObject>::from_json_scoped(
+                    text.as_bytes(),
+                    Scope::Namespaced,
+                )
+                .unwrap();
+                let got: ObjectList<DynamicObject> = rt
+                    .block_on(decode_list(text.into_bytes(), Scope::Namespaced))
                     .unwrap();
-            for workers in [1, 2, 3, 8, 64] {
-                let got: ObjectList<DynamicObject> =
-                    decode_list(text.as_bytes(), Scope::Namespaced, workers).unwrap();
-                assert_eq!(names(&got), names(&want), "{n} items, {workers} threads");
+                assert_eq!(names(&got), names(&want), "{n} items");
                 assert_eq!(got.resource_version.as_str(), "77");
                 assert_eq!(got.continue_token.as_deref(), Some("next"));
             }
@@ -65,26 +129,37 @@ mod tests {
             (r#"{"metadata":{"namespace":"ns"}}"#, Scope::Cluster),
             (r#"{"metadata":{"name":"x"}}"#, Scope::Namespaced),
         ];
-        for (bad, scope) in cases {
-            for at in [0, 150, 299] {
-                let text = body(300, Some((at, bad)));
-                let want = ObjectList::<DynamicObject>::from_json_scoped(text.as_bytes(), scope)
-                    .unwrap_err()
-                    .to_string();
-                assert!(want.contains(&format!("items[{at}]")), "{want}");
-                for workers in [1, 2, 5] {
-                    let got = decode_list::<DynamicObject>(text.as_bytes(), scope, workers)
+        for rt in runtimes() {
+            for (bad, scope) in cases {
+                for at in [0, 63, 64, 150, 299] {
+                    let text = body(300, Some((at, bad)));
+                    let want =
+                        ObjectList::<DynamicObject>::from_json_scoped(text.as_bytes(), scope)
+                            .unwrap_err()
+                            .to_string();
+                    assert!(want.contains(&format!("items[{at}]")), "{want}");
+                    let got = rt
+                        .block_on(decode_list::<DynamicObject>(text.into_bytes(), scope))
                         .unwrap_err()
                         .to_string();
-                    assert_eq!(got, want, "{bad} at {at}, {workers} threads");
+                    assert_eq!(got, want, "{bad} at {at}");
                 }
             }
+            // A second bad item later does not hide the first, even in a run decoded first.
+            let mut text = body(300, Some((240, r#"{"metadata":7}"#)));
+            text = text.replace(r#""name":"cm10""#, r#""name":"""#);
+            let got = rt
+                .block_on(decode_list::<DynamicObject>(
+                    text.into_bytes(),
+                    Scope::Namespaced,
+                ))
+                .unwrap_err();
+            assert!(got.to_string().contains("items[10]"), "{got}");
+            let cut = b"{\"items\":[".to_vec();
+            assert!(
+                rt.block_on(decode_list::<DynamicObject>(cut, Scope::Cluster))
+                    .is_err()
+            );
         }
-        // A second bad item later does not hide the first.
-        let mut text = body(300, Some((40, r#"{"metadata":7}"#)));
-        text = text.replace(r#""name":"cm250""#, r#""name":"""#);
-        let got = decode_list::<DynamicObject>(text.as_bytes(), Scope::Namespaced, 4).unwrap_err();
-        assert!(got.to_string().contains("items[40]"), "{got}");
-        assert!(decode_list::<DynamicObject>(b"{\"items\":[", Scope::Cluster, 4).is_err());
     }
 }

@@ -67,7 +67,7 @@ pub use delta::{DeletedFinalStateUnknown, Delta, DeltaObject, DeltaType};
 pub use dynamic::{DynamicObject, PartialObjectMetadata, TypeMeta};
 pub use error::{Error, StoreError};
 pub use key::ObjectKey;
-pub use list::{ListParams, ObjectList, ResourceVersionMatch, WatchParams};
+pub use list::{ListPage, ListParams, ObjectList, ResourceVersionMatch, WatchParams};
 pub use list_watch::{BoxListWatch, ListWatch, WatchStream};
 pub use object::{Object, OwnerRef, missing_identity};
 pub use queue::{

@@ -126,8 +126,10 @@ impl<K: Object + DeserializeOwned> ObjectList<K> {
     /// decoded straight from `body`, never copied, and keep their order; an error names the
     /// first bad item. A page of few items uses fewer threads (at least 32 items each).
     ///
-    /// It blocks until every item is decoded: from async code, call it off the runtime's workers
-    /// (`spawn_blocking`).
+    /// It blocks until every item is decoded. From async code, decode the runs of a
+    /// [`ListPage`] as tasks instead, as the HTTP client does: objects decoded on threads of their
+    /// own are allocated from those threads' allocator arenas, which the watch's later objects do
+    /// not reuse.
     ///
     /// ```
     /// use kinformer_core::{DynamicObject, ObjectList, Scope};
@@ -147,41 +149,22 @@ impl<K: Object + DeserializeOwned> ObjectList<K> {
     }
 
     fn decode(body: &[u8], scope: Option<Scope>, workers: usize) -> Result<Self, Error> {
-        let decode_error = |source| Error::Decode {
-            what: "list",
-            source,
-        };
-        let raw: RawList<'_> = serde_json::from_slice(body).map_err(decode_error)?;
-        let raw_items = raw.items.unwrap_or_default();
-        let namespaced = scope == Some(Scope::Namespaced);
-        let decode_run = |first: usize, run: &[&RawValue]| {
-            let mut out = Vec::with_capacity(run.len());
-            for (i, item) in (first..).zip(run) {
-                let object: K = serde_json::from_str(item.get()).map_err(|e| {
-                    decode_error(serde::de::Error::custom(format_args!("items[{i}]: {e}")))
-                })?;
-                if let Some(field) = missing_identity(&object, namespaced) {
-                    return Err(decode_error(serde::de::Error::custom(format_args!(
-                        "items[{i}] has no {field}"
-                    ))));
-                }
-                out.push(Arc::new(object));
-            }
-            Ok(out)
-        };
-        let workers = workers.clamp(1, raw_items.len().div_ceil(ITEMS_PER_WORKER).max(1));
+        let page = ListPage::locate(body)?;
+        let n = page.len();
+        let workers = workers.clamp(1, n.div_ceil(ITEMS_PER_WORKER).max(1));
         let items = if workers == 1 {
-            decode_run(0, &raw_items)?
+            page.decode_items(body, 0..n, scope)?
         } else {
-            let per = raw_items.len().div_ceil(workers);
+            let per = n.div_ceil(workers);
             let runs: Vec<Result<Vec<Arc<K>>, _>> = std::thread::scope(|s| {
-                let decode_run = &decode_run;
-                let mut parts = raw_items.chunks(per).enumerate();
-                let (_, mine) = parts.next().expect("at least one run");
-                let others: Vec<_> = parts
-                    .map(|(n, run)| s.spawn(move || decode_run(n * per, run)))
+                let page = &page;
+                let others: Vec<_> = (1..workers)
+                    .map(|w| {
+                        let run = (w * per).min(n)..((w + 1) * per).min(n);
+                        s.spawn(move || page.decode_items(body, run, scope))
+                    })
                     .collect();
-                let mut runs = vec![decode_run(0, mine)];
+                let mut runs = vec![page.decode_items(body, 0..per.min(n), scope)];
                 for other in others {
                     match other.join() {
                         Ok(run) => runs.push(run),
@@ -190,18 +173,123 @@ impl<K: Object + DeserializeOwned> ObjectList<K> {
                 }
                 runs
             });
-            let mut items = Vec::with_capacity(raw_items.len());
+            let mut items = Vec::with_capacity(n);
             for run in runs {
                 items.extend(run?);
             }
             items
         };
+        Ok(page.into_list(items))
+    }
+}
+
+/// A list response body whose items are located but not yet decoded: where each item lies in
+/// the body, and the list's metadata. It lets a caller decode the items in runs, wherever it
+/// likes (on several tasks of an async runtime, say), and assemble the page in order.
+///
+/// ```
+/// use kinformer_core::{DynamicObject, ListPage, Scope};
+///
+/// let body = br#"{"metadata":{"resourceVersion":"9","continue":"c"},"items":[
+///     {"metadata":{"name":"a"}},{"metadata":{"name":"b"}},{"metadata":{"name":"c"}}]}"#;
+/// let page = ListPage::locate(body).unwrap();
+/// assert_eq!(page.len(), 3);
+/// let mut items = page.decode_items::<DynamicObject>(body, 0..1, Some(Scope::Cluster)).unwrap();
+/// items.extend(page.decode_items(body, 1..3, Some(Scope::Cluster)).unwrap());
+/// let list = page.into_list(items);
+/// assert_eq!(list.items[2].metadata.name.as_deref(), Some("c"));
+/// assert_eq!(list.continue_token.as_deref(), Some("c"));
+/// ```
+#[derive(Debug, Clone)]
+pub struct ListPage {
+    /// The byte range of each item in the body, in order.
+    items: Vec<std::ops::Range<usize>>,
+    resource_version: ResourceVersion,
+    continue_token: Option<String>,
+    remaining_item_count: Option<i64>,
+}
+
+impl ListPage {
+    /// Reads a list body's metadata and finds its items, checking that the body is one JSON
+    /// list object, without decoding any item.
+    pub fn locate(body: &[u8]) -> Result<Self, Error> {
+        let raw: RawList<'_> = serde_json::from_slice(body).map_err(|source| Error::Decode {
+            what: "list",
+            source,
+        })?;
+        let base = body.as_ptr() as usize;
+        let items = raw
+            .items
+            .unwrap_or_default()
+            .iter()
+            .map(|item| {
+                // A raw item borrows its bytes from `body`, so its offset is its address less
+                // the body's.
+                let start = item.get().as_ptr() as usize - base;
+                start..start + item.get().len()
+            })
+            .collect();
         Ok(Self {
             items,
             resource_version: raw.metadata.resource_version.into(),
             continue_token: raw.metadata.continue_token.filter(|c| !c.is_empty()),
             remaining_item_count: raw.metadata.remaining_item_count,
         })
+    }
+
+    /// How many items the page holds.
+    pub fn len(&self) -> usize {
+        self.items.len()
+    }
+
+    /// Whether the page holds no item.
+    pub fn is_empty(&self) -> bool {
+        self.items.is_empty()
+    }
+
+    /// Decodes the items numbered `run` (a range of item numbers, not bytes) from `body`, the
+    /// body this page was located in. An item without a name, or without a namespace when
+    /// `scope` is [`Scope::Namespaced`], is an [`Error::Decode`] naming it (`items[3]`), as is
+    /// an item that does not decode; the error names the first bad item of the run.
+    ///
+    /// # Panics
+    ///
+    /// If `run` goes past [`len`](Self::len), or `body` is shorter than the located one.
+    pub fn decode_items<K: Object + DeserializeOwned>(
+        &self,
+        body: &[u8],
+        run: std::ops::Range<usize>,
+        scope: Option<Scope>,
+    ) -> Result<Vec<Arc<K>>, Error> {
+        let decode_error = |source| Error::Decode {
+            what: "list",
+            source,
+        };
+        let namespaced = scope == Some(Scope::Namespaced);
+        let first = run.start;
+        let mut out = Vec::with_capacity(run.len());
+        for (i, bytes) in (first..).zip(&self.items[run]) {
+            let object: K = serde_json::from_slice(&body[bytes.clone()]).map_err(|e| {
+                decode_error(serde::de::Error::custom(format_args!("items[{i}]: {e}")))
+            })?;
+            if let Some(field) = missing_identity(&object, namespaced) {
+                return Err(decode_error(serde::de::Error::custom(format_args!(
+                    "items[{i}] has no {field}"
+                ))));
+            }
+            out.push(Arc::new(object));
+        }
+        Ok(out)
+    }
+
+    /// The page as an [`ObjectList`] of its decoded `items`.
+    pub fn into_list<K>(self, items: Vec<Arc<K>>) -> ObjectList<K> {
+        ObjectList {
+            items,
+            resource_version: self.resource_version,
+            continue_token: self.continue_token,
+            remaining_item_count: self.remaining_item_count,
+        }
     }
 }
 
