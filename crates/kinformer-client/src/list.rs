@@ -49,8 +49,9 @@ pub(crate) async fn decode_list<K: Object + DeserializeOwned>(
                 source: serde::de::Error::custom("the runtime shut down while decoding"),
             }),
         };
-        // The first bad item wins: later runs are awaited (so none outlives this call) but
-        // their errors are dropped.
+        // The first bad item wins: the later runs are still awaited, their errors dropped. (If
+        // this future is dropped mid-page, the runs already spawned finish on their own and
+        // their objects are freed: each is at most ITEMS_PER_TASK items.)
         match (&mut items, run) {
             (Ok(items), Ok(run)) => items.extend(run),
             (Ok(_), Err(e)) => items = Err(e),
