@@ -64,6 +64,8 @@ mod auth;
 mod client;
 mod config;
 mod decode;
+#[cfg(test)]
+mod decode_threads;
 mod discovery;
 mod error;
 mod kubeconfig;
