@@ -8,8 +8,8 @@ use serde::de::{DeserializeOwned, Error as _};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::value::RawValue;
 
+use crate::Error;
 use crate::meta::{Meta, object_from_meta};
-use crate::{Error, Form};
 
 /// An object of type `K` kept as the JSON it came in, with its metadata decoded: about 6 KB for a
 /// 5 KB pod where the typed `Pod` takes some 36 KB, and a decode of the metadata alone where
@@ -118,21 +118,6 @@ impl<K> Compact<K> {
 }
 
 object_from_meta!(Compact);
-
-impl<K: DeserializeOwned + 'static> Form<K> for Compact<K> {
-    fn typed(&self) -> Result<K, Error> {
-        Compact::typed(self)
-    }
-}
-
-impl<K> Clone for Compact<K> {
-    fn clone(&self) -> Self {
-        Self {
-            inner: Arc::clone(&self.inner),
-            _kind: PhantomData,
-        }
-    }
-}
 
 impl<K> PartialEq for Compact<K> {
     /// Two compact objects are equal when their JSON is the same, byte for byte.

@@ -15,8 +15,8 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::value::RawValue;
 use zstd::zstd_safe::{self, CCtx, CDict, DCtx, DDict};
 
+use crate::Error;
 use crate::meta::{Meta, object_from_meta};
-use crate::{Error, Form};
 
 /// An object of type `K` kept as compressed JSON, with its metadata decoded: about 1.4 KB for a
 /// 5 KB pod once the type's dictionary is trained (see [`Codec`]).
@@ -169,21 +169,6 @@ impl<K> Compressed<K> {
 }
 
 object_from_meta!(Compressed);
-
-impl<K: DeserializeOwned + 'static> Form<K> for Compressed<K> {
-    fn typed(&self) -> Result<K, Error> {
-        Compressed::typed(self)
-    }
-}
-
-impl<K> Clone for Compressed<K> {
-    fn clone(&self) -> Self {
-        Self {
-            inner: Arc::clone(&self.inner),
-            _kind: PhantomData,
-        }
-    }
-}
 
 impl<K> fmt::Debug for Compressed<K> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {

@@ -130,7 +130,8 @@ impl Meta {
     }
 }
 
-/// Implements [`kinformer_core::Object`] for a form that has a `meta()` method.
+/// Implements [`kinformer_core::Object`] (from `meta()`), [`Form`](crate::Form) (from `typed()`) and
+/// a sharing `Clone` for a form whose fields are `inner: Arc<..>` and `_kind: PhantomData<K>`.
 macro_rules! object_from_meta {
     ($ty:ident) => {
         impl<K: 'static> kinformer_core::Object for $ty<K> {
@@ -151,6 +152,22 @@ macro_rules! object_from_meta {
             }
             fn owner_references(&self) -> Vec<kinformer_core::OwnerRef<'_>> {
                 self.meta().owner_references()
+            }
+        }
+
+        impl<K: serde::de::DeserializeOwned + 'static> crate::Form<K> for $ty<K> {
+            fn typed(&self) -> Result<K, crate::Error> {
+                $ty::typed(self)
+            }
+        }
+
+        /// A clone shares the object: it costs a reference count, never a copy of the bytes.
+        impl<K> Clone for $ty<K> {
+            fn clone(&self) -> Self {
+                Self {
+                    inner: std::sync::Arc::clone(&self.inner),
+                    _kind: std::marker::PhantomData,
+                }
             }
         }
     };
