@@ -9,7 +9,7 @@
 use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::Pod;
-use kinformer_core::{ReflectorStore, ResourceVersion};
+use kinformer_core::{ReflectorStore, ReflectorStoreExt, ResourceVersion};
 use kinformer_delta_fifo::{DeltaFifo, Mode};
 use kinformer_indexer::{Indexer, index};
 use peak_alloc::PeakAlloc;

@@ -30,13 +30,15 @@ const LAYERS: &[&str] = &[
     "kinformer-lister",
 ];
 
-/// Crates that stand on the shared vocabulary alone: the leaf layers, the object-type crates (an
+/// Crates that stand on the shared vocabulary alone: the leaf layers (the shared informer too: it
+/// takes any stream of store events, so it needs no reflector), the object-type crates (an
 /// object form is just another `Object`, usable by every layer), and the test support, whose
 /// scripted `ListWatch` proves that a source needs no HTTP client.
 const LEAF_LAYERS: &[&str] = &[
     "kinformer-reflector",
     "kinformer-delta-fifo",
     "kinformer-indexer",
+    "kinformer-shared-informer",
     "kinformer-lister",
     "kinformer-compact",
     "kinformer-test-support",
@@ -332,6 +334,19 @@ mod tests {
                      layer depends on kinformer-core only",
                 ],
             ),
+            // The shared informer takes a stream of events: a reflector behind it is the
+            // caller's choice, never its dependency.
+            (
+                &[(
+                    "kinformer-shared-informer",
+                    &[("kinformer-core", None), ("kinformer-reflector", None)],
+                )],
+                &[],
+                &[
+                    "kinformer-shared-informer depends on kinformer-reflector; a leaf layer \
+                     depends on kinformer-core only",
+                ],
+            ),
             // Two layers in a crate that does not wire them; the facade may.
             (
                 &[
@@ -345,8 +360,12 @@ mod tests {
                     ),
                 ],
                 &[],
-                &["kinformer-shared-informer depends on several layer crates \
-                     (kinformer-client, kinformer-indexer); only the facade wires layers"],
+                &[
+                    "kinformer-shared-informer depends on several layer crates \
+                     (kinformer-client, kinformer-indexer); only the facade wires layers",
+                    "kinformer-shared-informer depends on kinformer-client, kinformer-indexer; a \
+                     leaf layer depends on kinformer-core only",
+                ],
             ),
             // A workspace dependency nobody uses.
             (

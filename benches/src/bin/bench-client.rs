@@ -411,7 +411,7 @@ where
         ..Report::default()
     };
     if args.kind == "lister" {
-        let lister = informer.lister("pods");
+        let lister = informer.lister();
         let all = lister.list(&LabelSelector::everything());
         let keys: Vec<(String, String)> = all
             .iter()

@@ -40,7 +40,7 @@ use kinformer::client::{Api, Client, Config as ClientConfig};
 use kinformer::core::{ApiResource, CacheRead, Object, PartialObjectMetadata, Scope};
 use kinformer::delta_fifo::DeltaFifo;
 use kinformer::indexer::Indexer;
-use kinformer::reflector::BackoffConfig;
+use kinformer::reflector::{BackoffConfig, StreamingList};
 use kinformer::shared_informer::{
     FilteringHandler, InformerConfig, InformerOptions, Registration, SharedIndexInformer,
     SharedInformerFactory,
@@ -308,7 +308,7 @@ fn namespaces() -> ApiResource {
     ApiResource::new("", "v1", "Namespace", "namespaces", Scope::Cluster)
 }
 
-type Informer<K> = SharedIndexInformer<K, Api<K>, DeltaFifo<K>, Indexer<K>>;
+type Informer<K> = SharedIndexInformer<K, DeltaFifo<K>, Indexer<K>>;
 
 /// Which of the server's pods an informer or handler should end up holding.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -423,21 +423,39 @@ fn handler_view<K: Object + Send + Sync + 'static>(
     }
 }
 
-fn informer_config<K>(name: &str, selector: Option<&str>, seed: u64) -> InformerConfig<K> {
-    InformerConfig {
-        reflector: kinformer::reflector::Config {
-            name: name.into(),
-            label_selector: selector.map(str::to_owned),
-            // Small pages, so that every relist is paged and continue tokens are exercised.
-            page_size: 40,
-            backoff: BackoffConfig {
-                initial: Duration::from_millis(50),
-                max: Duration::from_secs(2),
-                ..BackoffConfig::default()
-            },
-            seed: Some(seed),
-            ..kinformer::reflector::Config::default()
+/// The reflector over `api`, as the informer's event stream. Typed informers take the default
+/// (a streaming list where the server serves one); the compact and metadata-only ones list and
+/// watch, so that both ways of listing run through every fault.
+fn events<K>(
+    api: Api<K>,
+    name: &str,
+    selector: Option<&str>,
+    seed: u64,
+    streaming_list: StreamingList,
+) -> kinformer::reflector::Watcher<K>
+where
+    K: Object + serde::de::DeserializeOwned + Send + Sync + 'static,
+{
+    let config = kinformer::reflector::Config {
+        name: name.into(),
+        label_selector: selector.map(str::to_owned),
+        // Small pages, so that every paged relist exercises continue tokens.
+        page_size: 40,
+        backoff: BackoffConfig {
+            initial: Duration::from_millis(50),
+            max: Duration::from_secs(2),
+            ..BackoffConfig::default()
         },
+        seed: Some(seed),
+        streaming_list,
+        ..kinformer::reflector::Config::default()
+    };
+    kinformer::reflector::watcher(api, config)
+}
+
+fn informer_config<K>(name: &str) -> InformerConfig<K> {
+    InformerConfig {
+        name: name.into(),
         ..InformerConfig::default()
     }
 }
@@ -450,11 +468,12 @@ fn typed(
     move |client, _| {
         let cache = Arc::new(Indexer::new());
         let queue = Arc::new(DeltaFifo::new(cache.clone()));
+        let api = Api::all(client.clone());
         SharedIndexInformer::new(
-            Api::all(client.clone()),
+            events(api, name, selector, seed, StreamingList::default()),
             queue,
             cache,
-            informer_config(name, selector, seed),
+            informer_config(name),
         )
     }
 }
@@ -463,11 +482,12 @@ fn compact(seed: u64) -> impl FnOnce(&Client, &InformerOptions) -> Informer<Comp
     move |client, _| {
         let cache = Arc::new(Indexer::new());
         let queue = Arc::new(DeltaFifo::new(cache.clone()));
+        let api = Api::all(client.clone());
         SharedIndexInformer::new(
-            Api::all(client.clone()),
+            events(api, "pods-compact", None, seed, StreamingList::Off),
             queue,
             cache,
-            informer_config("pods-compact", None, seed),
+            informer_config("pods-compact"),
         )
     }
 }
@@ -478,11 +498,12 @@ fn metadata(
     move |client, _| {
         let cache = Arc::new(Indexer::new());
         let queue = Arc::new(DeltaFifo::new(cache.clone()));
+        let api = Api::metadata(client.clone(), &pods(), None);
         SharedIndexInformer::new(
-            Api::metadata(client.clone(), &pods(), None),
+            events(api, "pods-metadata", None, seed, StreamingList::Off),
             queue,
             cache,
-            informer_config("pods-metadata", None, seed),
+            informer_config("pods-metadata"),
         )
     }
 }
@@ -620,23 +641,25 @@ async fn soak(
         ("pods/panicking", Behaviour::Panics { every: 97 }),
     ] {
         let r = rec(name, behaviour);
-        let registration = typed_pods.add_handler(r.clone());
+        let registration = typed_pods.add_handler(r.clone()).unwrap();
         handlers.push(handler_view(r, Filter::All, registration));
     }
     let r = rec("pods/filtered", Behaviour::Fast);
-    let registration = typed_pods.add_handler(FilteringHandler::new(
-        |p: &Pod| p.labels().get(TIER).map(String::as_str) == Some("in"),
-        r.clone(),
-    ));
+    let registration = typed_pods
+        .add_handler(FilteringHandler::new(
+            |p: &Pod| p.labels().get(TIER).map(String::as_str) == Some("in"),
+            r.clone(),
+        ))
+        .unwrap();
     handlers.push(handler_view(r, Filter::Selected, registration));
     let r = rec("pods-compact/fast", Behaviour::Fast);
-    let registration = compact_pods.add_handler(r.clone());
+    let registration = compact_pods.add_handler(r.clone()).unwrap();
     handlers.push(handler_view(r, Filter::All, registration));
     let r = rec("pods-metadata/fast", Behaviour::Fast);
-    let registration = meta.add_handler(r.clone());
+    let registration = meta.add_handler(r.clone()).unwrap();
     handlers.push(handler_view(r, Filter::All, registration));
     let r = rec("pods-selected/fast", Behaviour::Fast);
-    let registration = selected.add_handler(r.clone());
+    let registration = selected.add_handler(r.clone()).unwrap();
     handlers.push(handler_view(r, Filter::Selected, registration));
 
     let mut caches = vec![

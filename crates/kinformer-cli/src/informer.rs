@@ -135,6 +135,9 @@ pub(crate) fn build(
         name: run.name,
         label_selector: run.label_selector,
         field_selector: run.field_selector,
+        // Lists, as kubectl does: the progress line counts the list's pages as they arrive, and
+        // `get` prints a list.
+        streaming_list: kinformer::reflector::StreamingList::Off,
         ..kinformer::reflector::Config::default()
     }
     .with_watch_error_handler(move |info| {
@@ -177,7 +180,7 @@ pub(crate) async fn watch(
         return Ok(());
     }
     let (informer, mut failures, style) = build(run)?;
-    let mut events = informer.event_stream();
+    let mut events = informer.event_stream()?;
     informer.start();
     let mut interrupt = pin!(interrupt);
     let mut printed = 0u64;
@@ -325,7 +328,7 @@ pub(crate) async fn get(
     let listed = Arc::clone(&run.listed);
     let (informer, mut failures, style) = build(run)?;
     informer.start();
-    let informers: [&dyn kinformer::shared_informer::HasSynced; 1] = [&*informer];
+    let informers: [&dyn kinformer::shared_informer::HasSynced; 1] = [&informer];
     let mut sync = pin!(wait_for_cache_sync(&informers, None));
     let mut interrupt = pin!(interrupt);
     // On a terminal, a line on stderr tells how the initial list is going.

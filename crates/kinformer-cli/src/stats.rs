@@ -138,7 +138,7 @@ pub(crate) async fn stats(
                     d.tombstones.fetch_add(1, Ordering::Relaxed);
                 }
             }),
-    );
+    )?;
     informer.start();
     let start = Instant::now();
     let sample = || {

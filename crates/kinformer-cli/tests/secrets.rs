@@ -26,7 +26,7 @@ use base64::Engine as _;
 use base64::engine::general_purpose::{STANDARD, STANDARD_NO_PAD, URL_SAFE_NO_PAD};
 use k8s_openapi::api::core::v1::Pod;
 use kinformer::Informer;
-use kinformer::prelude::{HandlerFns, wait_for_cache_sync};
+use kinformer::prelude::HandlerFns;
 use kinformer_client::{Api, Client, Config, Kubeconfig, KubeconfigOptions};
 use kinformer_core::ListParams;
 use kinformer_sim::{Auth, SimConfig, SimServer};
@@ -592,7 +592,7 @@ async fn run_informer(kubeconfig: &Path, accepted: bool) -> String {
         .unwrap();
     informer.start();
     if accepted {
-        assert!(wait_for_cache_sync(&[&*informer], Some(BOUND)).await);
+        assert!(informer.wait_synced(Some(BOUND)).await);
         let deadline = Instant::now() + BOUND;
         while !panicked.load(Ordering::SeqCst) {
             assert!(Instant::now() < deadline, "the handler never ran");

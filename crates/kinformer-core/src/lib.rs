@@ -16,8 +16,8 @@
 //! - [`LabelSelector`] and [`FieldSelector`]: Kubernetes' selector grammar, parsed, matched, rendered.
 //! - The traits where two layers meet, so that no layer depends on another layer's
 //!   implementation: [`ListWatch`] (the reflector's source, in [`list_watch`] with its neutral
-//!   error and the pager), [`ReflectorStore`] (what the reflector writes into, with the relist
-//!   protocol), [`DeltaQueue`] (what the informer pops from, with the consumer contract
+//!   error and the pager), [`ReflectorStore`] (what the reflector writes into: one [`StoreEvent`] at a
+//!   time, the relist protocol among them), [`DeltaQueue`] (what the informer pops from, with the consumer contract
 //!   [`apply_popped`]), and the cache's [`CacheRead`], [`IndexRead`] and [`CacheWrite`].
 //!
 //! It does no IO and pulls in no async runtime. Its errors: [`Error`] for parsing and decoding,
@@ -77,7 +77,7 @@ pub use queue::{
 pub use resource::{ApiResource, Scope};
 pub use selector::{FieldSelector, LabelSelector};
 pub use status::{Status, StatusCause, StatusDetails};
-pub use store::ReflectorStore;
+pub use store::{ReflectorStore, ReflectorStoreExt, StoreEvent};
 pub use version::ResourceVersion;
 pub use watch::{Bookmark, INITIAL_EVENTS_END_ANNOTATION, WatchEvent};
 

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use criterion::{Criterion, Throughput};
 use k8s_openapi::api::core::v1::Pod;
-use kinformer_core::{ObjectKey, ReflectorStore};
+use kinformer_core::{ObjectKey, ReflectorStoreExt};
 use kinformer_delta_fifo::{DeltaFifo, Mode};
 
 const PODS: usize = 100_000;

@@ -7,9 +7,9 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use foldhash::{HashMap, HashMapExt, HashSet, HashSetExt};
-use kinformer_core::{CacheRead, Delta, DeltaType, Object, ObjectKey, Popped};
-
-use crate::fifo::tombstone;
+use kinformer_core::{
+    CacheRead, DeletedFinalStateUnknown, Delta, DeltaObject, DeltaType, Object, ObjectKey, Popped,
+};
 
 pub(crate) struct Classic<K> {
     items: HashMap<ObjectKey, Entry<K>>,
@@ -180,5 +180,15 @@ pub(crate) fn dedup_deletes<K>(deltas: &mut Vec<Delta<K>>) {
         deltas.remove(n - 2);
     } else {
         deltas.pop();
+    }
+}
+
+/// A delete the queue infers (a relist lacks the key) rather than sees: a tombstone carrying the
+/// last state known.
+pub(crate) fn tombstone<K>(key: ObjectKey, last_known: Arc<K>, is_initial_list: bool) -> Delta<K> {
+    Delta {
+        kind: DeltaType::Deleted,
+        object: DeltaObject::DeletedFinalStateUnknown(DeletedFinalStateUnknown { key, last_known }),
+        is_initial_list,
     }
 }

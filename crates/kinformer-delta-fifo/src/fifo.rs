@@ -7,9 +7,8 @@ use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
 use kinformer_core::{
-    CacheRead, CacheWrite, DeletedFinalStateUnknown, Delta, DeltaObject, DeltaQueue, DeltaType,
-    Object, ObjectKey, Popped, PoppedItem, ReflectorStore, ResourceVersion, StoreError,
-    apply_popped,
+    CacheRead, CacheWrite, Delta, DeltaQueue, DeltaType, Object, Popped, PoppedItem,
+    ReflectorStore, ResourceVersion, StoreError, StoreEvent, apply_popped,
 };
 use parking_lot::Mutex;
 
@@ -166,14 +165,6 @@ impl<K: Object> Queue<K> {
             Self::Classic(c) => c.depth(),
             Self::InOrder(q) => q.depth(),
         }
-    }
-}
-
-pub(crate) fn tombstone<K>(key: ObjectKey, last_known: Arc<K>, is_initial_list: bool) -> Delta<K> {
-    Delta {
-        kind: DeltaType::Deleted,
-        object: DeltaObject::DeletedFinalStateUnknown(DeletedFinalStateUnknown { key, last_known }),
-        is_initial_list,
     }
 }
 
@@ -383,49 +374,9 @@ impl<K: Object> DeltaFifo<K> {
             }
         })
     }
-}
 
-/// The object the queue or the store already holds for `object`'s key at the same
-/// resourceVersion, if any: a relist keeps that one and drops the fresh copy.
-fn held_copy<K: Object>(
-    queue: &Queue<K>,
-    known: Option<&dyn CacheRead<K>>,
-    object: &Arc<K>,
-) -> Option<Arc<K>> {
-    let rv = object.resource_version()?;
-    let key = object.key();
-    let queued = match queue {
-        Queue::Classic(c) => c.newest(key.as_str()),
-        Queue::InOrder(q) => q.newest(key.as_str()),
-    };
-    let held = match queued {
-        Some(q) => Arc::clone(q),
-        None => known?.get_by_key(key.as_str())?,
-    };
-    (held.resource_version() == Some(rv)).then_some(held)
-}
-
-impl<K: Object> ReflectorStore<K> for DeltaFifo<K> {
-    fn add(&self, object: Arc<K>) -> Result<(), StoreError> {
-        self.push_live(DeltaType::Added, object)
-    }
-
-    fn update(&self, object: Arc<K>) -> Result<(), StoreError> {
-        self.push_live(DeltaType::Updated, object)
-    }
-
-    fn delete(&self, object: Arc<K>) -> Result<(), StoreError> {
-        self.push_live(DeltaType::Deleted, object)
-    }
-
-    fn begin_relist(&self) -> Result<(), StoreError> {
-        self.write(|state, _| state.relist = Some(Vec::new()))
-    }
-
-    /// Gathers the page. The relist is queued only at [`end_relist`](Self::end_relist), so an
-    /// abandoned list leaves nothing behind; an object the queue or the store already holds at
-    /// the same resourceVersion is kept as the held `Arc` and the fresh copy is dropped here.
-    fn relist_page(&self, objects: Vec<Arc<K>>) -> Result<(), StoreError> {
+    /// Adds a page to the relist being gathered.
+    fn gather_page(&self, objects: Vec<Arc<K>>) -> Result<(), StoreError> {
         let mut state = self.state.lock();
         if state.closed {
             return Err(StoreError::Closed);
@@ -441,6 +392,7 @@ impl<K: Object> ReflectorStore<K> for DeltaFifo<K> {
         Ok(())
     }
 
+    /// Queues the gathered relist (an empty one if none was begun) as one step.
     fn end_relist(&self, resource_version: ResourceVersion) -> Result<(), StoreError> {
         self.write(|state, known| {
             let objects = state.relist.take().unwrap_or_default();
@@ -463,24 +415,59 @@ impl<K: Object> ReflectorStore<K> for DeltaFifo<K> {
             }
         })
     }
+}
 
-    fn abandon_relist(&self) {
-        self.state.lock().relist = None;
-    }
+/// The object the queue or the store already holds for `object`'s key at the same
+/// resourceVersion, if any: a relist keeps that one and drops the fresh copy.
+fn held_copy<K: Object>(
+    queue: &Queue<K>,
+    known: Option<&dyn CacheRead<K>>,
+    object: &Arc<K>,
+) -> Option<Arc<K>> {
+    let rv = object.resource_version()?;
+    let key = object.key();
+    let queued = match queue {
+        Queue::Classic(c) => c.newest(key.as_str()),
+        Queue::InOrder(q) => q.newest(key.as_str()),
+    };
+    let held = match queued {
+        Some(q) => Arc::clone(q),
+        None => known?.get_by_key(key.as_str())?,
+    };
+    (held.resource_version() == Some(rv)).then_some(held)
+}
 
-    fn resync(&self) -> Result<(), StoreError> {
-        self.write(|state, known| match &mut state.queue {
-            Queue::Classic(c) => {
-                if let Some(known) = known {
-                    c.resync(known);
-                }
+/// The reflector's writes, as client-go's `DeltaFIFO`/`RealFIFO` take them: a watch event is one
+/// delta; a relist is gathered page by page and queued only at its end, so an abandoned list
+/// leaves nothing behind, and an object the queue or the store already holds at the same
+/// resourceVersion is kept as the held `Arc` (the fresh copy is dropped as its page arrives); a
+/// resync re-delivers what the store holds; a bookmark changes nothing.
+impl<K: Object> ReflectorStore<K> for DeltaFifo<K> {
+    fn apply(&self, event: StoreEvent<K>) -> Result<(), StoreError> {
+        match event {
+            StoreEvent::Added(o) => self.push_live(DeltaType::Added, o),
+            StoreEvent::Modified(o) => self.push_live(DeltaType::Updated, o),
+            StoreEvent::Deleted(o) => self.push_live(DeltaType::Deleted, o),
+            StoreEvent::RelistBegin => self.write(|state, _| state.relist = Some(Vec::new())),
+            StoreEvent::RelistPage(objects) => self.gather_page(objects),
+            StoreEvent::RelistEnd(resource_version) => self.end_relist(resource_version),
+            StoreEvent::RelistAbandoned => {
+                self.state.lock().relist = None;
+                Ok(())
             }
-            Queue::InOrder(q) => q.resync(),
-        })
-    }
-
-    fn bookmark(&self, resource_version: &ResourceVersion) {
-        tracing::trace!(%resource_version, "bookmark");
+            StoreEvent::Resync => self.write(|state, known| match &mut state.queue {
+                Queue::Classic(c) => {
+                    if let Some(known) = known {
+                        c.resync(known);
+                    }
+                }
+                Queue::InOrder(q) => q.resync(),
+            }),
+            StoreEvent::Bookmark(resource_version) => {
+                tracing::trace!(%resource_version, "bookmark");
+                Ok(())
+            }
+        }
     }
 
     fn poll_ready(&self, cx: &mut Context<'_>) -> Poll<Result<(), StoreError>> {
@@ -532,8 +519,9 @@ impl<K: Object> DeltaQueue<K> for DeltaFifo<K> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::classic::dedup_deletes;
+    use crate::classic::{dedup_deletes, tombstone};
     use kinformer_core::DynamicObject;
+    use kinformer_core::ObjectKey;
 
     fn obj(name: &str) -> Arc<DynamicObject> {
         let mut o = DynamicObject::default();

@@ -62,7 +62,7 @@
 //! ```
 //! use std::collections::BTreeMap;
 //! use std::sync::{Arc, Mutex};
-//! use kinformer_core::{DynamicObject, Notification, ObjectKey, Popped, ReflectorStore};
+//! use kinformer_core::{DynamicObject, Notification, ObjectKey, Popped, ReflectorStoreExt};
 //! use kinformer_delta_fifo::DeltaFifo;
 //!
 //! fn pod(name: &str, rv: &str) -> Arc<DynamicObject> {

@@ -8,7 +8,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::task::{Context, Poll, Wake, Waker};
 use std::time::Duration;
 
-use kinformer_core::{DeltaQueue, DynamicObject, Popped, ReflectorStore, StoreError};
+use kinformer_core::{
+    DeltaQueue, DynamicObject, Popped, ReflectorStore, ReflectorStoreExt, StoreError,
+};
 use kinformer_delta_fifo::{DeltaFifo, Mode};
 use support::{obj, render};
 

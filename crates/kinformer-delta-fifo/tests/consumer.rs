@@ -13,8 +13,8 @@ use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
 
 use kinformer_core::{
-    CacheOp, CacheRead, CacheWrite, DynamicObject, Notification, Object, ObjectKey, ReflectorStore,
-    Replaced, StoreError,
+    CacheOp, CacheRead, CacheWrite, DynamicObject, Notification, Object, ObjectKey,
+    ReflectorStoreExt, Replaced, StoreError,
 };
 use kinformer_delta_fifo::{DeltaFifo, Mode};
 use support::obj;

@@ -11,7 +11,7 @@ use std::sync::Arc;
 
 use kinformer_core::{
     DeletedFinalStateUnknown, Delta, DeltaObject, DeltaType, DynamicObject, Object, ObjectKey,
-    Popped, ReflectorStore, ReplaceStep,
+    Popped, ReflectorStoreExt, ReplaceStep,
 };
 use kinformer_delta_fifo::{DeltaFifo, Mode};
 use proptest::prelude::*;

@@ -44,7 +44,7 @@
 //! An indexer with no informer:
 //! ```
 //! use std::sync::Arc;
-//! use kinformer_core::{CacheWrite, DynamicObject, IndexRead, ReflectorStore};
+//! use kinformer_core::{CacheWrite, DynamicObject, IndexRead, ReflectorStoreExt};
 //! use kinformer_indexer::{Indexer, index};
 //!
 //! fn obj(ns: &str, name: &str, app: &str, rv: &str) -> Arc<DynamicObject> {

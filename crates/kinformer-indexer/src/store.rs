@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use kinformer_core::{
     CacheOp, CacheRead, CacheWrite, IndexRead, Object, ObjectKey, ReflectorStore, Replaced,
-    ResourceVersion, StoreError,
+    ResourceVersion, StoreError, StoreEvent,
 };
 use parking_lot::{Mutex, RwLock};
 
@@ -591,49 +591,61 @@ impl<K: Object> CacheWrite<K> for Indexer<K> {
     }
 }
 
-/// A reflector can fill the indexer directly. Watch events are upserts and removes; the relist
-/// protocol is native: [`begin_relist`](ReflectorStore::begin_relist) starts a staged build (new
-/// contents and indexes) beside the live cache, each page adds to it, and
-/// [`end_relist`](ReflectorStore::end_relist) swaps it in at once. A listed object whose
+/// A reflector can fill the indexer directly. Watch events are upserts and removes (a delete
+/// removes whatever is stored under the object's key, whatever its state; a key not cached is a
+/// no-op); the relist protocol is native: [`RelistBegin`](StoreEvent::RelistBegin) starts a
+/// staged build (new contents and indexes) beside the live cache, each page adds to it, and
+/// [`RelistEnd`](StoreEvent::RelistEnd) swaps it in at once. A listed object whose
 /// resourceVersion equals the held one's keeps the held `Arc` and its index values (no index
 /// function runs, and the fresh copy is dropped at once), so relisting an unchanged state holds
-/// one copy of the objects plus one page. `add`, `update` and `delete` between the begin and the
-/// end apply to the live cache; the end then replaces them with the list.
+/// one copy of the objects plus one page. Watch events between the begin and the end apply to the
+/// live cache; the end then replaces them with the list. Bookmarks and resyncs change nothing.
 impl<K: Object> ReflectorStore<K> for Indexer<K> {
-    /// Same as [`CacheWrite::upsert`].
-    fn add(&self, object: Arc<K>) -> Result<(), StoreError> {
-        self.upsert(object).map(drop)
+    fn apply(&self, event: StoreEvent<K>) -> Result<(), StoreError> {
+        match event {
+            StoreEvent::Added(object) | StoreEvent::Modified(object) => {
+                self.upsert(object).map(drop)
+            }
+            StoreEvent::Deleted(object) => {
+                self.remove(object.key().as_str());
+                Ok(())
+            }
+            StoreEvent::RelistBegin => {
+                self.begin_stage();
+                Ok(())
+            }
+            StoreEvent::RelistPage(objects) => {
+                self.stage_page(objects);
+                Ok(())
+            }
+            StoreEvent::RelistEnd(resource_version) => self.swap_stage(&resource_version),
+            StoreEvent::RelistAbandoned => {
+                let dropped = self.shared.writer.lock().stage.take();
+                drop(dropped);
+                Ok(())
+            }
+            StoreEvent::Bookmark(_) | StoreEvent::Resync => Ok(()),
+        }
     }
+}
 
-    /// Same as [`CacheWrite::upsert`].
-    fn update(&self, object: Arc<K>) -> Result<(), StoreError> {
-        self.upsert(object).map(drop)
-    }
-
-    /// Removes whatever is stored under `object`'s key (whatever its state); a key not cached
-    /// is a no-op.
-    fn delete(&self, object: Arc<K>) -> Result<(), StoreError> {
-        self.remove(object.key().as_str());
-        Ok(())
-    }
-
-    fn begin_relist(&self) -> Result<(), StoreError> {
+impl<K: Object> Indexer<K> {
+    /// Starts a staged relist; one begun earlier and not ended is dropped.
+    fn begin_stage(&self) {
         let mut writer = self.shared.writer.lock();
         let stage = Stage {
             inner: Inner::empty(&writer.funcs),
             first_error: None,
         };
-        // A relist begun earlier and not ended is dropped: this one starts over.
         let dropped = writer.stage.replace(stage);
         drop(writer);
         drop(dropped);
-        Ok(())
     }
 
-    /// Adds the page to the relist being built (one begins if none has). A key listed twice
+    /// Adds a page to the relist being built (one begins if none has). A key listed twice
     /// keeps the later object. An object an index function refuses is left out (an earlier
-    /// listing of its key stays); the first refusal is returned by `end_relist`.
-    fn relist_page(&self, objects: Vec<Arc<K>>) -> Result<(), StoreError> {
+    /// listing of its key stays); the first refusal is returned when the relist ends.
+    fn stage_page(&self, objects: Vec<Arc<K>>) {
         let mut guard = self.shared.writer.lock();
         let writer = &mut *guard;
         let stage = writer.stage.get_or_insert_with(|| Stage {
@@ -665,12 +677,11 @@ impl<K: Object> ReflectorStore<K> for Indexer<K> {
                 },
             }
         }
-        Ok(())
     }
 
     /// Swaps the relist in at once (without one begun, the list is empty); then returns the
     /// first refusal of an index function, if any.
-    fn end_relist(&self, resource_version: ResourceVersion) -> Result<(), StoreError> {
+    fn swap_stage(&self, resource_version: &ResourceVersion) -> Result<(), StoreError> {
         let mut writer = self.shared.writer.lock();
         let stage = writer.stage.take().unwrap_or_else(|| Stage {
             inner: Inner::empty(&writer.funcs),
@@ -682,11 +693,6 @@ impl<K: Object> ReflectorStore<K> for Indexer<K> {
         // The replaced contents are freed outside both locks.
         drop(old);
         stage.first_error.map_or(Ok(()), Err)
-    }
-
-    fn abandon_relist(&self) {
-        let dropped = self.shared.writer.lock().stage.take();
-        drop(dropped);
     }
 }
 

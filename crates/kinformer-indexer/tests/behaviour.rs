@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use k8s_openapi::api::core::v1::{Pod, PodSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kinformer_core::{
-    CacheRead, CacheWrite, DynamicObject, IndexRead, Object, ReflectorStore, StoreError,
+    CacheRead, CacheWrite, DynamicObject, IndexRead, Object, ReflectorStoreExt, StoreError,
 };
 use kinformer_indexer::{Error, Indexer, IndexerReader, index};
 use support::{dump, obj, tags};
@@ -109,7 +109,7 @@ fn a_failing_index_function_is_returned_never_a_panic() {
     assert_eq!(r.get_by_key("ns/a").unwrap().labels()["tags"], "x");
     assert_eq!(keys(&r.by_index("tags", "x").unwrap()), ["ns/a"]);
     // Through the reflector's trait the error is the same, field for field (nothing lost).
-    let store_err = ReflectorStore::add(&indexer, obj("ns", "b", "bad")).unwrap_err();
+    let store_err = ReflectorStoreExt::add(&indexer, obj("ns", "b", "bad")).unwrap_err();
     assert_eq!(
         store_err,
         StoreError::IndexFunc {
@@ -134,7 +134,7 @@ fn a_failing_index_function_is_returned_never_a_panic() {
         ["ns/c", "ns/e"]
     );
     // The same through the reflector's replace: the first refusal comes back after the swap.
-    let err = ReflectorStore::replace(
+    let err = ReflectorStoreExt::replace(
         &indexer,
         vec![
             obj("ns", "c", "y"),
@@ -190,10 +190,10 @@ fn delete_removes_whatever_is_stored_under_the_key() {
     let indexer = Indexer::with_indexers([("tags".to_string(), tags())]).unwrap();
     indexer.upsert(obj("", "a", "x")).unwrap();
     // The delete carries another state of the object; the stored one's values are removed.
-    ReflectorStore::delete(&indexer, obj("", "a", "y")).unwrap();
+    ReflectorStoreExt::delete(&indexer, obj("", "a", "y")).unwrap();
     assert!(dump(&indexer.reader(), "tags").is_empty());
     assert!(indexer.reader().is_empty());
-    ReflectorStore::delete(&indexer, obj("", "a", "x")).unwrap();
+    ReflectorStoreExt::delete(&indexer, obj("", "a", "x")).unwrap();
     // Removing by key returns the stored object, whatever state the caller knows.
     indexer.upsert(obj("", "a", "x")).unwrap();
     let removed = indexer.remove(obj("", "a", "y").key().as_str()).unwrap();
@@ -224,7 +224,7 @@ fn pods_by_node_and_namespace_through_the_store_traits() {
         (index::POD_NODE_NAME.to_string(), index::pod_node_name()),
     ])
     .unwrap();
-    let store: &dyn ReflectorStore<Pod> = &indexer;
+    let store: &dyn kinformer_core::ReflectorStore<Pod> = &indexer;
     store
         .replace(
             vec![
@@ -288,7 +288,7 @@ fn readers_see_each_update_whole_while_a_writer_writes() {
     for round in 0..200 {
         let value = if round % 2 == 0 { "odd" } else { "even" };
         for i in 0..50 {
-            ReflectorStore::update(&indexer, obj("", &format!("o{i}"), value)).unwrap();
+            ReflectorStoreExt::update(&indexer, obj("", &format!("o{i}"), value)).unwrap();
         }
     }
     done.store(true, Ordering::Relaxed);

@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Weak};
 
 use kinformer_core::{
-    CacheOp, CacheRead, CacheWrite, DynamicObject, IndexRead, Object, ObjectKey, ReflectorStore,
+    CacheOp, CacheRead, CacheWrite, DynamicObject, IndexRead, Object, ObjectKey, ReflectorStoreExt,
     StoreError,
 };
 use kinformer_indexer::{Error, IndexFunc, Indexer, IndexerReader, index};
@@ -284,8 +284,8 @@ fn writes_between_begin_and_end_apply_to_the_live_cache_until_the_end() {
     let r = i.reader();
     i.begin_relist().unwrap();
     i.relist_page(vec![obj("a", "p", "x", "1")]).unwrap();
-    ReflectorStore::add(&i, obj("d", "new", "w", "10")).unwrap();
-    ReflectorStore::delete(&i, obj("a", "q", "", "2")).unwrap();
+    ReflectorStoreExt::add(&i, obj("d", "new", "w", "10")).unwrap();
+    ReflectorStoreExt::delete(&i, obj("a", "q", "", "2")).unwrap();
     assert!(r.get_by_key("d/new").is_some());
     assert!(r.get_by_key("a/q").is_none());
     assert_eq!(r.index_keys("tags", "w").unwrap().len(), 1);
@@ -472,7 +472,7 @@ fn public_types_are_send_and_sync() {
     let i = indexer();
     let write: Box<dyn CacheWrite<DynamicObject>> = Box::new(indexer());
     assert!(write.upsert(obj("n", "a", "x", "1")).unwrap().is_none());
-    let store: Arc<dyn ReflectorStore<DynamicObject>> = Arc::new(indexer());
+    let store: Arc<dyn kinformer_core::ReflectorStore<DynamicObject>> = Arc::new(indexer());
     store
         .replace(vec![obj("n", "a", "x", "1")], "1".into())
         .unwrap();

@@ -2,7 +2,7 @@
 
 mod support;
 
-use kinformer_core::{CacheWrite, ReflectorStore};
+use kinformer_core::{CacheWrite, ReflectorStoreExt};
 use kinformer_indexer::Indexer;
 use support::{dump, obj, tags};
 

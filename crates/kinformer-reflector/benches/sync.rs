@@ -18,8 +18,8 @@ use k8s_openapi::api::core::v1::Pod;
 use kinformer_client::{Api, Client, Config as ClientConfig};
 use kinformer_core::list_watch::{self, ListWatch, WatchStream};
 use kinformer_core::{
-    ApiResource, ListParams, ObjectList, ReflectorStore, ResourceVersion, Scope, StoreError,
-    WatchEvent, WatchParams,
+    ApiResource, ListParams, ObjectList, ReflectorStore, Scope, StoreError, StoreEvent, WatchEvent,
+    WatchParams,
 };
 use kinformer_indexer::{Indexer, index};
 use kinformer_reflector::{Config, Reflector};
@@ -73,25 +73,9 @@ where
 struct Discard;
 
 impl ReflectorStore<Pod> for Discard {
-    fn add(&self, _: Arc<Pod>) -> Result<(), StoreError> {
+    fn apply(&self, _: StoreEvent<Pod>) -> Result<(), StoreError> {
         Ok(())
     }
-    fn update(&self, _: Arc<Pod>) -> Result<(), StoreError> {
-        Ok(())
-    }
-    fn delete(&self, _: Arc<Pod>) -> Result<(), StoreError> {
-        Ok(())
-    }
-    fn begin_relist(&self) -> Result<(), StoreError> {
-        Ok(())
-    }
-    fn relist_page(&self, _: Vec<Arc<Pod>>) -> Result<(), StoreError> {
-        Ok(())
-    }
-    fn end_relist(&self, _: ResourceVersion) -> Result<(), StoreError> {
-        Ok(())
-    }
-    fn abandon_relist(&self) {}
 }
 
 fn initial_sync(c: &mut Criterion) {

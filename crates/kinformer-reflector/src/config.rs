@@ -25,14 +25,15 @@ pub enum InitialList {
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum StreamingList {
-    /// Always list with `list` requests (client-go's default before 1.34).
-    #[default]
+    /// Always list with `list` requests (client-go's default before 1.35).
     Off,
     /// Always try a streaming list first; when the server refuses it, list and watch for that
     /// cycle, and try streaming again at the next relist.
     On,
     /// Try a streaming list; when the server refuses it as a request it does not understand (a
-    /// 4xx answer), stop trying for this reflector's lifetime and list and watch.
+    /// 4xx answer), stop trying for this reflector's lifetime and list and watch. The default,
+    /// as client-go's since 1.35.
+    #[default]
     Auto,
 }
 
@@ -119,7 +120,8 @@ pub struct Config {
     pub page_size: u32,
     /// Where the first list reads from. Default [`InitialList::WatchCache`].
     pub initial_list: InitialList,
-    /// Whether to list with streaming lists. Default [`StreamingList::Off`].
+    /// Whether to list with streaming lists. Default [`StreamingList::Auto`]: try one, fall back
+    /// to list and watch on a server that refuses it.
     pub streaming_list: StreamingList,
     /// Each watch asks the server to end it after a time drawn at random between this and twice
     /// this, so that many reflectors do not reconnect in lockstep. Default 5 minutes.
@@ -129,7 +131,7 @@ pub struct Config {
     pub short_watch: Duration,
     /// The retry schedule.
     pub backoff: BackoffConfig,
-    /// How often to call the store's [`resync`](kinformer_core::ReflectorStore::resync); `None`
+    /// How often to send the store a [`Resync`](kinformer_core::StoreEvent::Resync); `None`
     /// (the default) never.
     pub resync_period: Option<Duration>,
     /// The seed of the jitter and the watch timeouts; `None` (the default) seeds from the clock.

@@ -8,85 +8,33 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::task::{Context, Poll};
 
 use futures_util::Stream;
-use kinformer_core::{ListWatch, Object, ReflectorStore, ResourceVersion, StoreError};
+use kinformer_core::{ListWatch, Object, ReflectorStore, StoreError, StoreEvent};
 
 use crate::{Config, Reflector, ReflectorHandle, Result};
 
-/// How many events a [`Watcher`] gathers ahead of its reader before the reflector waits.
-pub const WATCHER_BUFFER: usize = 64;
-
-/// One step of a [`watcher`]: the relist protocol and the watch events, in the order the
-/// reflector wrote them. A consumer that keeps state applies a relist at
-/// [`RelistEnd`](Self::RelistEnd) and drops what it gathered at
-/// [`RelistAbandoned`](Self::RelistAbandoned) or a new [`RelistBegin`](Self::RelistBegin).
-#[derive(Debug)]
-#[non_exhaustive]
-pub enum Event<K> {
-    /// A list begins (or begins again after an expired continue token).
-    RelistBegin,
-    /// One page of the list, in the server's order.
-    RelistPage(Vec<Arc<K>>),
-    /// The list is complete at this resourceVersion: the objects of its pages are the state.
-    RelistEnd(ResourceVersion),
-    /// The list failed halfway; what its pages held is not a state.
-    RelistAbandoned,
-    /// `ADDED`.
-    Added(Arc<K>),
-    /// `MODIFIED`.
-    Modified(Arc<K>),
-    /// `DELETED`, with the object's last state.
-    Deleted(Arc<K>),
-    /// The watch has reached this resourceVersion.
-    Bookmark(ResourceVersion),
-    /// The resync period has passed.
-    Resync,
-}
+/// How many events a [`Watcher`] holds ahead of its reader before the reflector waits: one, so
+/// that a reader that pulls only while its own store has room (a shared informer over a bounded
+/// queue) holds the watch back at that bound, with no read-ahead of its own. The reflector is
+/// polled on the reader's task, so a buffer this small costs a poll per event, not a wake-up.
+pub const WATCHER_BUFFER: usize = 1;
 
 /// The store of a [`Watcher`]: a short queue its reader drains.
 struct Queue<K> {
-    events: Mutex<VecDeque<Event<K>>>,
+    events: Mutex<VecDeque<StoreEvent<K>>>,
 }
 
 impl<K> Queue<K> {
-    fn lock(&self) -> MutexGuard<'_, VecDeque<Event<K>>> {
+    fn lock(&self) -> MutexGuard<'_, VecDeque<StoreEvent<K>>> {
         self.events.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-
-    fn push(&self, event: Event<K>) -> std::result::Result<(), StoreError> {
-        self.lock().push_back(event);
-        Ok(())
     }
 }
 
 impl<K: Object> ReflectorStore<K> for Queue<K> {
-    fn add(&self, object: Arc<K>) -> std::result::Result<(), StoreError> {
-        self.push(Event::Added(object))
+    fn apply(&self, event: StoreEvent<K>) -> std::result::Result<(), StoreError> {
+        self.lock().push_back(event);
+        Ok(())
     }
-    fn update(&self, object: Arc<K>) -> std::result::Result<(), StoreError> {
-        self.push(Event::Modified(object))
-    }
-    fn delete(&self, object: Arc<K>) -> std::result::Result<(), StoreError> {
-        self.push(Event::Deleted(object))
-    }
-    fn begin_relist(&self) -> std::result::Result<(), StoreError> {
-        self.push(Event::RelistBegin)
-    }
-    fn relist_page(&self, objects: Vec<Arc<K>>) -> std::result::Result<(), StoreError> {
-        self.push(Event::RelistPage(objects))
-    }
-    fn end_relist(&self, resource_version: ResourceVersion) -> std::result::Result<(), StoreError> {
-        self.push(Event::RelistEnd(resource_version))
-    }
-    fn abandon_relist(&self) {
-        self.lock().push_back(Event::RelistAbandoned);
-    }
-    fn resync(&self) -> std::result::Result<(), StoreError> {
-        self.push(Event::Resync)
-    }
-    fn bookmark(&self, resource_version: &ResourceVersion) {
-        self.lock()
-            .push_back(Event::Bookmark(resource_version.clone()));
-    }
+
     /// Full until the reader takes an event. No waker is needed: the reader polls the
     /// reflector only once it has drained the queue (see [`Watcher`]'s `poll_next`).
     fn poll_ready(&self, _: &mut Context<'_>) -> Poll<std::result::Result<(), StoreError>> {
@@ -127,21 +75,26 @@ impl<K> Watcher<K> {
     }
 }
 
-/// The reflector's list-then-watch loop as a `Stream` of [`Event`]s, with the same retry rules
-/// and the relist protocol surfaced as begin/page/end events: what kube-runtime's `watcher()`
-/// offers. The stream ends only when stopped through [`Watcher::handle`]; failures are retried
+/// The reflector's list-then-watch loop as a `Stream` of [`StoreEvent`]s, with the same retry
+/// rules and the relist protocol surfaced as begin/page/end events: what kube-runtime's
+/// `watcher()` offers. A consumer that keeps state applies a relist at
+/// [`RelistEnd`](StoreEvent::RelistEnd) and drops what it gathered at
+/// [`RelistAbandoned`](StoreEvent::RelistAbandoned) or a new [`RelistBegin`](StoreEvent::RelistBegin);
+/// any [`ReflectorStore`] does exactly that with [`apply`](ReflectorStore::apply), and a shared
+/// informer takes this stream as its source. The stream ends only when stopped through [`Watcher::handle`]; failures are retried
 /// and reported to the [`WatchErrorHandler`](crate::WatchErrorHandler) in `config`.
 ///
 /// ```
 /// # #[tokio::main(flavor = "current_thread")] async fn main() {
 /// use futures_util::StreamExt as _;
-/// use kinformer_reflector::{Config, Event, watcher};
+/// use kinformer_core::StoreEvent;
+/// use kinformer_reflector::{Config, watcher};
 /// use kinformer_test_support::{ScriptedListWatch, typed_pods};
 ///
 /// let mut events = watcher(ScriptedListWatch::new(typed_pods(2), "9"), Config::default());
-/// assert!(matches!(events.next().await, Some(Event::RelistBegin)));
-/// assert!(matches!(events.next().await, Some(Event::RelistPage(page)) if page.len() == 2));
-/// assert!(matches!(events.next().await, Some(Event::RelistEnd(rv)) if rv.as_str() == "9"));
+/// assert!(matches!(events.next().await, Some(StoreEvent::RelistBegin)));
+/// assert!(matches!(events.next().await, Some(StoreEvent::RelistPage(page)) if page.len() == 2));
+/// assert!(matches!(events.next().await, Some(StoreEvent::RelistEnd(rv)) if rv.as_str() == "9"));
 /// events.handle().stop();
 /// while events.next().await.is_some() {}
 /// # }
@@ -165,9 +118,9 @@ where
 }
 
 impl<K> Stream for Watcher<K> {
-    type Item = Event<K>;
+    type Item = StoreEvent<K>;
 
-    fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Event<K>>> {
+    fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<StoreEvent<K>>> {
         let this = self.get_mut();
         if let Some(event) = this.queue.lock().pop_front() {
             return Poll::Ready(Some(event));

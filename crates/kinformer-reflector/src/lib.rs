@@ -18,7 +18,8 @@
 //! - Calls the store's resync on a period, reports the last synced resourceVersion, and stops
 //!   cleanly through a [`ReflectorHandle`] or by being dropped.
 //!
-//! For events without a store, [`watcher`] is the same loop as a `Stream` of [`Event`]s.
+//! For events without a store, [`watcher`] is the same loop as a `Stream` of
+//! [`StoreEvent`](kinformer_core::StoreEvent)s: what a shared informer takes as its source.
 //!
 //! What it does not do: decode HTTP (the client layer does, behind
 //! [`ListWatch`](kinformer_core::ListWatch)), keep a cache (its store does), or call handlers
@@ -66,7 +67,7 @@ pub use config::{
     BackoffConfig, Config, InitialList, Phase, StreamingList, WatchErrorHandler, WatchErrorInfo,
 };
 pub use error::Error;
-pub use events::{Event, WATCHER_BUFFER, Watcher, watcher};
+pub use events::{WATCHER_BUFFER, Watcher, watcher};
 pub use metrics::names as metric_names;
 pub use reflector::{Reflector, ReflectorHandle};
 

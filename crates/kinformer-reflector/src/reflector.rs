@@ -10,7 +10,7 @@ use futures_util::StreamExt as _;
 use kinformer_core::list_watch::{self, ErrorKind, Pager};
 use kinformer_core::{
     ListParams, ListWatch, Object, ReflectorStore, ResourceVersion, ResourceVersionMatch,
-    StoreError, WatchEvent, WatchParams, WatchStream,
+    StoreError, StoreEvent, WatchEvent, WatchParams, WatchStream,
 };
 use tokio::sync::watch;
 use tokio::time::Instant;
@@ -178,9 +178,6 @@ enum Interrupt {
 
 type Flow<T> = std::result::Result<T, Interrupt>;
 
-/// One of the store's event writes (`add`, `update`, `delete`).
-type StoreWrite<S, K> = fn(&S, Arc<K>) -> std::result::Result<(), StoreError>;
-
 fn store_failure(e: StoreError) -> Interrupt {
     match Error::from(e) {
         Error::StoreClosed => Interrupt::StoreClosed,
@@ -206,28 +203,38 @@ impl<'a, K: Object, S: ReflectorStore<K>> RelistGuard<'a, K, S> {
 
     fn begin(&mut self) -> Flow<()> {
         self.open = true;
-        self.store.begin_relist().map_err(store_failure)
+        self.store
+            .apply(StoreEvent::RelistBegin)
+            .map_err(store_failure)
     }
 
     fn page(&mut self, objects: Vec<Arc<K>>) -> Flow<()> {
-        self.store.relist_page(objects).map_err(store_failure)
+        self.store
+            .apply(StoreEvent::RelistPage(objects))
+            .map_err(store_failure)
     }
 
     fn end(mut self, resource_version: ResourceVersion) -> Flow<()> {
         self.open = false;
-        if let Err(e) = self.store.end_relist(resource_version) {
-            self.store.abandon_relist();
+        if let Err(e) = self.store.apply(StoreEvent::RelistEnd(resource_version)) {
+            abandon(self.store);
             return Err(store_failure(e));
         }
         Ok(())
     }
 }
 
+/// Tells the store a relist will not end; a store that refuses (a closed one) has nothing of it
+/// left to forget.
+fn abandon<K: Object, S: ReflectorStore<K>>(store: &S) {
+    let _ = store.apply(StoreEvent::RelistAbandoned);
+}
+
 impl<K: Object, S: ReflectorStore<K>> Drop for RelistGuard<'_, K, S> {
     fn drop(&mut self) {
         if self.open {
             tracing::debug!("relist abandoned");
-            self.store.abandon_relist();
+            abandon(self.store);
         }
     }
 }
@@ -417,6 +424,13 @@ where
                         tracing::info!(error = %e, "the server refused a streaming list; listing from now on");
                         self.streaming = false;
                     }
+                    self.report(Phase::List, &e, true);
+                }
+                // As client-go: a streaming list that fails after it started (cut before its
+                // end bookmark, a 410, an error event) falls back to a list for this cycle,
+                // "because making progress is better than deadlocking"; the next relist
+                // streams again.
+                Err(StreamingFailure::Interrupted(Interrupt::Failed(e))) => {
                     self.report(Phase::List, &e, true);
                 }
                 Err(StreamingFailure::Interrupted(i)) => return Err(i),
@@ -721,25 +735,22 @@ where
     }
 
     async fn apply(&mut self, event: WatchEvent<K>) -> Flow<()> {
-        let (object, write): (Arc<K>, StoreWrite<S, K>) = match event {
+        let write = match event {
             WatchEvent::Added(o) => {
                 self.metrics.added.increment(1);
-                (o, S::add)
+                StoreEvent::Added(o)
             }
             WatchEvent::Modified(o) => {
                 self.metrics.modified.increment(1);
-                (o, S::update)
+                StoreEvent::Modified(o)
             }
             WatchEvent::Deleted(o) => {
                 self.metrics.deleted.increment(1);
-                (o, S::delete)
+                StoreEvent::Deleted(o)
             }
             WatchEvent::Bookmark(bookmark) => {
                 self.metrics.bookmarks.increment(1);
-                self.store.bookmark(&bookmark.resource_version);
-                self.synced_to(bookmark.resource_version.as_str());
-                self.healthy(Phase::Watch);
-                return Ok(());
+                StoreEvent::Bookmark(bookmark.resource_version)
             }
             WatchEvent::Error(status) => {
                 return Err(Interrupt::Failed(
@@ -747,17 +758,23 @@ where
                 ));
             }
         };
+        // The event goes to the store; a second reference (a count, not a copy) names the key
+        // if the store refuses it and the version it has caught up to if it takes it.
+        let kept = write.clone();
         self.store_ready().await?;
-        if let Err(e) = write(self.store, Arc::clone(&object)) {
+        if let Err(e) = self.store.apply(write) {
             match Error::from(e) {
                 Error::StoreClosed => return Err(Interrupt::StoreClosed),
                 // As client-go: a write the store refuses is logged and the watch goes on.
-                other => {
-                    tracing::error!(key = %object.key(), error = %other, "the store refused a watch event")
-                }
+                other => match &kept {
+                    StoreEvent::Added(o) | StoreEvent::Modified(o) | StoreEvent::Deleted(o) => {
+                        tracing::error!(key = %o.key(), error = %other, "the store refused a watch event");
+                    }
+                    _ => tracing::error!(error = %other, "the store refused a bookmark"),
+                },
             }
         }
-        if let Some(rv) = object.resource_version() {
+        if let Some(rv) = kept.synced_resource_version() {
             self.synced_to(rv);
         }
         self.healthy(Phase::Watch);
@@ -769,7 +786,7 @@ where
             self.next_resync = Some(Instant::now() + period);
         }
         tracing::debug!("resync");
-        self.store.resync().map_err(store_failure)
+        self.store.apply(StoreEvent::Resync).map_err(store_failure)
     }
 }
 

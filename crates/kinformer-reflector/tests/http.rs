@@ -320,7 +320,7 @@ async fn a_refused_streaming_list_falls_back_to_list_and_watch() {
 }
 
 #[tokio::test]
-async fn a_streaming_list_cut_before_its_end_bookmark_is_abandoned_and_retried() {
+async fn a_streaming_list_cut_before_its_end_bookmark_is_abandoned_and_the_cycle_lists() {
     let sim = sim().await;
     sim.store().seed_pods(6, 1);
     let store = Arc::new(Recorder::default());
@@ -348,9 +348,18 @@ async fn a_streaming_list_cut_before_its_end_bookmark_is_abandoned_and_retried()
     eventually("the sync", || handle.last_sync_resource_version().is_some()).await;
 
     assert_eq!(incomplete.load(Ordering::SeqCst), 1);
+    // As client-go: the failed streaming list is followed at once by a list, then the watch.
+    let listed = handle.last_sync_resource_version().unwrap().to_string();
+    eventually("the watch", || pod_requests(&sim).len() >= 5).await;
     assert_eq!(
         pod_requests(&sim),
-        ["watch rv= initial", "watch rv= initial"]
+        [
+            "watch rv= initial".to_owned(),
+            "list rv=0 limit=2".to_owned(),
+            "list continue limit=2".to_owned(),
+            "list continue limit=2".to_owned(),
+            format!("watch rv={listed}"),
+        ]
     );
     assert_eq!(
         store.log(),
@@ -442,66 +451,6 @@ async fn a_continue_token_that_expires_mid_list_restarts_the_list_whole() {
     );
     assert_eq!(store.log(), ["begin", "page 2", "begin", "page 6", "end"]);
     assert_eq!(store.state(), server_state(&sim));
-    handle.stop();
-    run.await.unwrap().unwrap();
-}
-
-/// Counts the reflector's warnings.
-#[derive(Clone, Default)]
-struct Warnings(Arc<AtomicUsize>);
-
-impl<S: tracing::Subscriber> tracing_subscriber::Layer<S> for Warnings {
-    fn on_event(&self, event: &tracing::Event<'_>, _: tracing_subscriber::layer::Context<'_, S>) {
-        let meta = event.metadata();
-        if *meta.level() == tracing::Level::WARN && meta.target().starts_with("kinformer_reflector")
-        {
-            self.0.fetch_add(1, Ordering::SeqCst);
-        }
-    }
-}
-
-#[tokio::test]
-async fn each_episode_of_failures_is_logged_once_and_every_failure_reaches_the_hook() {
-    use tracing_subscriber::layer::SubscriberExt as _;
-    let warnings = Warnings::default();
-    // This test's runtime runs every task on this thread, where the subscriber is the default.
-    let _guard =
-        tracing::subscriber::set_default(tracing_subscriber::registry().with(warnings.clone()));
-    let sim = sim().await;
-    sim.store().seed_pods(3, 1);
-    let store = Arc::new(Recorder::default());
-    let reports = Arc::new(AtomicUsize::new(0));
-    let seen = Arc::clone(&reports);
-    let config = config().with_watch_error_handler(move |_| {
-        seen.fetch_add(1, Ordering::SeqCst);
-    });
-    // Episode one: three lists refused.
-    sim.faults().fail_next(RequestKind::List, 403, 3, None);
-    let (handle, run) = spawn(Reflector::new(pods_api(&sim), Arc::clone(&store), config));
-    eventually("the watch", || watches(&sim) == 1).await;
-    assert_eq!(warnings.0.load(Ordering::SeqCst), 1);
-
-    // An event first, so that closing the watch is not taken for a short watch (a relist): it
-    // is a watch closed early after an event, reported once and watched again after a backoff.
-    create_pod(&sim, "first");
-    eventually("the event", || store.state().contains_key("default/first")).await;
-    // Episode three: allowed to list but not to watch, three times over. The lists in between
-    // succeed, and the episode goes on until the watch does.
-    sim.faults().fail_next(RequestKind::Watch, 403, 3, None);
-    sim.faults().close_all_watches_now();
-    eventually("a watch that works", || watches(&sim) == 5).await;
-    create_pod(&sim, "proof");
-    eventually("the event", || store.state().contains_key("default/proof")).await;
-    assert_eq!(
-        reports.load(Ordering::SeqCst),
-        7,
-        "every failure reached the hook"
-    );
-    assert_eq!(
-        warnings.0.load(Ordering::SeqCst),
-        3,
-        "one warning per episode: refused lists, the early close, refused watches"
-    );
     handle.stop();
     run.await.unwrap().unwrap();
 }

@@ -12,10 +12,10 @@ use futures_util::StreamExt as _;
 use k8s_openapi::api::core::v1::Pod;
 use kinformer_core::list_watch::{self, ErrorKind, ListWatch, WatchStream};
 use kinformer_core::{
-    Bookmark, ListParams, ObjectList, ReflectorStore, ResourceVersion, StoreError, WatchEvent,
+    Bookmark, ListParams, ObjectList, ReflectorStore, StoreError, StoreEvent, WatchEvent,
     WatchParams,
 };
-use kinformer_reflector::{Config, Event, Reflector, metric_names, watcher};
+use kinformer_reflector::{Config, Reflector, StreamingList, metric_names, watcher};
 use kinformer_test_support::{ScriptedListWatch, typed_pods};
 use tokio::time::Instant;
 
@@ -118,29 +118,19 @@ impl Notes {
 }
 
 impl ReflectorStore<Pod> for Notes {
-    fn add(&self, _: Arc<Pod>) -> Result<(), StoreError> {
-        self.note("add")
-    }
-    fn update(&self, _: Arc<Pod>) -> Result<(), StoreError> {
-        self.note("update")
-    }
-    fn delete(&self, _: Arc<Pod>) -> Result<(), StoreError> {
-        self.note("delete")
-    }
-    fn begin_relist(&self) -> Result<(), StoreError> {
-        self.note("begin")
-    }
-    fn relist_page(&self, _: Vec<Arc<Pod>>) -> Result<(), StoreError> {
-        self.note("page")
-    }
-    fn end_relist(&self, _: ResourceVersion) -> Result<(), StoreError> {
-        self.note("end")
-    }
-    fn abandon_relist(&self) {
-        let _ = self.note("abandon");
-    }
-    fn resync(&self) -> Result<(), StoreError> {
-        self.note("resync")
+    fn apply(&self, event: StoreEvent<Pod>) -> Result<(), StoreError> {
+        self.note(match event {
+            StoreEvent::Added(_) => "add",
+            StoreEvent::Modified(_) => "update",
+            StoreEvent::Deleted(_) => "delete",
+            StoreEvent::RelistBegin => "begin",
+            StoreEvent::RelistPage(_) => "page",
+            StoreEvent::RelistEnd(_) => "end",
+            StoreEvent::RelistAbandoned => "abandon",
+            StoreEvent::Resync => "resync",
+            // Bookmarks were never noted here.
+            StoreEvent::Bookmark(_) => return Ok(()),
+        })
     }
     fn poll_ready(&self, _: &mut Context<'_>) -> Poll<Result<(), StoreError>> {
         Poll::Ready(Ok(()))
@@ -151,6 +141,8 @@ fn config() -> Config {
     Config {
         name: "pods".into(),
         seed: Some(11),
+        // The timings are those of list-then-watch; the source serves no streaming list.
+        streaming_list: StreamingList::Off,
         ..Config::default()
     }
 }
@@ -373,11 +365,11 @@ async fn the_watcher_stream_surfaces_the_relist_protocol_and_the_watch() {
     let mut seen = Vec::new();
     for _ in 0..6 {
         seen.push(match events.next().await.unwrap() {
-            Event::RelistBegin => "begin".to_owned(),
-            Event::RelistPage(p) => format!("page {}", p.len()),
-            Event::RelistEnd(rv) => format!("end {rv}"),
-            Event::Modified(_) => "modified".to_owned(),
-            Event::Bookmark(rv) => format!("bookmark {rv}"),
+            StoreEvent::RelistBegin => "begin".to_owned(),
+            StoreEvent::RelistPage(p) => format!("page {}", p.len()),
+            StoreEvent::RelistEnd(rv) => format!("end {rv}"),
+            StoreEvent::Modified(_) => "modified".to_owned(),
+            StoreEvent::Bookmark(rv) => format!("bookmark {rv}"),
             other => format!("{other:?}"),
         });
     }

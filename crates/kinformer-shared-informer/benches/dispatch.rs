@@ -98,8 +98,15 @@ fn run(
     rt.block_on(async {
         let cache = Arc::new(Indexer::<DynamicObject>::new());
         let queue = Arc::new(DeltaFifo::new(cache.clone()));
-        let informer = Arc::new(SharedIndexInformer::new(
+        let events = kinformer_reflector::watcher(
             prepared(),
+            kinformer_reflector::Config {
+                streaming_list: kinformer_reflector::StreamingList::Off,
+                ..kinformer_reflector::Config::default()
+            },
+        );
+        let informer = Arc::new(SharedIndexInformer::new(
+            events,
             queue,
             cache,
             InformerConfig {
@@ -109,7 +116,7 @@ fn run(
             },
         ));
         for h in handlers {
-            informer.add_handler(h.clone());
+            informer.add_handler(h.clone()).unwrap();
         }
         let start = Instant::now();
         let task = tokio::spawn({

@@ -8,7 +8,7 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 
-use kinformer_core::{CacheWrite, DeltaQueue, ListWatch, Object, ReflectorStore};
+use kinformer_core::{CacheWrite, DeltaQueue, Object, ReflectorStore};
 use parking_lot::Mutex;
 use tokio::sync::watch;
 
@@ -36,10 +36,9 @@ pub trait ManagedInformer: HasSynced + Send + Sync + 'static {
     fn shutdown_boxed(self: Arc<Self>) -> Pin<Box<dyn Future<Output = ()> + Send>>;
 }
 
-impl<K, L, Q, C> ManagedInformer for SharedIndexInformer<K, L, Q, C>
+impl<K, Q, C> ManagedInformer for SharedIndexInformer<K, Q, C>
 where
     K: Object + Send + Sync + 'static,
-    L: ListWatch<K> + 'static,
     Q: DeltaQueue<K> + ReflectorStore<K> + 'static,
     C: CacheWrite<K> + 'static,
 {
@@ -80,6 +79,7 @@ struct Entry {
 /// use kinformer_delta_fifo::DeltaFifo;
 /// use kinformer_indexer::Indexer;
 /// use kinformer_shared_informer::{InformerConfig, InformerOptions, SharedIndexInformer, SharedInformerFactory};
+/// use kinformer_reflector::{Config, watcher};
 /// use kinformer_test_support::{ScriptedListWatch, typed_pods};
 ///
 /// // The "client" here is a set of pods; with kinformer-client it is a `Client`.
@@ -88,7 +88,8 @@ struct Entry {
 ///     let cache = Arc::new(Indexer::<Pod>::new());
 ///     let queue = Arc::new(DeltaFifo::new(cache.clone()));
 ///     let config = InformerConfig { resync_period: options.resync_period, ..InformerConfig::default() };
-///     SharedIndexInformer::new(ScriptedListWatch::new(pods.clone(), "4"), queue, cache, config)
+///     let events = watcher(ScriptedListWatch::new(pods.clone(), "4"), Config::default());
+///     SharedIndexInformer::new(events, queue, cache, config)
 /// };
 /// let pods = factory.informer_for("pods", build);
 /// assert!(Arc::ptr_eq(&pods, &factory.informer_for("pods", build)), "asked twice, one informer");
@@ -216,7 +217,7 @@ impl<C: Send + Sync + 'static> SharedInformerFactory<C> {
         crate::wait_for_cache_sync(&informers, timeout).await;
         started
             .iter()
-            .map(|(name, i)| (name.clone(), *i.synced().borrow()))
+            .map(|(name, i)| (name.clone(), i.has_synced()))
             .collect()
     }
 

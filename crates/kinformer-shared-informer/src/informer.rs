@@ -1,23 +1,29 @@
-//! The shared index informer: one reflector, one queue, one cache, many handlers.
+//! The shared index informer: one event source, one queue, one cache, many handlers.
 
 use std::collections::HashSet;
 use std::fmt;
-use std::future::poll_fn;
+use std::future::{Future, poll_fn};
+use std::pin::Pin;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, OnceLock};
 use std::task::{Context, Poll};
 use std::time::Duration;
 
+use futures_core::Stream;
 use kinformer_core::{
-    CacheWrite, DeltaQueue, ListWatch, Notification, Object, Popped, ReflectorStore,
-    ResourceVersion, StoreError, apply_popped,
+    CacheWrite, DeltaQueue, Notification, Object, Popped, ReflectorStore, ResourceVersion,
+    StoreError, StoreEvent, apply_popped,
 };
-use kinformer_reflector::{Reflector, ReflectorHandle};
 use parking_lot::Mutex;
 use tokio::sync::watch;
 use tokio::time::Instant;
 
+use crate::Error;
 use crate::handler::{Listener, ResourceEventHandler};
+
+/// The source of an informer: any stream of store events, normally the reflector's
+/// `watcher(api, config)`.
+pub type StoreEvents<K> = Pin<Box<dyn Stream<Item = StoreEvent<K>> + Send>>;
 
 /// The smallest resync period a handler can ask for, as client-go.
 pub const MIN_RESYNC_PERIOD: Duration = Duration::from_secs(1);
@@ -29,11 +35,12 @@ pub type Transform<K> = Arc<dyn Fn(Arc<K>) -> Arc<K> + Send + Sync>;
 /// How a [`SharedIndexInformer`] behaves. Build it with struct update syntax from `Default`.
 #[derive(Clone)]
 pub struct InformerConfig<K> {
-    /// The reflector's configuration (name, selectors, page size, backoff, streaming lists,
-    /// watch-error hook). Its `resync_period` is ignored: the informer sets it from its handlers.
-    pub reflector: kinformer_reflector::Config,
-    /// The resync period of handlers added without one, and the informer's resync check period;
-    /// `None` (the default): no resync.
+    /// The informer's name, in logs and in its handlers' names (`pods#0`); normally the
+    /// resource's.
+    pub name: String,
+    /// The resync period of handlers added without one, and the informer's first resync check
+    /// period (handlers added before the start with a shorter period shorten it); `None` (the
+    /// default): no resync.
     pub resync_period: Option<Duration>,
     /// Applied once to each object before it is stored.
     pub transform: Option<Transform<K>>,
@@ -49,7 +56,7 @@ pub struct InformerConfig<K> {
 impl<K> Default for InformerConfig<K> {
     fn default() -> Self {
         Self {
-            reflector: kinformer_reflector::Config::default(),
+            name: "informer".to_owned(),
             resync_period: None,
             transform: None,
             drain_on_shutdown: true,
@@ -62,7 +69,7 @@ impl<K> Default for InformerConfig<K> {
 impl<K> fmt::Debug for InformerConfig<K> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("InformerConfig")
-            .field("reflector", &self.reflector)
+            .field("name", &self.name)
             .field("resync_period", &self.resync_period)
             .field("transform", &self.transform.is_some())
             .field("drain_on_shutdown", &self.drain_on_shutdown)
@@ -89,8 +96,12 @@ struct Inner<K> {
     synced: watch::Sender<bool>,
     stop: watch::Sender<bool>,
     done: watch::Sender<bool>,
+    /// The period of handlers added without their own.
+    resync_period: Option<Duration>,
+    /// How often the informer checks whether a handler is due for a resync.
     check_period: Mutex<Option<Duration>>,
-    reflector: OnceLock<ReflectorHandle>,
+    /// The resourceVersion the queue has caught up to (the buffer is reused).
+    last_sync: Mutex<Option<String>>,
     transform: Option<Transform<K>>,
     drain_on_shutdown: bool,
     abort_on_panic: bool,
@@ -99,25 +110,27 @@ struct Inner<K> {
 
 /// One list/watch of a resource shared by many handlers: client-go's `SharedIndexInformer`.
 ///
-/// It runs a [`Reflector`] into a queue (normally the delta FIFO), pops the queue into a cache
-/// (normally the indexer) by the consumer contract, and hands each change to every handler
-/// after the cache holds it. Each layer is a core trait, so any of them can be replaced.
+/// It pulls a stream of [`StoreEvent`]s (normally the reflector's `watcher`) into a queue
+/// (normally the delta FIFO), only while the queue is ready for another write, so backpressure
+/// reaches the source; pops the queue into a cache (normally the indexer) by the consumer
+/// contract; and hands each change to every handler after the cache holds it. Each layer is a
+/// core trait or a stream, so any of them can be replaced: this crate names no other layer.
 ///
 /// Handlers run on threads of their own with unbounded buffers, as client-go's listeners do: a
 /// slow or stuck handler never delays the cache, the other handlers or the watch.
-pub struct SharedIndexInformer<K, L, Q, C> {
-    list_watch: Mutex<Option<L>>,
+pub struct SharedIndexInformer<K, Q, C> {
+    events: Mutex<Option<StoreEvents<K>>>,
     queue: Arc<Q>,
     cache: Arc<C>,
-    reflector_config: kinformer_reflector::Config,
+    name: String,
     inner: Arc<Inner<K>>,
     running: AtomicBool,
 }
 
-impl<K, L, Q, C> fmt::Debug for SharedIndexInformer<K, L, Q, C> {
+impl<K, Q, C> fmt::Debug for SharedIndexInformer<K, Q, C> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("SharedIndexInformer")
-            .field("name", &self.reflector_config.name)
+            .field("name", &self.name)
             .field("synced", &*self.inner.synced.borrow())
             .finish_non_exhaustive()
     }
@@ -180,22 +193,28 @@ impl<K: Object + Send + Sync + 'static> Registration<K> {
     }
 }
 
-impl<K, L, Q, C> SharedIndexInformer<K, L, Q, C>
+impl<K, Q, C> SharedIndexInformer<K, Q, C>
 where
     K: Object + Send + Sync + 'static,
-    L: ListWatch<K> + 'static,
     Q: DeltaQueue<K> + ReflectorStore<K> + 'static,
     C: CacheWrite<K> + 'static,
 {
-    /// An informer that lists and watches through `list_watch`, queues into `queue` and keeps
-    /// `cache`. The queue must consult the cache as its known objects where it needs them (the
-    /// delta FIFO's `known_objects`).
-    pub fn new(list_watch: L, queue: Arc<Q>, cache: Arc<C>, config: InformerConfig<K>) -> Self {
+    /// An informer fed by `events` (normally `kinformer_reflector::watcher(api, config)`; any
+    /// stream of [`StoreEvent`]s will do), that queues into `queue` and keeps `cache`. The queue
+    /// must consult the cache as its known objects where it needs them (the delta FIFO's
+    /// `known_objects`). The stream is polled only by [`run`](Self::run), and only while the
+    /// queue is ready; when it ends, the cache stays as it is until shutdown.
+    pub fn new(
+        events: impl Stream<Item = StoreEvent<K>> + Send + 'static,
+        queue: Arc<Q>,
+        cache: Arc<C>,
+        config: InformerConfig<K>,
+    ) -> Self {
         Self {
-            list_watch: Mutex::new(Some(list_watch)),
+            events: Mutex::new(Some(Box::pin(events))),
             queue,
             cache,
-            reflector_config: config.reflector,
+            name: config.name,
             inner: Arc::new(Inner {
                 handlers: Mutex::new(Handlers {
                     listeners: Vec::new(),
@@ -208,8 +227,9 @@ where
                 synced: watch::channel(false).0,
                 stop: watch::channel(false).0,
                 done: watch::channel(false).0,
+                resync_period: config.resync_period,
                 check_period: Mutex::new(config.resync_period),
-                reflector: OnceLock::new(),
+                last_sync: Mutex::new(None),
                 transform: config.transform,
                 drain_on_shutdown: config.drain_on_shutdown,
                 abort_on_panic: config.abort_on_handler_panic,
@@ -229,30 +249,58 @@ where
         *self.inner.synced.borrow()
     }
 
-    /// The resourceVersion the cache has caught up to, once the first list is complete.
-    pub fn last_sync_resource_version(&self) -> Option<ResourceVersion> {
-        self.inner
-            .reflector
-            .get()
-            .and_then(ReflectorHandle::last_sync_resource_version)
+    /// Waits until the informer has synced (`true`), or has been shut down first (`false`).
+    pub async fn wait_synced(&self) -> bool {
+        wait_synced(&self.inner).await
     }
 
-    /// Adds a handler with the informer's resync period.
-    pub fn add_handler(&self, handler: impl ResourceEventHandler<K>) -> Registration<K> {
-        let period = *self.inner.check_period.lock();
-        self.add_handler_with_resync(handler, period)
+    /// `true` once [`shutdown`](Self::shutdown) has been called.
+    pub fn is_stopped(&self) -> bool {
+        *self.inner.stop.borrow()
+    }
+
+    /// The resourceVersion the queue has caught up to: the last list's, event's or bookmark's
+    /// it has taken (client-go's `LastSyncResourceVersion`). `None` until the first list is
+    /// complete.
+    pub fn last_sync_resource_version(&self) -> Option<ResourceVersion> {
+        self.inner
+            .last_sync
+            .lock()
+            .as_deref()
+            .map(ResourceVersion::from)
+    }
+
+    /// Adds a handler with the informer's resync period ([`InformerConfig::resync_period`]),
+    /// whatever periods handlers added before it asked for, as client-go's `AddEventHandler`.
+    ///
+    /// # Errors
+    /// [`Error::Stopped`] once the informer has been shut down: the handler would never hear
+    /// anything, and its thread would never stop.
+    pub fn add_handler(
+        &self,
+        handler: impl ResourceEventHandler<K>,
+    ) -> Result<Registration<K>, Error> {
+        self.add_handler_with_resync(handler, self.inner.resync_period)
     }
 
     /// Adds a handler with its own resync period, by client-go's rules: at least
     /// [`MIN_RESYNC_PERIOD`]; once the informer runs, at least its check period, and none when
     /// it has none. A handler added after the informer started first gets `on_add(obj, true)`
     /// for every cached object, then live events, with no gap and no duplicate.
+    ///
+    /// # Errors
+    /// [`Error::Stopped`] once the informer has been shut down.
     pub fn add_handler_with_resync(
         &self,
         handler: impl ResourceEventHandler<K>,
         resync: Option<Duration>,
-    ) -> Registration<K> {
+    ) -> Result<Registration<K>, Error> {
         let mut handlers = self.inner.handlers.lock();
+        if self.is_stopped() {
+            return Err(Error::Stopped {
+                informer: self.name.clone(),
+            });
+        }
         let mut check = self.inner.check_period.lock();
         let period = match resync.map(|p| p.max(MIN_RESYNC_PERIOD)) {
             None => None,
@@ -273,7 +321,7 @@ where
         drop(check);
         let id = handlers.next_id;
         handlers.next_id += 1;
-        let name = format!("{}#{id}", self.reflector_config.name);
+        let name = format!("{}#{id}", self.name);
         let listener = Listener::spawn(
             id,
             name,
@@ -302,58 +350,46 @@ where
             handlers.next_resync.push((id, Instant::now() + p));
         }
         handlers.listeners.push(Arc::clone(&listener));
-        Registration {
+        Ok(Registration {
             listener,
             inner: Arc::downgrade(&self.inner),
-        }
+        })
     }
 
     /// Every notification as a `Stream`, for code that prefers `.next().await` to callbacks: a
     /// handler (with the informer's resync period) whose buffer is the stream. Dropping the
     /// stream removes the handler.
-    pub fn event_stream(&self) -> EventStream<K> {
+    ///
+    /// # Errors
+    /// [`Error::Stopped`] once the informer has been shut down.
+    pub fn event_stream(&self) -> Result<EventStream<K>, Error> {
         let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
-        let registration = self.add_handler(crate::handler::ChannelHandler(tx));
-        EventStream { rx, registration }
+        let registration = self.add_handler(crate::handler::ChannelHandler(tx))?;
+        Ok(EventStream { rx, registration })
     }
 
-    /// Runs the informer until [`shutdown`](Self::shutdown): the reflector fills the queue, and
-    /// each popped item is stored in the cache and handed to the handlers. Runs once; a second
-    /// call returns at once.
+    /// Runs the informer until [`shutdown`](Self::shutdown): the event stream fills the queue,
+    /// and each popped item is stored in the cache and handed to the handlers. Runs once; a
+    /// second call returns at once.
     pub async fn run(&self) {
         if self.running.swap(true, Ordering::SeqCst) {
             return;
         }
-        let Some(list_watch) = self.list_watch.lock().take() else {
+        let Some(events) = self.events.lock().take() else {
             return;
         };
-        let mut reflector_config = self.reflector_config.clone();
-        reflector_config.resync_period = *self.inner.check_period.lock();
-        let gate = Gate {
-            queue: Arc::clone(&self.queue),
-            inner: Arc::clone(&self.inner),
-        };
-        let reflector = Reflector::new(list_watch, gate, reflector_config);
-        let handle = reflector.handle();
-        let _ = self.inner.reflector.set(handle.clone());
         self.inner.handlers.lock().started = true;
 
         let mut stop = self.inner.stop.subscribe();
-        let reflect = async {
-            if let Err(e) = reflector.run().await {
-                tracing::debug!(error = %e, "the reflector stopped");
-            }
-        };
         let stopper = async {
             let _ = stop.wait_for(|s| *s).await;
-            handle.stop();
             self.queue.close();
             // A dispatcher waiting for room in a full buffer goes on to drain the queue.
             for l in &self.inner.handlers.lock().listeners {
                 l.wake_room();
             }
         };
-        tokio::join!(reflect, self.consume(), stopper);
+        tokio::join!(self.produce(events), self.consume(), stopper);
         let listeners: Vec<_> = self.inner.handlers.lock().listeners.drain(..).collect();
         let drain = self.inner.drain_on_shutdown;
         // Joining handler threads blocks: do it off the async threads.
@@ -376,6 +412,102 @@ where
         }
         let mut done = self.inner.done.subscribe();
         let _ = done.wait_for(|d| *d).await;
+    }
+
+    /// Pulls the event stream into the queue, one event each time the queue is ready, and
+    /// injects resyncs on the check period. Returns on shutdown (dropping the stream, which
+    /// stops a reflector behind it and abandons its relist) or when the queue is closed.
+    async fn produce(&self, mut events: StoreEvents<K>) {
+        let mut stop = self.inner.stop.subscribe();
+        let mut next_resync: Option<Instant> = None;
+        let mut source_open = true;
+        loop {
+            let queue: &Q = &self.queue;
+            let ready = tokio::select! {
+                biased;
+                _ = stop.wait_for(|s| *s) => return,
+                ready = poll_fn(|cx| queue.poll_ready(cx)) => ready,
+            };
+            if ready.is_err() {
+                return;
+            }
+            let resync_at = next_resync;
+            let event = tokio::select! {
+                biased;
+                _ = stop.wait_for(|s| *s) => return,
+                event = poll_fn(|cx| events.as_mut().poll_next(cx)), if source_open => match event {
+                    Some(event) => event,
+                    None => {
+                        tracing::debug!(informer = %self.name, "the event stream ended; the cache stays as it is");
+                        source_open = false;
+                        continue;
+                    }
+                },
+                () = sleep_until_some(resync_at) => StoreEvent::Resync,
+            };
+            let ends_list = matches!(event, StoreEvent::RelistEnd(_));
+            if matches!(event, StoreEvent::Resync) {
+                next_resync = self.next_check();
+            }
+            match self.write(event) {
+                Ok(()) => {}
+                Err(StoreError::Closed) => return,
+                Err(e) => {
+                    tracing::error!(informer = %self.name, error = %e, "the queue refused an event")
+                }
+            }
+            if ends_list {
+                // As client-go's reflector: the resync clock starts with each watch.
+                next_resync = self.next_check();
+            }
+        }
+    }
+
+    fn next_check(&self) -> Option<Instant> {
+        self.inner.check_period.lock().map(|p| Instant::now() + p)
+    }
+
+    /// One event into the queue: transformed, resyncs only when a handler is due, then the
+    /// version caught up to and the first sync noted.
+    fn write(&self, event: StoreEvent<K>) -> Result<(), StoreError> {
+        let event = match &self.inner.transform {
+            Some(t) => event.map_objects(|o| t(o)),
+            None => event,
+        };
+        let marker = match &event {
+            StoreEvent::Resync => {
+                if !due_for_resync(&self.inner) {
+                    return Ok(());
+                }
+                None
+            }
+            // A page carries no version, and its objects stay where they go.
+            StoreEvent::RelistBegin | StoreEvent::RelistPage(_) | StoreEvent::RelistAbandoned => {
+                None
+            }
+            other => Some(other.clone()),
+        };
+        self.queue.apply(event)?;
+        let Some(marker) = marker else {
+            return Ok(());
+        };
+        // A bookmark (or an object) without a version moves nothing.
+        if let Some(rv) = marker.synced_resource_version().filter(|rv| !rv.is_empty()) {
+            let mut last = self.inner.last_sync.lock();
+            match &mut *last {
+                Some(held) => {
+                    held.clear();
+                    held.push_str(rv);
+                }
+                None => *last = Some(rv.to_owned()),
+            }
+        }
+        if matches!(marker, StoreEvent::RelistEnd(_)) {
+            // A first list that queued nothing (an empty list into the classic FIFO) leaves the
+            // consumer nothing to pop: the informer is synced now.
+            mark_synced(&self.inner, &*self.queue);
+        }
+        Ok(())
     }
 
     async fn consume(&self) {
@@ -458,87 +590,45 @@ fn distribute<K: Object + Send + Sync + 'static>(
     }
 }
 
-/// What the reflector writes into: the queue, with the transform applied and resyncs let
-/// through only when a handler is due.
-struct Gate<K, Q> {
-    queue: Arc<Q>,
-    inner: Arc<Inner<K>>,
-}
-
-impl<K: Object, Q> Gate<K, Q> {
-    fn transform(&self, object: Arc<K>) -> Arc<K> {
-        match &self.inner.transform {
-            Some(t) => t(object),
-            None => object,
+/// client-go's `shouldResync`: picks the handlers whose period has come; `true` if there is one.
+fn due_for_resync<K>(inner: &Inner<K>) -> bool {
+    let now = Instant::now();
+    let mut handlers = inner.handlers.lock();
+    let periods: Vec<(u64, Option<Duration>)> = handlers
+        .listeners
+        .iter()
+        .map(|l| (l.id, l.resync_period))
+        .collect();
+    let mut due = HashSet::new();
+    for (id, next) in &mut handlers.next_resync {
+        if *next <= now {
+            due.insert(*id);
+            if let Some((_, Some(p))) = periods.iter().find(|(i, _)| i == id) {
+                *next = now + *p;
+            }
         }
     }
+    let any = !due.is_empty();
+    handlers.syncing = due;
+    any
 }
 
-impl<K, Q> ReflectorStore<K> for Gate<K, Q>
-where
-    K: Object + Send + Sync + 'static,
-    Q: ReflectorStore<K> + DeltaQueue<K>,
-{
-    fn add(&self, object: Arc<K>) -> Result<(), StoreError> {
-        self.queue.add(self.transform(object))
+/// Sleeps until `at`, or forever without one.
+async fn sleep_until_some(at: Option<Instant>) {
+    match at {
+        Some(at) => tokio::time::sleep_until(at).await,
+        None => std::future::pending().await,
     }
-    fn update(&self, object: Arc<K>) -> Result<(), StoreError> {
-        self.queue.update(self.transform(object))
-    }
-    fn delete(&self, object: Arc<K>) -> Result<(), StoreError> {
-        self.queue.delete(self.transform(object))
-    }
-    fn begin_relist(&self) -> Result<(), StoreError> {
-        self.queue.begin_relist()
-    }
-    fn relist_page(&self, objects: Vec<Arc<K>>) -> Result<(), StoreError> {
-        let objects = match &self.inner.transform {
-            Some(t) => objects.into_iter().map(|o| t(o)).collect(),
-            None => objects,
-        };
-        self.queue.relist_page(objects)
-    }
-    fn end_relist(&self, resource_version: ResourceVersion) -> Result<(), StoreError> {
-        self.queue.end_relist(resource_version)?;
-        // A first list that queued nothing (an empty list into the classic FIFO) leaves the
-        // consumer nothing to pop: the informer is synced now.
-        mark_synced(&self.inner, &*self.queue);
-        Ok(())
-    }
-    fn abandon_relist(&self) {
-        self.queue.abandon_relist();
-    }
-    /// client-go's `shouldResync`: picks the handlers whose period has come, and resyncs only
-    /// if there is one.
-    fn resync(&self) -> Result<(), StoreError> {
-        let now = Instant::now();
-        let due = {
-            let mut handlers = self.inner.handlers.lock();
-            let mut due = HashSet::new();
-            let periods: Vec<(u64, Option<Duration>)> = handlers
-                .listeners
-                .iter()
-                .map(|l| (l.id, l.resync_period))
-                .collect();
-            for (id, next) in &mut handlers.next_resync {
-                if *next <= now {
-                    due.insert(*id);
-                    if let Some((_, Some(p))) = periods.iter().find(|(i, _)| i == id) {
-                        *next = now + *p;
-                    }
-                }
-            }
-            let any = !due.is_empty();
-            handlers.syncing = due;
-            any
-        };
-        if due { self.queue.resync() } else { Ok(()) }
-    }
-    fn bookmark(&self, resource_version: &ResourceVersion) {
-        self.queue.bookmark(resource_version);
-    }
-    fn poll_ready(&self, cx: &mut Context<'_>) -> Poll<Result<(), StoreError>> {
-        self.queue.poll_ready(cx)
+}
+
+/// `true` once synced, `false` once stopped first.
+async fn wait_synced<K>(inner: &Inner<K>) -> bool {
+    let mut synced = inner.synced.subscribe();
+    let mut stop = inner.stop.subscribe();
+    tokio::select! {
+        biased;
+        s = synced.wait_for(|s| *s) => s.is_ok(),
+        _ = stop.wait_for(|s| *s) => *inner.synced.borrow(),
     }
 }
 
@@ -579,26 +669,40 @@ impl<K: Object + Send + Sync + 'static> Drop for EventStream<K> {
     }
 }
 
-/// Something that can say it has synced: an informer, for [`wait_for_cache_sync`].
-pub trait HasSynced {
-    /// A receiver whose value turns `true` once synced.
-    fn synced(&self) -> watch::Receiver<bool>;
+/// Something that can say it has synced: an informer, for [`wait_for_cache_sync`]. client-go's
+/// `InformerSynced`, as a bool now and a future to wait on.
+pub trait HasSynced: Send + Sync {
+    /// `true` once synced.
+    fn has_synced(&self) -> bool;
+
+    /// Resolves to `true` once synced, or to `false` as soon as the informer is shut down
+    /// without having synced.
+    fn wait_synced(&self) -> Pin<Box<dyn Future<Output = bool> + Send + '_>>;
 }
 
-impl<K, L, Q, C> HasSynced for SharedIndexInformer<K, L, Q, C> {
-    fn synced(&self) -> watch::Receiver<bool> {
-        self.inner.synced.subscribe()
+impl<K, Q, C> HasSynced for SharedIndexInformer<K, Q, C>
+where
+    K: Send + Sync + 'static,
+    Q: Send + Sync,
+    C: Send + Sync,
+{
+    fn has_synced(&self) -> bool {
+        *self.inner.synced.borrow()
+    }
+
+    fn wait_synced(&self) -> Pin<Box<dyn Future<Output = bool> + Send + '_>> {
+        Box::pin(wait_synced(&self.inner))
     }
 }
 
-/// Waits until every informer has synced, or `timeout` passes; `true` when all have. Wakes on
-/// each informer's sync, never polls. Cancel it (drop the future) to wait on a signal of your
-/// own instead, e.g. with `tokio::select!`.
+/// Waits until every informer has synced, or `timeout` passes, or one of them is shut down
+/// without having synced; `true` when all have. Wakes on each informer's sync, never polls.
+/// Cancel it (drop the future) to wait on a signal of your own instead, e.g. with
+/// `tokio::select!`.
 pub async fn wait_for_cache_sync(informers: &[&dyn HasSynced], timeout: Option<Duration>) -> bool {
     let all = async {
         for informer in informers {
-            let mut synced = informer.synced();
-            if synced.wait_for(|s| *s).await.is_err() {
+            if !informer.wait_synced().await {
                 return false;
             }
         }

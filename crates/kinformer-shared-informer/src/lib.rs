@@ -2,9 +2,13 @@
 //! that is updated before any handler hears of a change.
 //!
 //! What it does, as client-go's `SharedIndexInformer`:
-//! - Runs a reflector into a queue (normally the delta FIFO) and pops it into a cache (normally
-//!   the indexer) by the consumer contract of `kinformer-core`, so a delete can never be lost
-//!   between the queue and the cache. Each layer is a core trait and can be replaced.
+//! - Pulls a stream of [`StoreEvent`](kinformer_core::StoreEvent)s (normally the reflector's
+//!   `watcher(api, config)`; any stream will do: kube-runtime's `watcher()` through a `map`, a
+//!   replay, a test's hand-made list) into a queue (normally the delta FIFO), only while the queue
+//!   is ready, and pops it into a cache (normally the indexer) by the consumer contract of
+//!   `kinformer-core`, so a delete can never be lost between the queue and the cache. Each layer
+//!   is a core trait or a stream and can be replaced; this crate depends on `kinformer-core`
+//!   alone.
 //! - Hands each change to every handler ([`ResourceEventHandler`], or closures through
 //!   [`HandlerFns`]). Each handler has its own buffer and thread: a slow or stuck handler never
 //!   delays the cache, the other handlers or the watch. A handler that panics is logged with its
@@ -17,7 +21,8 @@
 //!   resourceVersions are equal only to handlers due for a resync, so a relist does not flood
 //!   every handler with no-op updates.
 //! - `has_synced`, [`wait_for_cache_sync`] over any number of informers (event-driven, with a
-//!   timeout), the last synced resourceVersion, a transform applied once before an object is
+//!   timeout, and `false` at once for an informer shut down before it synced), the last synced
+//!   resourceVersion, a transform applied once before an object is
 //!   stored, and a shutdown that stops the watch, drains or drops the buffers, and waits for
 //!   every handler thread.
 //!
@@ -31,29 +36,37 @@
 //!   and custom informers are just other functions.
 //!
 //! # Example
+//! An informer fed by a hand-made stream of store events; with a server, the stream is
+//! `kinformer_reflector::watcher(Api::all(client), config)`.
 //! ```
 //! # #[tokio::main(flavor = "current_thread")] async fn main() {
 //! use std::sync::Arc;
 //! use std::sync::atomic::{AtomicUsize, Ordering};
+//! use futures_util::{StreamExt as _, stream};
 //! use k8s_openapi::api::core::v1::Pod;
+//! use kinformer_core::StoreEvent;
 //! use kinformer_delta_fifo::DeltaFifo;
 //! use kinformer_indexer::Indexer;
 //! use kinformer_shared_informer::{HandlerFns, InformerConfig, SharedIndexInformer, wait_for_cache_sync};
-//! use kinformer_test_support::{ScriptedListWatch, typed_pods};
+//! use kinformer_test_support::typed_pods;
 //!
+//! // A list of three pods, then a watch that stays open with nothing to say.
+//! let events = stream::iter([
+//!     StoreEvent::RelistBegin,
+//!     StoreEvent::RelistPage(typed_pods(3)),
+//!     StoreEvent::RelistEnd("7".into()),
+//! ])
+//! .chain(stream::pending());
 //! let cache = Arc::new(Indexer::<Pod>::new());
 //! let queue = Arc::new(DeltaFifo::new(cache.clone()));
-//! let informer = Arc::new(SharedIndexInformer::new(
-//!     ScriptedListWatch::new(typed_pods(3), "7"),
-//!     queue,
-//!     cache,
-//!     InformerConfig::default(),
-//! ));
+//! let informer = Arc::new(SharedIndexInformer::new(events, queue, cache, InformerConfig::default()));
 //! let added = Arc::new(AtomicUsize::new(0));
 //! let seen = added.clone();
-//! let registration = informer.add_handler(HandlerFns::new().on_add(move |_, _| {
-//!     seen.fetch_add(1, Ordering::SeqCst);
-//! }));
+//! let registration = informer
+//!     .add_handler(HandlerFns::new().on_add(move |_, _| {
+//!         seen.fetch_add(1, Ordering::SeqCst);
+//!     }))
+//!     .unwrap();
 //! let run = tokio::spawn({
 //!     let informer = informer.clone();
 //!     async move { informer.run().await }
@@ -63,6 +76,7 @@
 //!     tokio::task::yield_now().await;
 //! }
 //! assert_eq!(added.load(Ordering::SeqCst), 3);
+//! assert_eq!(informer.last_sync_resource_version().unwrap().as_str(), "7");
 //! informer.shutdown().await;
 //! run.await.unwrap();
 //! # }
@@ -76,10 +90,24 @@ mod informer;
 
 pub use factory::{InformerOptions, ManagedInformer, SharedInformerFactory};
 pub use handler::{BufferPolicy, FilteringHandler, HandlerFns, ResourceEventHandler};
+pub use informer::StoreEvents;
 pub use informer::{
     EventStream, HasSynced, InformerConfig, MIN_RESYNC_PERIOD, Registration, SharedIndexInformer,
     Transform, wait_for_cache_sync,
 };
+
+/// What the shared informer can refuse.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// A handler was added to an informer that has been shut down: it would hear nothing and
+    /// its thread would never stop. Give up, or build a new informer.
+    #[error("handler not added: the informer {informer:?} has been shut down")]
+    Stopped {
+        /// The informer's name.
+        informer: String,
+    },
+}
 
 /// The names of the informer's counters, through the `metrics` facade.
 pub mod metric_names {

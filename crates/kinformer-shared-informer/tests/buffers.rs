@@ -70,7 +70,7 @@ impl ResourceEventHandler<Pod> for Stuck {
     }
 }
 
-type Informer = SharedIndexInformer<Pod, Fake, DeltaFifo<Pod>, Indexer<Pod>>;
+type Informer = SharedIndexInformer<Pod, DeltaFifo<Pod>, Indexer<Pod>>;
 
 fn informer(fake: &Fake, policy: BufferPolicy, batch: usize) -> Arc<Informer> {
     let cache = Arc::new(Indexer::<Pod>::new());
@@ -82,7 +82,7 @@ fn informer(fake: &Fake, policy: BufferPolicy, batch: usize) -> Arc<Informer> {
             .unwrap(),
     );
     Arc::new(SharedIndexInformer::new(
-        fake.clone(),
+        support::events(fake.clone()),
         queue,
         cache,
         InformerConfig {
@@ -112,9 +112,9 @@ async fn a_full_bounded_buffer_holds_the_informer_back_until_its_handler_catches
     let fake = Fake::default();
     let informer = informer(&fake, BufferPolicy::Backpressure { capacity: 10 }, 5);
     let stuck = Stuck::default();
-    let slow = informer.add_handler(stuck.clone());
+    let slow = informer.add_handler(stuck.clone()).unwrap();
     let fast = History::default();
-    let fast_reg = informer.add_handler(fast.clone());
+    let fast_reg = informer.add_handler(fast.clone()).unwrap();
     let run = start(&informer);
     assert!(wait_for_cache_sync(&[&*informer], Some(Duration::from_secs(20))).await);
     for i in 0..200 {
@@ -144,7 +144,7 @@ async fn a_slow_handler_gets_the_latest_state_of_a_key_when_coalescing() {
     let fake = Fake::default();
     let informer = informer(&fake, BufferPolicy::CoalescePerKey, 1000);
     let stuck = Stuck::default();
-    let slow = informer.add_handler(stuck.clone());
+    let slow = informer.add_handler(stuck.clone()).unwrap();
     let run = start(&informer);
     assert!(wait_for_cache_sync(&[&*informer], Some(Duration::from_secs(20))).await);
     fake.write("p0", false, false);
@@ -186,7 +186,7 @@ async fn the_oldest_pending_event_ages_while_a_handler_is_stuck() {
     let fake = Fake::default();
     let informer = informer(&fake, BufferPolicy::Unbounded, 1000);
     let stuck = Stuck::default();
-    let slow: Registration<Pod> = informer.add_handler(stuck.clone());
+    let slow: Registration<Pod> = informer.add_handler(stuck.clone()).unwrap();
     let run = start(&informer);
     assert!(wait_for_cache_sync(&[&*informer], Some(Duration::from_secs(20))).await);
     assert_eq!(slow.oldest_pending_age(), None);

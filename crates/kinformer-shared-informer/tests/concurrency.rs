@@ -89,7 +89,7 @@ impl CacheWrite<Pod> for Blocking {
     }
 }
 
-type Informer<C> = SharedIndexInformer<Pod, Fake, DeltaFifo<Pod>, C>;
+type Informer<C> = SharedIndexInformer<Pod, DeltaFifo<Pod>, C>;
 
 /// An informer from `fake` into `cache` (the in-order FIFO between), running and synced.
 async fn synced<C: CacheWrite<Pod> + 'static>(
@@ -98,7 +98,7 @@ async fn synced<C: CacheWrite<Pod> + 'static>(
 ) -> (Arc<Informer<C>>, tokio::task::JoinHandle<()>) {
     let queue = Arc::new(DeltaFifo::new(cache.clone()));
     let informer = Arc::new(SharedIndexInformer::new(
-        fake.clone(),
+        support::events(fake.clone()),
         queue,
         cache,
         InformerConfig::default(),
@@ -131,7 +131,7 @@ async fn a_handler_added_while_the_consumer_applies_hears_that_change_exactly_on
     let adding = std::thread::spawn({
         let informer = Arc::clone(&informer);
         let late = late.clone();
-        move || informer.add_handler(late)
+        move || informer.add_handler(late).unwrap()
     });
     std::thread::sleep(Duration::from_millis(50));
     cache.release();
@@ -190,7 +190,7 @@ async fn stress_writes_relists_and_registrations_agree_at_quiescence() {
             let mut kept: Vec<(History, Registration<Pod>)> = Vec::new();
             for i in 0..12 {
                 let history = History::default();
-                let reg = informer.add_handler(history.clone());
+                let reg = informer.add_handler(history.clone()).unwrap();
                 if i % 4 == 3 {
                     reg.remove();
                 } else {

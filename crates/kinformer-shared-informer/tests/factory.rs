@@ -25,19 +25,30 @@ fn widgets() -> ApiResource {
 
 fn config<K>(name: &str, options: &InformerOptions) -> InformerConfig<K> {
     InformerConfig {
-        reflector: kinformer_reflector::Config {
-            name: name.into(),
-            label_selector: options.label_selector.clone(),
-            field_selector: options.field_selector.clone(),
-            seed: Some(5),
-            ..kinformer_reflector::Config::default()
-        },
+        name: name.into(),
         resync_period: options.resync_period,
         ..InformerConfig::default()
     }
 }
 
-type Informer<K> = SharedIndexInformer<K, Api<K>, DeltaFifo<K>, Indexer<K>>;
+/// The reflector over `api` with the factory's scope. It lists and watches (no streaming list),
+/// so that the sharing shows in the list requests counted here.
+fn events<K>(api: Api<K>, name: &str, options: &InformerOptions) -> kinformer_reflector::Watcher<K>
+where
+    K: kinformer_core::Object + serde::de::DeserializeOwned + Send + Sync + 'static,
+{
+    let config = kinformer_reflector::Config {
+        name: name.into(),
+        label_selector: options.label_selector.clone(),
+        field_selector: options.field_selector.clone(),
+        seed: Some(5),
+        streaming_list: kinformer_reflector::StreamingList::Off,
+        ..kinformer_reflector::Config::default()
+    };
+    kinformer_reflector::watcher(api, config)
+}
+
+type Informer<K> = SharedIndexInformer<K, DeltaFifo<K>, Indexer<K>>;
 
 fn typed_pods(client: &Client, options: &InformerOptions) -> Informer<Pod> {
     let api = match &options.namespace {
@@ -46,14 +57,24 @@ fn typed_pods(client: &Client, options: &InformerOptions) -> Informer<Pod> {
     };
     let cache = Arc::new(Indexer::new());
     let queue = Arc::new(DeltaFifo::new(cache.clone()));
-    SharedIndexInformer::new(api, queue, cache, config("factory-pods", options))
+    SharedIndexInformer::new(
+        events(api, "factory-pods", options),
+        queue,
+        cache,
+        config("factory-pods", options),
+    )
 }
 
 fn pod_metadata(client: &Client, options: &InformerOptions) -> Informer<PartialObjectMetadata> {
     let api = Api::metadata(client.clone(), &pods(), options.namespace.as_deref());
     let cache = Arc::new(Indexer::new());
     let queue = Arc::new(DeltaFifo::new(cache.clone()));
-    SharedIndexInformer::new(api, queue, cache, config("factory-meta", options))
+    SharedIndexInformer::new(
+        events(api, "factory-meta", options),
+        queue,
+        cache,
+        config("factory-meta", options),
+    )
 }
 
 fn dynamic(resource: ApiResource) -> impl Fn(&Client, &InformerOptions) -> Informer<DynamicObject> {
@@ -64,7 +85,12 @@ fn dynamic(resource: ApiResource) -> impl Fn(&Client, &InformerOptions) -> Infor
         };
         let cache = Arc::new(Indexer::new());
         let queue = Arc::new(DeltaFifo::new(cache.clone()));
-        SharedIndexInformer::new(api, queue, cache, config("factory-dyn", options))
+        SharedIndexInformer::new(
+            events(api, "factory-dyn", options),
+            queue,
+            cache,
+            config("factory-dyn", options),
+        )
     }
 }
 

@@ -19,7 +19,7 @@ use kinformer_shared_informer::{
 };
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 
-type Informer = SharedIndexInformer<Pod, Api<Pod>, DeltaFifo<Pod>, Indexer<Pod>>;
+type Informer = SharedIndexInformer<Pod, DeltaFifo<Pod>, Indexer<Pod>>;
 
 /// The bound on waiting for any one condition.
 const BOUND: Duration = Duration::from_secs(20);
@@ -194,22 +194,26 @@ async fn start(server: &Server) -> (Arc<Informer>, Record, tokio::task::JoinHand
     let cache = Arc::new(Indexer::<Pod>::new());
     let queue = Arc::new(DeltaFifo::new(cache.clone()));
     let api = Api::all(Client::new(ClientConfig::new(server.url.clone())).unwrap());
-    let config = InformerConfig {
-        reflector: kinformer_reflector::Config {
-            name: "pods".into(),
-            seed: Some(7),
-            backoff: kinformer_reflector::BackoffConfig {
-                initial: Duration::from_millis(5),
-                max: Duration::from_millis(50),
-                ..kinformer_reflector::BackoffConfig::default()
-            },
-            ..kinformer_reflector::Config::default()
+    let reflector = kinformer_reflector::Config {
+        name: "pods".into(),
+        seed: Some(7),
+        backoff: kinformer_reflector::BackoffConfig {
+            initial: Duration::from_millis(5),
+            max: Duration::from_millis(50),
+            ..kinformer_reflector::BackoffConfig::default()
         },
+        // These servers answer lists and watches; they know no streaming list.
+        streaming_list: kinformer_reflector::StreamingList::Off,
+        ..kinformer_reflector::Config::default()
+    };
+    let config = InformerConfig {
+        name: "pods".into(),
         ..InformerConfig::default()
     };
-    let informer = Arc::new(SharedIndexInformer::new(api, queue, cache, config));
+    let events = kinformer_reflector::watcher(api, reflector);
+    let informer = Arc::new(SharedIndexInformer::new(events, queue, cache, config));
     let record = Record::default();
-    let _registration = informer.add_handler(record.clone());
+    let _registration = informer.add_handler(record.clone()).unwrap();
     let task = {
         let informer = Arc::clone(&informer);
         tokio::spawn(async move { informer.run().await })

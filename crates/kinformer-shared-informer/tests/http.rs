@@ -17,7 +17,7 @@ use kinformer_shared_informer::{
 use kinformer_sim::{SimConfig, SimServer};
 use serde_json::json;
 
-type Informer = SharedIndexInformer<Pod, Api<Pod>, DeltaFifo<Pod>, Indexer<Pod>>;
+type Informer = SharedIndexInformer<Pod, DeltaFifo<Pod>, Indexer<Pod>>;
 
 fn pods() -> ApiResource {
     ApiResource::new("", "v1", "Pod", "pods", Scope::Namespaced)
@@ -25,16 +25,7 @@ fn pods() -> ApiResource {
 
 fn config() -> InformerConfig<Pod> {
     InformerConfig {
-        reflector: kinformer_reflector::Config {
-            name: "pods".into(),
-            seed: Some(3),
-            backoff: kinformer_reflector::BackoffConfig {
-                initial: Duration::from_millis(5),
-                max: Duration::from_millis(50),
-                ..kinformer_reflector::BackoffConfig::default()
-            },
-            ..kinformer_reflector::Config::default()
-        },
+        name: "pods".into(),
         ..InformerConfig::default()
     }
 }
@@ -43,7 +34,18 @@ async fn start(sim: &SimServer, config: InformerConfig<Pod>) -> Arc<Informer> {
     let cache = Arc::new(Indexer::<Pod>::new());
     let queue = Arc::new(DeltaFifo::new(cache.clone()));
     let api = Api::all(Client::new(ClientConfig::new(sim.url())).unwrap());
-    Arc::new(SharedIndexInformer::new(api, queue, cache, config))
+    let reflector = kinformer_reflector::Config {
+        name: "pods".into(),
+        seed: Some(3),
+        backoff: kinformer_reflector::BackoffConfig {
+            initial: Duration::from_millis(5),
+            max: Duration::from_millis(50),
+            ..kinformer_reflector::BackoffConfig::default()
+        },
+        ..kinformer_reflector::Config::default()
+    };
+    let events = kinformer_reflector::watcher(api, reflector);
+    Arc::new(SharedIndexInformer::new(events, queue, cache, config))
 }
 
 fn run(informer: &Arc<Informer>) -> tokio::task::JoinHandle<()> {
@@ -167,7 +169,7 @@ async fn every_handler_hears_the_same_history_per_key_after_the_cache_holds_it()
     let records: Vec<Record> = (0..3).map(|_| Record::default()).collect();
     let regs: Vec<Registration<Pod>> = records
         .iter()
-        .map(|r| informer.add_handler(r.clone()))
+        .map(|r| informer.add_handler(r.clone()).unwrap())
         .collect();
     let task = run(&informer);
     assert!(wait_for_cache_sync(&[&*informer], Some(Duration::from_secs(20))).await);
@@ -224,9 +226,9 @@ async fn a_stuck_handler_delays_neither_the_cache_nor_the_other_handlers() {
     sim.store().seed_pods(5, 1);
     let informer = start(&sim, config()).await;
     let stuck = Stuck::default();
-    let slow = informer.add_handler(stuck.clone());
+    let slow = informer.add_handler(stuck.clone()).unwrap();
     let fast = Record::default();
-    let fast_reg = informer.add_handler(fast.clone());
+    let fast_reg = informer.add_handler(fast.clone()).unwrap();
     let task = run(&informer);
     assert!(wait_for_cache_sync(&[&*informer], Some(Duration::from_secs(20))).await);
     // Nine creates, nine updates, three deletes.
@@ -263,9 +265,9 @@ impl ResourceEventHandler<Pod> for Panicky {
 async fn a_panicking_handler_is_contained_and_counted() {
     let sim = SimServer::start(SimConfig::default()).await.unwrap();
     let informer = start(&sim, config()).await;
-    let bad = informer.add_handler(Panicky);
+    let bad = informer.add_handler(Panicky).unwrap();
     let good = Record::default();
-    let good_reg = informer.add_handler(good.clone());
+    let good_reg = informer.add_handler(good.clone()).unwrap();
     let task = run(&informer);
     assert!(wait_for_cache_sync(&[&*informer], Some(Duration::from_secs(20))).await);
     for i in 0..4 {
@@ -305,7 +307,7 @@ async fn a_late_handler_gets_the_cache_then_live_events_with_no_gap_and_no_dupli
     // Added while the writer is halfway: events are on the wire and in the queue.
     reached.await.unwrap();
     let late = Record::default();
-    let reg = informer.add_handler(late.clone());
+    let reg = informer.add_handler(late.clone()).unwrap();
     writer.await.unwrap();
     let last = sim.store().resource_version().to_string();
     eventually("everything", || {
@@ -352,7 +354,7 @@ async fn a_delete_missed_by_the_watch_reaches_on_delete_as_a_tombstone_with_the_
             .to_owned();
     let informer = start(&sim, config()).await;
     let record = Record::default();
-    let reg = informer.add_handler(record.clone());
+    let reg = informer.add_handler(record.clone()).unwrap();
     let task = run(&informer);
     assert!(wait_for_cache_sync(&[&*informer], Some(Duration::from_secs(20))).await);
     // The open watch ends before it can deliver the delete, the next one answers 410, and the
@@ -441,11 +443,11 @@ async fn shutdown_drains_the_handlers_and_leaves_no_thread_running() {
     sim.store().seed_pods(30, 1);
     let mut config = config();
     // Handler threads are named after the informer: this name is this test's alone.
-    config.reflector.name = "shutdown".into();
+    config.name = "shutdown".into();
     let informer = start(&sim, config).await;
     let records: Vec<Record> = (0..4).map(|_| Record::default()).collect();
     for r in &records {
-        informer.add_handler(r.clone());
+        informer.add_handler(r.clone()).unwrap();
     }
     let task = run(&informer);
     assert!(wait_for_cache_sync(&[&*informer], Some(Duration::from_secs(20))).await);
@@ -469,12 +471,14 @@ async fn the_event_stream_and_a_filtering_handler_hear_what_they_should() {
     sim.store().seed_pods(3, 1);
     create(&sim, "x");
     let informer = start(&sim, config()).await;
-    let mut events = informer.event_stream();
+    let mut events = informer.event_stream().unwrap();
     let web = Record::default();
-    let web_reg = informer.add_handler(FilteringHandler::new(
-        |pod: &Pod| pod.labels().get("app").is_some_and(|a| a == "web"),
-        web.clone(),
-    ));
+    let web_reg = informer
+        .add_handler(FilteringHandler::new(
+            |pod: &Pod| pod.labels().get("app").is_some_and(|a| a == "web"),
+            web.clone(),
+        ))
+        .unwrap();
     let task = run(&informer);
     let mut initial = 0;
     while initial < 4 {
@@ -526,7 +530,7 @@ async fn child_that_aborts_on_a_handler_panic() {
         },
     )
     .await;
-    informer.add_handler(Panicky);
+    informer.add_handler(Panicky).unwrap();
     let _task = run(&informer);
     tokio::time::sleep(Duration::from_secs(20)).await;
     unreachable!("the handler's panic should have aborted the process");

@@ -58,21 +58,15 @@ fn check(ops: Vec<Op>, classic: bool) -> Result<(), TestCaseError> {
                 .unwrap(),
         );
         let informer = Arc::new(SharedIndexInformer::new(
-            fake.clone(),
+            support::events(fake.clone()),
             queue,
             Arc::clone(&cache),
-            InformerConfig {
-                reflector: kinformer_reflector::Config {
-                    seed: Some(1),
-                    ..kinformer_reflector::Config::default()
-                },
-                ..InformerConfig::default()
-            },
+            InformerConfig::default(),
         ));
         let histories = [History::default(), History::default()];
         let regs: Vec<Registration<Pod>> = histories
             .iter()
-            .map(|h| informer.add_handler(h.clone()))
+            .map(|h| informer.add_handler(h.clone()).unwrap())
             .collect();
         let run = tokio::spawn({
             let informer = Arc::clone(&informer);

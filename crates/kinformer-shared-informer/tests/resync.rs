@@ -58,7 +58,7 @@ impl ResourceEventHandler<Pod> for Count {
     }
 }
 
-type Informer = SharedIndexInformer<Pod, Quiet, DeltaFifo<Pod>, Indexer<Pod>>;
+type Informer = SharedIndexInformer<Pod, DeltaFifo<Pod>, Indexer<Pod>>;
 
 fn new_informer(resync: Option<Duration>) -> Arc<Informer> {
     let cache = Arc::new(Indexer::<Pod>::new());
@@ -68,7 +68,13 @@ fn new_informer(resync: Option<Duration>) -> Arc<Informer> {
         lists: Arc::default(),
     };
     Arc::new(SharedIndexInformer::new(
-        source,
+        kinformer_reflector::watcher(
+            source,
+            kinformer_reflector::Config {
+                streaming_list: kinformer_reflector::StreamingList::Off,
+                ..kinformer_reflector::Config::default()
+            },
+        ),
         queue,
         cache,
         InformerConfig {
@@ -97,9 +103,15 @@ fn settle(regs: &[&Registration<Pod>]) {
 async fn each_handler_is_resynced_on_its_own_period_and_no_handler_gets_anothers_resync() {
     let informer = new_informer(None);
     let (fast, slow, never) = (Count::default(), Count::default(), Count::default());
-    let fast_reg = informer.add_handler_with_resync(fast.clone(), Some(Duration::from_secs(10)));
-    let slow_reg = informer.add_handler_with_resync(slow.clone(), Some(Duration::from_secs(30)));
-    let never_reg = informer.add_handler_with_resync(never.clone(), None);
+    let fast_reg = informer
+        .add_handler_with_resync(fast.clone(), Some(Duration::from_secs(10)))
+        .unwrap();
+    let slow_reg = informer
+        .add_handler_with_resync(slow.clone(), Some(Duration::from_secs(30)))
+        .unwrap();
+    let never_reg = informer
+        .add_handler_with_resync(never.clone(), None)
+        .unwrap();
     let run = tokio::spawn({
         let informer = Arc::clone(&informer);
         async move { informer.run().await }
@@ -107,7 +119,9 @@ async fn each_handler_is_resynced_on_its_own_period_and_no_handler_gets_anothers
     assert!(wait_for_cache_sync(&[&*informer], None).await);
     // A handler added after start asks for 3 s: floored at the informer's 10 s check period.
     let late = Count::default();
-    let late_reg = informer.add_handler_with_resync(late.clone(), Some(Duration::from_secs(3)));
+    let late_reg = informer
+        .add_handler_with_resync(late.clone(), Some(Duration::from_secs(3)))
+        .unwrap();
     tokio::time::sleep(Duration::from_secs(65)).await;
     settle(&[&fast_reg, &slow_reg, &never_reg, &late_reg]);
     // Three pods: six resyncs each for the 10 s handlers, two for the 30 s one, none otherwise.
@@ -136,7 +150,9 @@ async fn an_informer_without_resync_ignores_a_late_period_and_short_periods_are_
     });
     assert!(wait_for_cache_sync(&[&*informer], None).await);
     let late = Count::default();
-    let reg = informer.add_handler_with_resync(late.clone(), Some(Duration::from_secs(5)));
+    let reg = informer
+        .add_handler_with_resync(late.clone(), Some(Duration::from_secs(5)))
+        .unwrap();
     tokio::time::sleep(Duration::from_secs(60)).await;
     settle(&[&reg]);
     assert_eq!(late.resyncs.load(Ordering::SeqCst), 0);
@@ -146,7 +162,9 @@ async fn an_informer_without_resync_ignores_a_late_period_and_short_periods_are_
     // Before start, 100 ms is raised to the 1 s minimum: 10 s of time, ten resyncs per pod.
     let informer = new_informer(None);
     let tiny = Count::default();
-    let reg = informer.add_handler_with_resync(tiny.clone(), Some(Duration::from_millis(100)));
+    let reg = informer
+        .add_handler_with_resync(tiny.clone(), Some(Duration::from_millis(100)))
+        .unwrap();
     let run = tokio::spawn({
         let informer = Arc::clone(&informer);
         async move { informer.run().await }
@@ -155,6 +173,30 @@ async fn an_informer_without_resync_ignores_a_late_period_and_short_periods_are_
     tokio::time::sleep(Duration::from_millis(10_500)).await;
     settle(&[&reg]);
     assert_eq!(tiny.resyncs.load(Ordering::SeqCst), 30);
+    informer.shutdown().await;
+    run.await.unwrap();
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_handler_added_without_a_period_gets_the_informers_not_the_shortest_before_it() {
+    // As client-go's AddEventHandler: the informer's own period, whatever a handler added
+    // before it asked for (that handler lowers only how often the informer checks).
+    let informer = new_informer(Some(Duration::from_secs(3)));
+    let (fast, plain) = (Count::default(), Count::default());
+    let fast_reg = informer
+        .add_handler_with_resync(fast.clone(), Some(Duration::from_secs(1)))
+        .unwrap();
+    let plain_reg = informer.add_handler(plain.clone()).unwrap();
+    let run = tokio::spawn({
+        let informer = Arc::clone(&informer);
+        async move { informer.run().await }
+    });
+    assert!(wait_for_cache_sync(&[&*informer], None).await);
+    tokio::time::sleep(Duration::from_millis(9_500)).await;
+    settle(&[&fast_reg, &plain_reg]);
+    // Three pods: nine rounds for the 1 s handler, three for the plain one (3 s).
+    assert_eq!(fast.resyncs.load(Ordering::SeqCst), 27);
+    assert_eq!(plain.resyncs.load(Ordering::SeqCst), 9);
     informer.shutdown().await;
     run.await.unwrap();
 }

@@ -17,8 +17,10 @@ pub type WatchScript<K> = Vec<Result<WatchEvent<K>, list_watch::Error>>;
 /// Lists serve the current state (set with [`set_state`](Self::set_state)) in pages of the
 /// request's `limit`, with continue tokens; errors queued with [`fail_next_list`](Self::fail_next_list)
 /// are answered first, one per request. Each watch takes the next script queued with
-/// [`push_watch`](Self::push_watch), or ends at once when none is left. Every request is kept,
-/// in order, for the test to inspect.
+/// [`push_watch`](Self::push_watch), or ends at once when none is left. A streaming list (a
+/// watch with `sendInitialEvents`) is refused with a fatal error, as a server without the feature
+/// refuses it (422), so a reflector falls back to list and watch; the refused request is kept
+/// but takes no script. Every request is kept, in order, for the test to inspect.
 ///
 /// ```
 /// use std::sync::Arc;
@@ -138,6 +140,12 @@ impl<K: Send + Sync + 'static> ListWatch<K> for ScriptedListWatch<K> {
     async fn watch(&self, params: &WatchParams) -> Result<WatchStream<K>, list_watch::Error> {
         let mut inner = self.lock();
         inner.watch_requests.push(params.clone());
+        if params.send_initial_events {
+            return Err(list_watch::Error::new(
+                ErrorKind::Fatal,
+                "sendInitialEvents: Forbidden: this scripted source serves no streaming list",
+            ));
+        }
         let events = inner.watches.pop_front().unwrap_or_default();
         Ok(Box::pin(Scripted(events.into())))
     }

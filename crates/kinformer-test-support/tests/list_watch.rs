@@ -106,6 +106,14 @@ fn watches_serve_their_scripts_in_order_then_end() {
     );
     let requests = source.watch_requests();
     assert_eq!(requests[1].resource_version.as_deref(), Some("9"));
+
+    // A streaming list is refused as a server without the feature refuses it.
+    let refused = block_on(lw.watch(&WatchParams {
+        send_initial_events: true,
+        ..WatchParams::default()
+    }));
+    assert_eq!(refused.err().map(|e| e.kind()), Some(ErrorKind::Fatal));
+    assert_eq!(source.watch_requests().len(), 3);
 }
 
 #[test]

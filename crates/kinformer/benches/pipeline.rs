@@ -178,7 +178,9 @@ async fn watch(n: usize) {
         })
         .build()
         .unwrap();
-    let registration = informer.add_handler(Handler(Arc::clone(&counting)));
+    let registration = informer
+        .add_handler(Handler(Arc::clone(&counting)))
+        .unwrap();
     let mut backlog = 0;
     let start = Instant::now();
     informer.start();

@@ -53,18 +53,20 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let (client, _sim) = support::connect().await?;
 
     let cache: Arc<Mutex<BTreeMap<ObjectKey, Arc<Pod>>>> = Arc::default();
-    let queue = DeltaFifo::builder()
-        .mode(Mode::Classic)
-        .known_objects(cache.clone())
-        .build()?;
     let pods = Informer::<Pod>::builder()
         .list_watch(NoKubeSystem(Api::all(client)))
         .cache(Arc::clone(&cache))
-        .queue(Arc::new(queue))
+        // The queue consults the cache it is given as its known objects.
+        .queue(|known| {
+            DeltaFifo::builder()
+                .mode(Mode::Classic)
+                .known_objects(known)
+                .build()
+        })
         .handler(HandlerFns::new().on_add(|pod: &Arc<Pod>, _| println!("Pod Added: {}", pod.key())))
         .build()?;
     pods.start();
-    wait_for_cache_sync(&[&*pods], None).await;
+    pods.wait_synced(None).await;
     let namespaces: std::collections::BTreeSet<String> = cache
         .lock()
         .map_err(|_| "the cache lock is poisoned")?

@@ -44,22 +44,21 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         move |key: ObjectKey| queue.add(key.to_string())
     };
     let (on_add, on_update, on_delete) = (enqueue(&queue), enqueue(&queue), enqueue(&queue));
-    let pods = Informer::<Pod>::builder()
-        .list_watch(Api::all(client))
-        .handler(
-            HandlerFns::new()
-                .on_add(move |pod: &Arc<Pod>, _| on_add(pod.key()))
-                .on_update(move |_, pod: &Arc<Pod>| on_update(pod.key()))
-                .on_delete(move |pod: &DeltaObject<Pod>| on_delete(pod.key())),
-        )
-        .build()?;
-    pods.start();
-    wait_for_cache_sync(&[&*pods], None).await;
+    let factory = Factory::new(client);
+    let pods = factory.informer::<Pod>();
+    pods.add_handler(
+        HandlerFns::new()
+            .on_add(move |pod: &Arc<Pod>, _| on_add(pod.key()))
+            .on_update(move |_, pod: &Arc<Pod>| on_update(pod.key()))
+            .on_delete(move |pod: &DeltaObject<Pod>| on_delete(pod.key())),
+    )?;
+    factory.start();
+    factory.wait_synced(None).await;
 
     let workers: Vec<_> = (0..2)
         .map(|_| {
             let queue = queue.clone();
-            let lister = pods.lister("pods");
+            let lister = pods.lister();
             tokio::spawn(async move {
                 while let Some(key) = queue.get().await {
                     match reconcile(&lister, &key) {
@@ -80,6 +79,6 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     for worker in workers {
         worker.await?;
     }
-    pods.shutdown().await;
+    factory.shutdown().await;
     Ok(())
 }

@@ -43,24 +43,23 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let size = |o: &DynamicObject| o.data["spec"]["size"].to_string();
     let kind: Arc<str> = Arc::from(resource.kind.as_str());
     let (added, updated, deleted) = (kind.clone(), kind.clone(), kind);
-    let widgets = Informer::<DynamicObject>::builder()
-        .list_watch(Api::all_with(client, &resource))
-        .handler(
-            HandlerFns::new()
-                .on_add(move |o: &Arc<DynamicObject>, _| {
-                    println!("{added} Added: {} (size {})", o.key(), size(o));
-                })
-                .on_update(move |_, o: &Arc<DynamicObject>| {
-                    println!("{updated} Updated: {} (size {})", o.key(), size(o));
-                })
-                .on_delete(move |o: &DeltaObject<DynamicObject>| {
-                    println!("{deleted} Deleted: {}", o.key());
-                }),
-        )
-        .build()?;
-    widgets.start();
-    wait_for_cache_sync(&[&*widgets], None).await;
+    let factory = Factory::new(client);
+    let widgets = factory.dynamic(&resource);
+    widgets.add_handler(
+        HandlerFns::new()
+            .on_add(move |o: &Arc<DynamicObject>, _| {
+                println!("{added} Added: {} (size {})", o.key(), size(o));
+            })
+            .on_update(move |_, o: &Arc<DynamicObject>| {
+                println!("{updated} Updated: {} (size {})", o.key(), size(o));
+            })
+            .on_delete(move |o: &DeltaObject<DynamicObject>| {
+                println!("{deleted} Deleted: {}", o.key());
+            }),
+    )?;
+    factory.start();
+    factory.wait_synced(None).await;
     support::run_for_a_while().await;
-    widgets.shutdown().await;
+    factory.shutdown().await;
     Ok(())
 }

@@ -34,9 +34,9 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         .cache(cache)
         .build()?;
     pods.start();
-    wait_for_cache_sync(&[&*pods], None).await;
+    pods.wait_synced(None).await;
 
-    let lister = Lister::new(pods.cache().reader(), "pods");
+    let lister = pods.lister();
     let mut per_node = BTreeMap::new();
     for node in pods.cache().reader().list_index_func_values("by-node")? {
         per_node.insert(node.clone(), lister.by_index("by-node", &node)?.len());

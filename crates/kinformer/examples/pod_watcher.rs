@@ -13,17 +13,16 @@ use kinformer::prelude::*;
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let (client, _sim) = support::connect().await?;
 
-    let pods = Informer::<Pod>::builder()
-        .list_watch(Api::all(client))
-        .handler(
-            HandlerFns::new()
-                .on_add(|pod: &Arc<Pod>, _| println!("Pod Added: {}", pod.key()))
-                .on_update(|_, pod: &Arc<Pod>| println!("Pod Updated: {}", pod.key()))
-                .on_delete(|pod: &DeltaObject<Pod>| println!("Pod Deleted: {}", pod.key())),
-        )
-        .build()?;
-    pods.start();
-    if !wait_for_cache_sync(&[&*pods], None).await {
+    let factory = Factory::new(client);
+    let pods = factory.informer::<Pod>();
+    pods.add_handler(
+        HandlerFns::new()
+            .on_add(|pod: &Arc<Pod>, _| println!("Pod Added: {}", pod.key()))
+            .on_update(|_, pod: &Arc<Pod>| println!("Pod Updated: {}", pod.key()))
+            .on_delete(|pod: &DeltaObject<Pod>| println!("Pod Deleted: {}", pod.key())),
+    )?;
+    factory.start();
+    if !factory.wait_synced(None).await {
         return Err("the informer stopped before it synced".into());
     }
     eprintln!(
@@ -32,6 +31,6 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     );
 
     support::run_for_a_while().await;
-    pods.shutdown().await;
+    factory.shutdown().await;
     Ok(())
 }

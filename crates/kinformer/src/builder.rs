@@ -1,59 +1,60 @@
-//! The builder of the default pipeline, each layer replaceable.
+//! The informer users hold, and the builder of the default pipeline, each layer replaceable.
 
 use std::fmt;
-use std::ops::Deref;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
+use futures_util::Stream;
 use kinformer_core::{
     BoxListWatch, CacheRead, CacheWrite, DeltaQueue, ListWatch, Object, ReflectorStore,
+    ResourceVersion, StoreEvent,
 };
 use kinformer_delta_fifo::DeltaFifo;
 use kinformer_indexer::{Indexer, IndexerReader, index};
-use kinformer_lister::Lister;
-use kinformer_shared_informer::{InformerConfig, ResourceEventHandler, SharedIndexInformer};
+use kinformer_shared_informer::{
+    EventStream, HasSynced, InformerConfig, ManagedInformer, Registration, ResourceEventHandler,
+    SharedIndexInformer, StoreEvents,
+};
 
 use crate::{Error, Result};
 
-/// The default pipeline's shared informer: any list/watch, the delta FIFO, the indexer.
-pub type DefaultInformer<K> = SharedIndexInformer<K, BoxListWatch<K>, DeltaFifo<K>, Indexer<K>>;
+/// The lister of the default pipeline's cache: `Lister<Pod>` answers queries on an informer's
+/// indexer ([`Informer::lister`]).
+pub type Lister<K> = kinformer_lister::Lister<K, IndexerReader<K>>;
 
-/// An informer from [`InformerBuilder::build`]: the shared informer (every method of
-/// [`SharedIndexInformer`] through `Deref`: `add_handler`, `has_synced`, `cache`, ...), with
-/// [`start`](Self::start), [`shutdown`](Self::shutdown) and, over the indexer, a
-/// [`lister`](Self::lister).
-pub struct InformerHandle<K, Q, C> {
-    inner: Arc<SharedIndexInformer<K, BoxListWatch<K>, Q, C>>,
+/// An informer: one list/watch of a resource, a cache, and handlers, as client-go's
+/// `SharedIndexInformer`. `Informer::<Pod>::builder()` builds the default pipeline (the
+/// reflector, the in-order delta FIFO, the indexer with a namespace index); `Q` and `C` name the
+/// queue and the cache when they are replaced.
+///
+/// Start it with [`start`](Self::start), wait with [`wait_synced`](Self::wait_synced), read the
+/// cache through [`lister`](Self::lister) or [`cache`](Self::cache), stop it with
+/// [`shutdown`](Self::shutdown). [`shared`](Self::shared) is the shared informer inside, for code
+/// that speaks to the layer itself.
+pub struct Informer<K, Q = DeltaFifo<K>, C = Indexer<K>> {
+    inner: Arc<SharedIndexInformer<K, Q, C>>,
+    name: Arc<str>,
     task: Mutex<Option<tokio::task::JoinHandle<()>>>,
 }
 
-/// The informer of the default pipeline; `Informer::<Pod>::builder()` starts here.
-pub type Informer<K, Q = DeltaFifo<K>, C = Indexer<K>> = InformerHandle<K, Q, C>;
-
-impl<K, Q, C> fmt::Debug for InformerHandle<K, Q, C> {
+impl<K, Q, C> fmt::Debug for Informer<K, Q, C> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("InformerHandle")
+        f.debug_struct("Informer")
             .field("informer", &self.inner)
             .finish_non_exhaustive()
     }
 }
 
-impl<K, Q, C> Deref for InformerHandle<K, Q, C> {
-    type Target = SharedIndexInformer<K, BoxListWatch<K>, Q, C>;
-    fn deref(&self) -> &Self::Target {
-        &self.inner
-    }
-}
-
 impl<K: Object + Send + Sync + 'static> Informer<K> {
-    /// A builder with the default layers: a delta FIFO (in-order) and an indexer with a
-    /// namespace index. Give it a source with [`list_watch`](InformerBuilder::list_watch).
+    /// A builder with the default layers: a delta FIFO (in-order, bounded at
+    /// [`DEFAULT_QUEUE_CAPACITY`]) and an indexer with a namespace index. Give it a source with
+    /// [`list_watch`](InformerBuilder::list_watch) (or [`events`](InformerBuilder::events)).
     pub fn builder() -> InformerBuilder<K> {
         InformerBuilder::new()
     }
 }
 
-impl<K, Q, C> InformerHandle<K, Q, C>
+impl<K, Q, C> Informer<K, Q, C>
 where
     K: Object + Send + Sync + 'static,
     Q: DeltaQueue<K> + ReflectorStore<K> + 'static,
@@ -68,8 +69,69 @@ where
         }
     }
 
+    /// Waits until the first list is in the cache and has been handed to the handlers (`true`),
+    /// or `timeout` passes, or the informer is shut down first (`false`). `None` waits as long
+    /// as it takes. client-go's `WaitForCacheSync` for one informer.
+    pub async fn wait_synced(&self, timeout: Option<Duration>) -> bool {
+        let synced = self.inner.wait_synced();
+        match timeout {
+            Some(t) => tokio::time::timeout(t, synced).await.unwrap_or(false),
+            None => synced.await,
+        }
+    }
+
+    /// `true` once the first list is in the cache and has been handed to the handlers.
+    pub fn has_synced(&self) -> bool {
+        self.inner.has_synced()
+    }
+
+    /// Adds a handler with the informer's resync period; see
+    /// [`SharedIndexInformer::add_handler`].
+    ///
+    /// # Errors
+    /// [`Error::Informer`] once the informer has been shut down.
+    pub fn add_handler(&self, handler: impl ResourceEventHandler<K>) -> Result<Registration<K>> {
+        Ok(self.inner.add_handler(handler)?)
+    }
+
+    /// Adds a handler with its own resync period; see
+    /// [`SharedIndexInformer::add_handler_with_resync`].
+    ///
+    /// # Errors
+    /// [`Error::Informer`] once the informer has been shut down.
+    pub fn add_handler_with_resync(
+        &self,
+        handler: impl ResourceEventHandler<K>,
+        resync: Duration,
+    ) -> Result<Registration<K>> {
+        Ok(self.inner.add_handler_with_resync(handler, Some(resync))?)
+    }
+
+    /// Every notification as a `Stream`; see [`SharedIndexInformer::event_stream`].
+    ///
+    /// # Errors
+    /// [`Error::Informer`] once the informer has been shut down.
+    pub fn event_stream(&self) -> Result<EventStream<K>> {
+        Ok(self.inner.event_stream()?)
+    }
+
+    /// The resourceVersion the cache has caught up to, once the first list is complete.
+    pub fn last_sync_resource_version(&self) -> Option<ResourceVersion> {
+        self.inner.last_sync_resource_version()
+    }
+
+    /// The cache.
+    pub fn cache(&self) -> &Arc<C> {
+        self.inner.cache()
+    }
+
+    /// The informer's name: the resource's, unless the builder was given one.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
     /// Stops the watch, lets the handlers finish (as configured) and waits for everything to
-    /// stop.
+    /// stop. Handlers can no longer be added afterwards. Idempotent.
     pub async fn shutdown(&self) {
         self.inner.shutdown().await;
         let task = self
@@ -82,24 +144,61 @@ where
         }
     }
 
-    /// The shared informer itself, to share with other code.
-    pub fn shared(&self) -> &Arc<SharedIndexInformer<K, BoxListWatch<K>, Q, C>> {
+    /// The shared informer inside, to share with code that speaks to that layer.
+    pub fn shared(&self) -> &Arc<SharedIndexInformer<K, Q, C>> {
         &self.inner
     }
 }
 
-impl<K, Q> InformerHandle<K, Q, Indexer<K>>
+impl<K, Q> Informer<K, Q, Indexer<K>>
 where
     K: Object + Send + Sync + 'static,
     Q: DeltaQueue<K> + ReflectorStore<K> + 'static,
 {
-    /// A lister over the cache; `resource` names the resource in "not found" errors (`pods`).
-    pub fn lister(&self, resource: &str) -> Lister<K, IndexerReader<K>> {
-        Lister::new(self.inner.cache().reader(), resource)
+    /// A lister over the cache; its "not found" errors name the informer's resource.
+    pub fn lister(&self) -> Lister<K> {
+        Lister::new(self.inner.cache().reader(), Arc::clone(&self.name))
     }
 }
 
-type QueueMaker<K, Q> = Box<dyn FnOnce(Arc<dyn CacheRead<K>>) -> Result<Arc<Q>> + Send>;
+impl<K, Q, C> HasSynced for Informer<K, Q, C>
+where
+    K: Send + Sync + 'static,
+    Q: Send + Sync,
+    C: Send + Sync,
+{
+    fn has_synced(&self) -> bool {
+        HasSynced::has_synced(&*self.inner)
+    }
+
+    fn wait_synced(
+        &self,
+    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = bool> + Send + '_>> {
+        HasSynced::wait_synced(&*self.inner)
+    }
+}
+
+impl<K, Q, C> ManagedInformer for Informer<K, Q, C>
+where
+    K: Object + Send + Sync + 'static,
+    Q: DeltaQueue<K> + ReflectorStore<K> + 'static,
+    C: CacheWrite<K> + 'static,
+{
+    fn run_boxed(
+        self: Arc<Self>,
+    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>> {
+        Box::pin(async move { self.inner.run().await })
+    }
+
+    fn shutdown_boxed(
+        self: Arc<Self>,
+    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>> {
+        Box::pin(async move { self.shutdown().await })
+    }
+}
+
+/// Makes the queue from the cache, so that the queue's known objects are the informer's cache.
+type QueueMaker<K, Q> = Box<dyn FnOnce(Arc<dyn CacheRead<K>>) -> Result<Q> + Send>;
 
 /// How many deltas the default pipeline's queue holds before the watch waits for the consumer.
 ///
@@ -111,34 +210,38 @@ type QueueMaker<K, Q> = Box<dyn FnOnce(Arc<dyn CacheRead<K>>) -> Result<Arc<Q>> 
 /// most ~70 MB. Change it with [`InformerBuilder::queue_capacity`].
 pub const DEFAULT_QUEUE_CAPACITY: usize = 2048;
 
-/// The informer settings of the default pipeline: `InformerConfig::default()`, whose handler
-/// buffers are unbounded as client-go's are, so that a handler that falls behind never delays the
-/// cache or the other handlers. Its backlog is visible ([`Registration::backlog`]); to bound the
-/// memory it can hold, choose [`BufferPolicy::Backpressure`](kinformer_shared_informer::BufferPolicy::Backpressure) or
-/// [`BufferPolicy::CoalescePerKey`](kinformer_shared_informer::BufferPolicy::CoalescePerKey)
-/// with [`InformerBuilder::config`] (`handler_buffer`).
-///
-/// [`Registration::backlog`]: kinformer_shared_informer::Registration::backlog
-fn default_config<K>() -> InformerConfig<K> {
-    InformerConfig::default()
-}
-
 fn default_queue<K: Object + Send + Sync + 'static>(
     capacity: usize,
 ) -> QueueMaker<K, DeltaFifo<K>> {
     Box::new(move |known| {
-        let queue = DeltaFifo::builder()
+        Ok(DeltaFifo::builder()
             .known_objects(known)
             .capacity(capacity)
-            .build()?;
-        Ok(Arc::new(queue))
+            .build()?)
     })
 }
 
-/// Builds an informer; each layer can be swapped: the source (`list_watch`), the queue
-/// (`queue`), the cache (`cache`). See [`Informer::builder`].
+/// Where an informer's events come from.
+enum Source<K> {
+    /// A list/watch, run by a reflector with the builder's reflector settings.
+    ListWatch(BoxListWatch<K>),
+    /// Any stream of store events.
+    Events(StoreEvents<K>),
+}
+
+/// Builds an informer; each layer can be swapped: the source ([`list_watch`](Self::list_watch),
+/// or [`events`](Self::events) to replace the reflector too), the queue ([`queue`](Self::queue)),
+/// the cache ([`cache`](Self::cache)). See [`Informer::builder`].
+///
+/// The default settings are client-go's: the handler buffers are unbounded, so a handler that
+/// falls behind never delays the cache or the other handlers (its backlog is visible through
+/// [`Registration::backlog`]; [`BufferPolicy`](kinformer_shared_informer::BufferPolicy) bounds
+/// it, through [`config`](Self::config)); streaming lists are tried first and a server that
+/// refuses them is listed and watched.
 pub struct InformerBuilder<K, Q = DeltaFifo<K>, C = Indexer<K>> {
-    list_watch: Option<BoxListWatch<K>>,
+    source: Option<Source<K>>,
+    reflector: kinformer_reflector::Config,
+    name: Option<String>,
     queue: QueueMaker<K, Q>,
     cache: Result<Arc<C>>,
     config: InformerConfig<K>,
@@ -148,7 +251,8 @@ pub struct InformerBuilder<K, Q = DeltaFifo<K>, C = Indexer<K>> {
 impl<K, Q, C> fmt::Debug for InformerBuilder<K, Q, C> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("InformerBuilder")
-            .field("list_watch", &self.list_watch.is_some())
+            .field("source", &self.source.is_some())
+            .field("reflector", &self.reflector)
             .field("config", &self.config)
             .field("handlers", &self.handlers.len())
             .finish_non_exhaustive()
@@ -161,10 +265,12 @@ impl<K: Object + Send + Sync + 'static> InformerBuilder<K> {
             .map(Arc::new)
             .map_err(Error::from);
         Self {
-            list_watch: None,
+            source: None,
+            reflector: kinformer_reflector::Config::default(),
+            name: None,
             queue: default_queue(DEFAULT_QUEUE_CAPACITY),
             cache,
-            config: default_config(),
+            config: InformerConfig::default(),
             handlers: Vec::new(),
         }
     }
@@ -173,8 +279,7 @@ impl<K: Object + Send + Sync + 'static> InformerBuilder<K> {
 impl<K: Object + Send + Sync + 'static, C> InformerBuilder<K, DeltaFifo<K>, C> {
     /// Bounds the default delta FIFO at `capacity` deltas ([`DEFAULT_QUEUE_CAPACITY`] unless
     /// set): while it is full the watch waits for the consumer, and nothing is dropped. A
-    /// capacity of 0 is refused by [`build`](Self::build). Replaces a queue given with
-    /// [`queue`](InformerBuilder::queue).
+    /// capacity of 0 is refused by [`build`](Self::build).
     ///
     /// ```
     /// use k8s_openapi::api::core::v1::Pod;
@@ -204,35 +309,81 @@ where
     Q: DeltaQueue<K> + ReflectorStore<K> + 'static,
     C: CacheWrite<K> + 'static,
 {
-    /// Where the objects come from: the HTTP client's `Api`, or any other [`ListWatch`].
+    /// Where the objects come from: the HTTP client's `Api`, or any other [`ListWatch`], run by
+    /// the reflector with the settings of [`reflector`](Self::reflector).
     #[must_use]
     pub fn list_watch(mut self, source: impl ListWatch<K> + 'static) -> Self {
-        self.list_watch = Some(BoxListWatch::new(source));
+        self.source = Some(Source::ListWatch(BoxListWatch::new(source)));
         self
     }
 
-    /// Replaces the queue (the delta FIFO by default).
-    pub fn queue<Q2>(self, queue: Arc<Q2>) -> InformerBuilder<K, Q2, C>
+    /// Replaces the reflector too: the informer takes any stream of [`StoreEvent`]s (a
+    /// `kinformer_reflector::watcher` of your own settings, kube-runtime's `watcher()` through a
+    /// `map`, a replay). The stream is pulled only while the queue is ready.
+    #[must_use]
+    pub fn events(mut self, events: impl Stream<Item = StoreEvent<K>> + Send + 'static) -> Self {
+        self.source = Some(Source::Events(Box::pin(events)));
+        self
+    }
+
+    /// The informer's name, in logs, handler names and the lister's "not found" errors; by
+    /// default the object type's name in lower case (`pod`), as client-go's listers say it.
+    #[must_use]
+    pub fn name(mut self, name: impl Into<String>) -> Self {
+        self.name = Some(name.into());
+        self
+    }
+
+    /// Replaces the queue (the delta FIFO by default): `make` is given the cache, to consult as
+    /// its known objects, so that the queue and the informer can never disagree on the cache.
+    /// `make` may fail with any error [`Error`] converts from (a delta FIFO's settings, or
+    /// [`Infallible`](std::convert::Infallible)); [`build`](Self::build) returns it.
+    ///
+    /// ```
+    /// use k8s_openapi::api::core::v1::Pod;
+    /// use kinformer::Informer;
+    /// use kinformer::delta_fifo::{DeltaFifo, Mode};
+    /// # use kinformer::core::{ListParams, ListWatch, ObjectList, WatchParams, list_watch};
+    /// # struct Nothing;
+    /// # #[async_trait::async_trait]
+    /// # impl ListWatch<Pod> for Nothing {
+    /// #     async fn list(&self, _: &ListParams) -> Result<ObjectList<Pod>, list_watch::Error> { unimplemented!() }
+    /// #     async fn watch(&self, _: &WatchParams) -> Result<list_watch::WatchStream<Pod>, list_watch::Error> { unimplemented!() }
+    /// # }
+    /// let classic = Informer::<Pod>::builder()
+    ///     .list_watch(Nothing)
+    ///     .queue(|known| DeltaFifo::builder().mode(Mode::Classic).known_objects(known).build())
+    ///     .build();
+    /// assert!(classic.is_ok());
+    /// ```
+    pub fn queue<Q2, E>(
+        self,
+        make: impl FnOnce(Arc<dyn CacheRead<K>>) -> std::result::Result<Q2, E> + Send + 'static,
+    ) -> InformerBuilder<K, Q2, C>
     where
         Q2: DeltaQueue<K> + ReflectorStore<K> + 'static,
+        Error: From<E>,
     {
         InformerBuilder {
-            list_watch: self.list_watch,
-            queue: Box::new(move |_| Ok(queue)),
+            source: self.source,
+            reflector: self.reflector,
+            name: self.name,
+            queue: Box::new(move |known| Ok(make(known)?)),
             cache: self.cache,
             config: self.config,
             handlers: self.handlers,
         }
     }
 
-    /// Replaces the cache (the indexer by default). The default queue consults it as its known
-    /// objects.
+    /// Replaces the cache (the indexer by default). The queue consults it as its known objects.
     pub fn cache<C2>(self, cache: Arc<C2>) -> InformerBuilder<K, Q, C2>
     where
         C2: CacheWrite<K> + 'static,
     {
         InformerBuilder {
-            list_watch: self.list_watch,
+            source: self.source,
+            reflector: self.reflector,
+            name: self.name,
             queue: self.queue,
             cache: Ok(cache),
             config: self.config,
@@ -272,37 +423,83 @@ where
         self
     }
 
-    /// The reflector's settings: name, selectors, page size, backoff, streaming lists, hook.
+    /// The reflector's settings: selectors, page size, backoff, streaming lists, the watch-error
+    /// hook. Its resync period is not used: the informer resyncs its handlers itself.
     #[must_use]
     pub fn reflector(mut self, config: kinformer_reflector::Config) -> Self {
-        self.config.reflector = config;
+        self.reflector = config;
         self
     }
 
-    /// Every informer setting at once. The default pipeline's settings are
-    /// `InformerConfig::default()` (one unbounded buffer per handler).
+    /// Every informer setting at once (`InformerConfig::default()` unless set). Its name is
+    /// replaced by the builder's [`name`](Self::name) when one is given.
     #[must_use]
     pub fn config(mut self, config: InformerConfig<K>) -> Self {
         self.config = config;
         self
     }
 
-    /// The informer, ready to [`start`](InformerHandle::start).
-    pub fn build(self) -> Result<InformerHandle<K, Q, C>> {
-        let list_watch = self.list_watch.ok_or(Error::MissingListWatch)?;
+    /// The informer, ready to [`start`](Informer::start).
+    pub fn build(self) -> Result<Informer<K, Q, C>> {
+        let name = self
+            .name
+            .or_else(|| Some(self.reflector.name.clone()).filter(|n| !n.is_empty()))
+            .unwrap_or_else(type_name::<K>);
+        let events: StoreEvents<K> = match self.source.ok_or(Error::MissingListWatch)? {
+            Source::Events(events) => events,
+            Source::ListWatch(list_watch) => {
+                let mut reflector = self.reflector;
+                if reflector.name.is_empty() {
+                    reflector.name.clone_from(&name);
+                }
+                reflector.resync_period = None;
+                Box::pin(kinformer_reflector::watcher(list_watch, reflector))
+            }
+        };
         let cache = self.cache?;
         let known: Arc<dyn CacheRead<K>> = cache.clone();
-        let queue = (self.queue)(known)?;
-        let informer = SharedIndexInformer::new(list_watch, queue, cache, self.config);
+        let queue = Arc::new((self.queue)(known)?);
+        let mut config = self.config;
+        config.name.clone_from(&name);
+        let informer = SharedIndexInformer::new(events, queue, cache, config);
         for (handler, resync) in self.handlers {
-            match resync {
+            let added = match resync {
                 Some(period) => informer.add_handler_with_resync(handler, Some(period)),
                 None => informer.add_handler(handler),
             };
+            added?;
         }
-        Ok(InformerHandle {
+        Ok(Informer {
             inner: Arc::new(informer),
+            name: name.into(),
             task: Mutex::new(None),
         })
+    }
+}
+
+/// `K`'s name in lower case, as client-go's listers name their resource: `pod` for `Pod` and
+/// for `Compact<Pod>` (the innermost type argument).
+fn type_name<K>() -> String {
+    let full = std::any::type_name::<K>();
+    let inner = full.rsplit('<').next().unwrap_or(full);
+    let inner = inner.split(['>', ',']).next().unwrap_or(inner);
+    inner.rsplit("::").next().unwrap_or(inner).to_lowercase()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::type_name;
+
+    #[test]
+    fn the_default_name_is_the_innermost_type_in_lower_case() {
+        assert_eq!(
+            type_name::<kinformer_core::DynamicObject>(),
+            "dynamicobject"
+        );
+        assert_eq!(
+            type_name::<Vec<kinformer_core::DynamicObject>>(),
+            "dynamicobject"
+        );
+        assert_eq!(type_name::<u8>(), "u8");
     }
 }

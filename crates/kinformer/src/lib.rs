@@ -9,9 +9,12 @@
 //!                                                                          '--> handlers
 //! ```
 //!
-//! [`Informer::builder`] gives the common case in a few lines, and lets any layer be swapped:
-//! `.list_watch(..)` (any [`ListWatch`](core::ListWatch): the HTTP client's `Api`, or your own
-//! source), `.queue(..)`, `.cache(..)`, `.handler(..)`. The HTTP client sits behind the default
+//! [`Factory`] gives the common case in a few lines: one informer per type over one client,
+//! started, waited for and stopped together, as client-go's `SharedInformerFactory`.
+//! [`Informer::builder`] builds one informer and lets any layer be swapped: `.list_watch(..)`
+//! (any [`ListWatch`](core::ListWatch): the HTTP client's `Api`, or your own source),
+//! `.events(..)` (any stream of [`StoreEvent`](core::StoreEvent)s, which replaces the reflector
+//! too), `.queue(..)`, `.cache(..)`, `.handler(..)`. The HTTP client sits behind the default
 //! `client` feature: a pipeline fed from another source compiles without it.
 //!
 //! The cached object type is yours to choose: a typed `Pod`, a [`DynamicObject`](core::DynamicObject),
@@ -28,20 +31,21 @@
 //! # sim.store().seed_pods(3, 1);
 //! # let client = Client::new(kinformer::client::Config::new(sim.url()))?;
 //!
-//! let pods = Informer::<Pod>::builder()
-//!     .list_watch(Api::all(client))
-//!     .handler(HandlerFns::new().on_add(|pod: &Arc<Pod>, _| println!("Pod Added: {}", pod.key())))
-//!     .build()?;
-//! pods.start();
-//! assert!(wait_for_cache_sync(&[&*pods], None).await);
-//! println!("{} pods cached", pods.lister("pods").list(&LabelSelector::everything()).len());
-//! pods.shutdown().await;
+//! let factory = Factory::new(client);
+//! let pods = factory.informer::<Pod>();
+//! pods.add_handler(HandlerFns::new().on_add(|pod: &Arc<Pod>, _| println!("Pod Added: {}", pod.key())))?;
+//! factory.start();
+//! assert!(factory.wait_synced(None).await);
+//! println!("{} pods cached", pods.lister().list(&LabelSelector::everything()).len());
+//! factory.shutdown().await;
 //! # Ok(()) }
 //! ```
 
 #![forbid(unsafe_code)]
 
 mod builder;
+#[cfg(feature = "client")]
+mod factory;
 pub mod workqueue;
 
 /// README.md's Rust examples, compiled as doc tests so they never drift from the code.
@@ -67,9 +71,9 @@ pub use kinformer_reflector as reflector;
 #[doc(inline)]
 pub use kinformer_shared_informer as shared_informer;
 
-pub use builder::{
-    DEFAULT_QUEUE_CAPACITY, DefaultInformer, Informer, InformerBuilder, InformerHandle,
-};
+pub use builder::{DEFAULT_QUEUE_CAPACITY, Informer, InformerBuilder, Lister};
+#[cfg(feature = "client")]
+pub use factory::Factory;
 
 /// What building a pipeline can fail with.
 #[derive(Debug, thiserror::Error)]
@@ -84,6 +88,16 @@ pub enum Error {
     /// The indexer refused an index.
     #[error(transparent)]
     Indexer(#[from] kinformer_indexer::Error),
+    /// The informer refused a handler: it has been shut down.
+    #[error(transparent)]
+    Informer(#[from] kinformer_shared_informer::Error),
+}
+
+/// A queue that cannot fail to build (see [`InformerBuilder::queue`]).
+impl From<std::convert::Infallible> for Error {
+    fn from(never: std::convert::Infallible) -> Self {
+        match never {}
+    }
 }
 
 /// `Result` with this crate's [`Error`].
@@ -98,13 +112,15 @@ pub mod prelude {
     pub use kinformer_compact::{Compact, Compressed};
     pub use kinformer_core::{
         ApiResource, CacheRead, DeltaObject, DynamicObject, IndexRead, LabelSelector, ListWatch,
-        Object, ObjectKey, PartialObjectMetadata,
+        Object, ObjectKey, PartialObjectMetadata, StoreEvent,
     };
-    pub use kinformer_lister::Lister;
     pub use kinformer_shared_informer::{
-        FilteringHandler, HandlerFns, Registration, ResourceEventHandler, wait_for_cache_sync,
+        FilteringHandler, HandlerFns, HasSynced, Registration, ResourceEventHandler,
+        wait_for_cache_sync,
     };
 
+    #[cfg(feature = "client")]
+    pub use crate::Factory;
     pub use crate::workqueue::WorkQueue;
-    pub use crate::{Informer, InformerBuilder, InformerHandle};
+    pub use crate::{Informer, InformerBuilder, Lister};
 }

@@ -18,6 +18,14 @@ use kinformer::shared_informer::{BufferPolicy, InformerConfig};
 
 const KEYS: usize = 50;
 
+/// `Endless` lists, then watches; it serves no streaming list.
+fn list_then_watch() -> kinformer::reflector::Config {
+    kinformer::reflector::Config {
+        streaming_list: kinformer::reflector::StreamingList::Off,
+        ..kinformer::reflector::Config::default()
+    }
+}
+
 fn object(i: usize) -> Arc<DynamicObject> {
     let mut o = DynamicObject::new(
         &ApiResource::of::<k8s_openapi::api::core::v1::ConfigMap>(),
@@ -175,6 +183,7 @@ async fn slow_cache_holds_the_watch_back(capacity: Option<usize>, events: usize)
             events,
             pulled: Arc::clone(&pulled),
         })
+        .reflector(list_then_watch())
         .cache(Arc::clone(&cache))
         .handler(Handler(Arc::clone(&seen)));
     if let Some(capacity) = capacity {
@@ -274,6 +283,7 @@ async fn by_default_a_stuck_handler_never_delays_another() {
             events: EVENTS,
             pulled: Arc::clone(&pulled),
         })
+        .reflector(list_then_watch())
         .handler(Stuck {
             gate: Arc::clone(&gate),
             seen: Arc::clone(&stuck_seen),
@@ -315,6 +325,7 @@ async fn a_slow_handler_with_backpressure_holds_the_watch_back_and_loses_nothing
             events: EVENTS,
             pulled: Arc::clone(&pulled),
         })
+        .reflector(list_then_watch())
         .config(InformerConfig {
             handler_buffer: BufferPolicy::Backpressure { capacity: BUFFER },
             ..InformerConfig::default()

@@ -14,7 +14,6 @@ use k8s_openapi::api::core::v1::Pod;
 use kinformer::compact::{Codec, CodecConfig, Form};
 use kinformer::indexer::{Indexer, index};
 use kinformer::prelude::*;
-use kinformer::shared_informer::wait_for_cache_sync;
 use kinformer_sim::{SimConfig, SimServer};
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
@@ -78,7 +77,7 @@ async fn start<F: PodForm>(sim: &SimServer) -> (Informer<F>, Record) {
         .build()
         .unwrap();
     informer.start();
-    assert!(wait_for_cache_sync(&[&*informer], Some(Duration::from_secs(30))).await);
+    assert!(informer.wait_synced(Some(Duration::from_secs(30))).await);
     (informer, record)
 }
 
@@ -270,7 +269,7 @@ async fn lister_and_indexes_answer_as_the_server<F: PodForm>() {
     let sim = SimServer::start(SimConfig::default()).await.unwrap();
     sim.store().seed_pods(60, 7);
     let (informer, _record) = start::<F>(&sim).await;
-    let lister = informer.lister("pods");
+    let lister = informer.lister();
     let server = server_pods(&sim);
 
     let app = |p: &Pod| {

@@ -11,10 +11,10 @@ use std::time::Duration;
 use k8s_openapi::api::core::v1::Pod;
 use kinformer_client::{Api, Client, Config as ClientConfig};
 use kinformer_core::{
-    ApiResource, CacheRead, Object, ReflectorStore, ResourceVersion, Scope, StoreError,
+    ApiResource, CacheRead, Object, ReflectorStore, Scope, StoreError, StoreEvent,
 };
 use kinformer_indexer::Indexer;
-use kinformer_reflector::{BackoffConfig, Config, Reflector, ReflectorHandle};
+use kinformer_reflector::{BackoffConfig, Config, Reflector, ReflectorHandle, StreamingList};
 use kinformer_sim::{RecordedRequest, SimConfig, SimServer};
 use serde_json::json;
 
@@ -37,6 +37,8 @@ pub fn config() -> Config {
     Config {
         name: "pods".into(),
         seed: Some(7),
+        // These tests check list-then-watch; streaming lists (the default) have tests of their own.
+        streaming_list: StreamingList::Off,
         backoff: BackoffConfig {
             initial: Duration::from_millis(5),
             max: Duration::from_millis(50),
@@ -92,44 +94,30 @@ impl Recorder {
 }
 
 impl ReflectorStore<Pod> for Recorder {
-    fn add(&self, object: Arc<Pod>) -> Result<(), StoreError> {
-        self.note(format!("add {}", object.name()));
-        self.saw(&object);
-        self.cache.add(object)
-    }
-    fn update(&self, object: Arc<Pod>) -> Result<(), StoreError> {
-        self.note(format!("update {}", object.name()));
-        self.saw(&object);
-        self.cache.update(object)
-    }
-    fn delete(&self, object: Arc<Pod>) -> Result<(), StoreError> {
-        self.note(format!("delete {}", object.name()));
-        self.saw(&object);
-        self.cache.delete(object)
-    }
-    fn begin_relist(&self) -> Result<(), StoreError> {
-        self.note("begin".into());
-        self.cache.begin_relist()
-    }
-    fn relist_page(&self, objects: Vec<Arc<Pod>>) -> Result<(), StoreError> {
-        self.note(format!("page {}", objects.len()));
-        objects.iter().for_each(|o| self.saw(o));
-        self.cache.relist_page(objects)
-    }
-    fn end_relist(&self, rv: ResourceVersion) -> Result<(), StoreError> {
-        self.note("end".into());
-        self.cache.end_relist(rv)
-    }
-    fn abandon_relist(&self) {
-        self.note("abandon".into());
-        self.cache.abandon_relist();
-    }
-    fn resync(&self) -> Result<(), StoreError> {
-        self.note("resync".into());
-        Ok(())
-    }
-    fn bookmark(&self, rv: &ResourceVersion) {
-        self.note(format!("bookmark {rv}"));
+    fn apply(&self, event: StoreEvent<Pod>) -> Result<(), StoreError> {
+        match &event {
+            StoreEvent::Added(o) => self.note(format!("add {}", o.name())),
+            StoreEvent::Modified(o) => self.note(format!("update {}", o.name())),
+            StoreEvent::Deleted(o) => self.note(format!("delete {}", o.name())),
+            StoreEvent::RelistBegin => self.note("begin".into()),
+            StoreEvent::RelistPage(page) => self.note(format!("page {}", page.len())),
+            StoreEvent::RelistEnd(_) => self.note("end".into()),
+            StoreEvent::RelistAbandoned => self.note("abandon".into()),
+            StoreEvent::Resync => {
+                self.note("resync".into());
+                return Ok(());
+            }
+            StoreEvent::Bookmark(rv) => {
+                self.note(format!("bookmark {rv}"));
+                return Ok(());
+            }
+        }
+        match &event {
+            StoreEvent::Added(o) | StoreEvent::Modified(o) | StoreEvent::Deleted(o) => self.saw(o),
+            StoreEvent::RelistPage(page) => page.iter().for_each(|o| self.saw(o)),
+            _ => {}
+        }
+        self.cache.apply(event)
     }
     fn poll_ready(&self, _: &mut Context<'_>) -> Poll<Result<(), StoreError>> {
         Poll::Ready(Ok(()))

@@ -207,3 +207,17 @@ pub async fn catch_up(
     }
     target
 }
+
+/// The reflector over `source` as an informer's event stream. It lists and watches: the fakes
+/// here serve no streaming list.
+pub fn events<L: ListWatch<Pod> + 'static>(source: L) -> kinformer_reflector::Watcher<Pod> {
+    kinformer_reflector::watcher(
+        source,
+        kinformer_reflector::Config {
+            name: "pods".into(),
+            seed: Some(1),
+            streaming_list: kinformer_reflector::StreamingList::Off,
+            ..kinformer_reflector::Config::default()
+        },
+    )
+}
