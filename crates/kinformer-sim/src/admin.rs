@@ -12,9 +12,10 @@ use hyper::Response;
 use kinformer_core::Status;
 use serde_json::json;
 
-use crate::api::{Query, json_response, status_response};
 use crate::faults::{Faults, RequestKind};
-use crate::server::{Body, Shared};
+use crate::request::Query;
+use crate::response::{Body, json_response, status_response};
+use crate::state::Shared;
 use crate::store::status;
 use crate::workload::ChurnConfig;
 
@@ -121,7 +122,7 @@ fn act(shared: &Arc<Shared>, action: &str, q: &Query) -> Result<String, Status> 
                 rate_per_sec: rate,
                 seed,
             });
-            crate::server::set_churn(shared, churn);
+            shared.set_churn(churn);
             Ok(if rate > 0.0 {
                 format!("churning at {rate}/s")
             } else {

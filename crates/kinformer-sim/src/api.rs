@@ -1,370 +1,33 @@
-//! The REST API: routing, parameters, reads, writes and lists.
+//! The resource handlers: get, list (pages, continue tokens, every resourceVersion mode), create,
+//! update, patch and delete of the objects of one resource, as the router hands them a parsed
+//! request.
 
-use std::borrow::Cow;
 use std::sync::Arc;
 
 use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use bytes::Bytes;
-use futures_util::stream;
-use http::{HeaderValue, Method, StatusCode, header};
-use http_body_util::{BodyExt as _, Full, StreamBody};
+use http::{StatusCode, header};
+use http_body_util::BodyExt as _;
 use hyper::Response;
-use hyper::body::Frame;
-use kinformer_core::{FieldSelector, LabelSelector, Scope, Status, StatusDetails};
+use kinformer_core::Status;
 use serde_json::Value;
 
-use crate::faults::{FaultState, RequestKind};
-use crate::render;
-use crate::render::{
-    GZIP_THRESHOLD, GzipChunks, ListChunks, ListMeta, status_json, status_json_with_continue,
+use crate::admission;
+use crate::faults::FaultState;
+use crate::render::{GZIP_THRESHOLD, ListChunks, ListMeta, status_json, status_json_with_continue};
+use crate::request::{Filter, Query, Target, parse_rv, wait_for_version};
+use crate::response::{
+    Body, chunked_response, json_response, maybe_gzip_response, object_response, yaml_response,
 };
-use crate::server::{Body, Shared};
-use crate::store::{DeleteOptions, ResourceInfo, Stored, invalid, not_found, status, too_large};
-use crate::table::{Form, IncludeObject, Read, negotiate};
-use crate::{admin, admission, discovery, table, watch};
+use crate::state::Shared;
+use crate::store::{DeleteOptions, Stored, invalid, not_found, status, too_large};
+use crate::table::{self, Form, IncludeObject};
 
 /// The largest request body accepted, as the real server's default.
 const MAX_BODY: usize = 3 * 1024 * 1024;
 
-/// A decoded URL query.
-#[derive(Debug, Default)]
-pub(crate) struct Query(pub(crate) Vec<(String, String)>);
-
-impl Query {
-    pub(crate) fn parse(q: &str) -> Self {
-        Self(
-            q.split('&')
-                .filter(|p| !p.is_empty())
-                .map(|p| {
-                    let (k, v) = p.split_once('=').unwrap_or((p, ""));
-                    (decode(k), decode(v))
-                })
-                .collect(),
-        )
-    }
-
-    /// The first value of a parameter; empty values count as absent.
-    pub(crate) fn get(&self, key: &str) -> Option<&str> {
-        self.0
-            .iter()
-            .find(|(k, _)| k == key)
-            .map(|(_, v)| v.as_str())
-            .filter(|v| !v.is_empty())
-    }
-
-    pub(crate) fn flag(&self, key: &str) -> bool {
-        matches!(self.get(key), Some("true" | "1"))
-    }
-}
-
-fn decode(s: &str) -> String {
-    let b = s.as_bytes();
-    let mut out = Vec::with_capacity(b.len());
-    let mut i = 0;
-    while i < b.len() {
-        match b[i] {
-            b'+' => out.push(b' '),
-            b'%' if i + 2 < b.len() => {
-                match u8::from_str_radix(std::str::from_utf8(&b[i + 1..i + 3]).unwrap_or("zz"), 16)
-                {
-                    Ok(v) => {
-                        out.push(v);
-                        i += 2;
-                    }
-                    Err(_) => out.push(b'%'),
-                }
-            }
-            c => out.push(c),
-        }
-        i += 1;
-    }
-    String::from_utf8_lossy(&out).into_owned()
-}
-
-pub(crate) fn json_response(code: StatusCode, body: Bytes) -> Response<Body> {
-    let mut r = Response::new(Full::new(body).map_err(|never| match never {}).boxed());
-    *r.status_mut() = code;
-    r.headers_mut().insert(
-        header::CONTENT_TYPE,
-        HeaderValue::from_static("application/json"),
-    );
-    r
-}
-
-/// A `Status` error response with the status's code.
-pub(crate) fn status_response(s: &Status) -> Response<Body> {
-    let code = StatusCode::from_u16(s.code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-    let mut r = json_response(code, status_json(s));
-    if let Some(secs) = s
-        .details
-        .as_ref()
-        .map(|d| d.retry_after_seconds)
-        .filter(|s| *s > 0)
-    {
-        r.headers_mut()
-            .insert(header::RETRY_AFTER, HeaderValue::from(secs));
-    }
-    r
-}
-
-/// Whether the client accepts gzip (`Accept-Encoding: gzip`, not with `q=0`).
-fn accepts_gzip(parts: &http::request::Parts) -> bool {
-    parts
-        .headers
-        .get_all(header::ACCEPT_ENCODING)
-        .iter()
-        .filter_map(|v| v.to_str().ok())
-        .flat_map(|v| v.split(','))
-        .any(|coding| {
-            let mut params = coding.split(';').map(str::trim);
-            params
-                .next()
-                .is_some_and(|c| c.eq_ignore_ascii_case("gzip"))
-                && !params.any(|p| {
-                    p.strip_prefix("q=")
-                        .and_then(|q| q.parse::<f32>().ok())
-                        .is_some_and(|q| q == 0.0)
-                })
-        })
-}
-
-/// Marks a response as gzip-compressed.
-fn set_gzip_headers(r: &mut Response<Body>) {
-    r.headers_mut()
-        .insert(header::CONTENT_ENCODING, HeaderValue::from_static("gzip"));
-    r.headers_mut()
-        .insert(header::VARY, HeaderValue::from_static("Accept-Encoding"));
-}
-
-/// A whole JSON body, gzip-compressed when it is large and the client accepts it.
-fn maybe_gzip_response(code: StatusCode, body: Bytes, gzip: bool) -> Response<Body> {
-    if gzip && body.len() > GZIP_THRESHOLD {
-        let mut r = json_response(code, render::gzip(&body));
-        set_gzip_headers(&mut r);
-        r
-    } else {
-        json_response(code, body)
-    }
-}
-
-/// A streamed response from pre-rendered chunks, paced by the slow-chunks fault, and
-/// gzip-compressed chunk by chunk when `gzip` is set.
-fn chunked_response(
-    shared: &Arc<Shared>,
-    chunks: impl Iterator<Item = Bytes> + Send + Sync + 'static,
-    gzip: bool,
-) -> Response<Body> {
-    let chunks: Box<dyn Iterator<Item = Bytes> + Send + Sync> = if gzip {
-        Box::new(GzipChunks::new(chunks))
-    } else {
-        Box::new(chunks)
-    };
-    let faults = Arc::clone(&shared.faults);
-    let body = stream::unfold(
-        (chunks.into_iter(), faults, true),
-        |(mut it, faults, first)| async move {
-            let chunk = it.next()?;
-            if !first && let Some(d) = faults.slow_chunks() {
-                tokio::time::sleep(d).await;
-            }
-            Some((
-                Ok::<_, std::io::Error>(Frame::data(chunk)),
-                (it, faults, false),
-            ))
-        },
-    );
-    let mut r = Response::new(StreamBody::new(body).boxed());
-    r.headers_mut().insert(
-        header::CONTENT_TYPE,
-        HeaderValue::from_static("application/json"),
-    );
-    if gzip {
-        set_gzip_headers(&mut r);
-    }
-    r
-}
-
-fn reason_of(code: u16) -> &'static str {
-    match code {
-        400 => "BadRequest",
-        401 => "Unauthorized",
-        403 => "Forbidden",
-        404 => "NotFound",
-        405 => "MethodNotAllowed",
-        409 => "Conflict",
-        410 => "Expired",
-        415 => "UnsupportedMediaType",
-        422 => "Invalid",
-        429 => "TooManyRequests",
-        500 => "InternalError",
-        503 => "ServiceUnavailable",
-        504 => "Timeout",
-        _ => "Unknown",
-    }
-}
-
-/// The response to an injected failure.
-fn injected(code: u16, retry_after: Option<u32>) -> Response<Body> {
-    let message = match code {
-        429 => "Too many requests, please try again later.".to_owned(),
-        500 => "Internal error occurred: injected fault".to_owned(),
-        503 => "the server is currently unable to handle the request".to_owned(),
-        c => format!("injected fault with code {c}"),
-    };
-    let mut s = status(code, reason_of(code), message);
-    if let Some(secs) = retry_after {
-        s.details = Some(StatusDetails {
-            retry_after_seconds: secs,
-            ..StatusDetails::default()
-        });
-    }
-    let mut r = status_response(&s);
-    if let Some(secs) = retry_after {
-        r.headers_mut()
-            .insert(header::RETRY_AFTER, HeaderValue::from(secs));
-    }
-    r
-}
-
-/// Which object or collection a resource path names.
-#[derive(Debug)]
-pub(crate) struct Target {
-    pub(crate) info: ResourceInfo,
-    pub(crate) namespace: Option<String>,
-    pub(crate) name: Option<String>,
-    pub(crate) watch_path: bool,
-}
-
-fn not_served() -> Status {
-    status(
-        404,
-        "NotFound",
-        "the server could not find the requested resource",
-    )
-}
-
-fn parse_target(
-    shared: &Shared,
-    group: &str,
-    version: &str,
-    rest: &[&str],
-) -> Result<Target, Status> {
-    let (watch_path, rest) = match rest {
-        ["watch", tail @ ..] => (true, tail),
-        _ => (false, rest),
-    };
-    let store = &shared.store;
-    let lookup = |plural: &str| {
-        store
-            .resource(group, plural)
-            .filter(|i| i.api.version == version)
-    };
-    let (info, namespace, tail) = match rest {
-        ["namespaces", ns, plural, tail @ ..] if !matches!(*plural, "status" | "finalize") => {
-            let info = lookup(plural).ok_or_else(not_served)?;
-            if info.api.scope == Scope::Cluster {
-                return Err(not_served());
-            }
-            (info, Some((*ns).to_owned()), tail)
-        }
-        [plural, tail @ ..] => (lookup(plural).ok_or_else(not_served)?, None, tail),
-        [] => return Err(not_served()),
-    };
-    let name = match tail {
-        [] => None,
-        [name] | [name, "status"] => Some((*name).to_owned()),
-        _ => return Err(not_served()),
-    };
-    Ok(Target {
-        info,
-        namespace,
-        name,
-        watch_path,
-    })
-}
-
-/// The `Accept` header, all of its values joined.
-fn accept_header(parts: &http::request::Parts) -> Option<String> {
-    let values: Vec<&str> = parts
-        .headers
-        .get_all(header::ACCEPT)
-        .iter()
-        .filter_map(|v| v.to_str().ok())
-        .collect();
-    (!values.is_empty()).then(|| values.join(","))
-}
-
-pub(crate) async fn route(
-    shared: &Arc<Shared>,
-    parts: http::request::Parts,
-    body: Body,
-) -> Response<Body> {
-    let path = parts.uri.path().to_owned();
-    let query = Query::parse(parts.uri.query().unwrap_or_default());
-    let segs: Vec<&str> = path.split('/').filter(|s| !s.is_empty()).collect();
-    tracing::trace!(method = %parts.method, %path, "request");
-    let (group, version, rest): (&str, &str, &[&str]) = match segs.as_slice() {
-        ["api", "v1", rest @ ..] if !rest.is_empty() => ("", "v1", rest),
-        ["apis", g, v, rest @ ..] if !rest.is_empty() => (g, v, rest),
-        [admin::PREFIX, "admin", action] if shared.config.admin => {
-            return admin::route(shared, &parts.method, action, &query);
-        }
-        _ => {
-            if let Some((code, retry)) = shared.faults.take_failure(RequestKind::Any) {
-                return injected(code, retry);
-            }
-            return discovery::route(shared, &segs, &parts);
-        }
-    };
-    let target = match parse_target(shared, group, version, rest) {
-        Ok(t) => t,
-        Err(s) => return status_response(&s),
-    };
-    let is_watch = target.watch_path || query.flag("watch");
-    let kind = match (&parts.method, &target.name, is_watch) {
-        (&Method::GET, _, true) => RequestKind::Watch,
-        (&Method::GET, None, false) => RequestKind::List,
-        _ => RequestKind::Any,
-    };
-    if let Some((code, retry)) = shared.faults.take_failure(kind) {
-        return injected(code, retry);
-    }
-    let gzip = shared.config.compression && accepts_gzip(&parts);
-    let read = match (&parts.method, target.name.is_some(), is_watch) {
-        (&Method::GET, _, true) => Some(Read::Watch),
-        (&Method::GET, false, false) => Some(Read::List),
-        (&Method::GET, true, false) => Some(Read::Get),
-        _ => None,
-    };
-    let form = match read.map(|r| negotiate(accept_header(&parts).as_deref(), r)) {
-        Some(Err(s)) => return status_response(&s),
-        Some(Ok(f)) => f,
-        None => Form::Full,
-    };
-    let result = match (&parts.method, target.name.is_some(), is_watch) {
-        (&Method::GET, _, true) => watch::handle(shared, target, &query, form).await,
-        (&Method::GET, false, false) => list(shared, &target, &query, form, gzip).await,
-        (&Method::GET, true, false) => get(shared, &target, &query, form, gzip),
-        (&Method::POST | &Method::PUT, _, _) if let Err(s) = check_body_type(&parts) => Err(s),
-        (&Method::POST, false, _) => create(shared, &target, &query, body).await,
-        (&Method::PUT, true, _) => update(shared, &target, &query, body).await,
-        (&Method::PATCH, true, _) => patch(shared, &target, &query, &parts, body).await,
-        (&Method::DELETE, true, _) => delete(shared, &target, &query, body).await,
-        (&Method::DELETE, false, _) => delete_collection(shared, &target, &query, body).await,
-        _ => Err(status(
-            405,
-            "MethodNotAllowed",
-            format!(
-                "the server does not allow this method on the requested resource ({})",
-                parts.method
-            ),
-        )),
-    };
-    result.unwrap_or_else(|s| status_response(&s))
-}
-
-fn get(
+pub(crate) fn get(
     shared: &Shared,
     t: &Target,
     q: &Query,
@@ -390,38 +53,6 @@ fn get(
     Ok(maybe_gzip_response(StatusCode::OK, body, gzip))
 }
 
-/// An object or a list as YAML.
-fn yaml_response(v: &Value, gzip: bool) -> Response<Body> {
-    let body = Bytes::from(serde_yaml_ng::to_string(v).unwrap_or_default());
-    let mut r = maybe_gzip_response(StatusCode::OK, body, gzip);
-    r.headers_mut().insert(
-        header::CONTENT_TYPE,
-        HeaderValue::from_static("application/yaml"),
-    );
-    r
-}
-
-/// Refuses a request body in a media type the sim cannot decode (protobuf, CBOR), with the 415 a
-/// server without that serializer answers.
-fn check_body_type(parts: &http::request::Parts) -> Result<(), Status> {
-    let ct = parts
-        .headers
-        .get(header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or("application/json");
-    let media = ct.split(';').next().unwrap_or_default().trim();
-    if media.is_empty() || media == "application/json" || media.ends_with("+json") {
-        return Ok(());
-    }
-    Err(status(
-        415,
-        "UnsupportedMediaType",
-        format!(
-            "the body of the request was in an unknown format - accepted media types include: application/json (got {ct:?})"
-        ),
-    ))
-}
-
 async fn read_json(body: Body) -> Result<Value, Status> {
     let bytes = http_body_util::Limited::new(body, MAX_BODY)
         .collect()
@@ -443,10 +74,6 @@ async fn read_json(body: Body) -> Result<Value, Status> {
     })
 }
 
-fn object_response(code: StatusCode, v: &Value) -> Response<Body> {
-    json_response(code, Bytes::from(serde_json::to_vec(v).unwrap_or_default()))
-}
-
 /// `dryRun=All` (the only value the API accepts): validate, answer, store nothing.
 fn dry_run(q: &Query) -> Result<bool, Status> {
     let values: Vec<&str> =
@@ -465,7 +92,7 @@ fn dry_run(q: &Query) -> Result<bool, Status> {
     }
 }
 
-async fn create(
+pub(crate) async fn create(
     shared: &Shared,
     t: &Target,
     q: &Query,
@@ -480,7 +107,7 @@ async fn create(
     Ok(object_response(StatusCode::CREATED, &out))
 }
 
-async fn update(
+pub(crate) async fn update(
     shared: &Shared,
     t: &Target,
     q: &Query,
@@ -496,7 +123,7 @@ async fn update(
     Ok(object_response(StatusCode::OK, &out))
 }
 
-async fn patch(
+pub(crate) async fn patch(
     shared: &Shared,
     t: &Target,
     q: &Query,
@@ -586,7 +213,7 @@ async fn delete_options(q: &Query, body: Body) -> Result<DeleteOptions, Status> 
     Ok(opts)
 }
 
-async fn delete(
+pub(crate) async fn delete(
     shared: &Shared,
     t: &Target,
     q: &Query,
@@ -600,7 +227,7 @@ async fn delete(
     Ok(object_response(StatusCode::OK, &out))
 }
 
-async fn delete_collection(
+pub(crate) async fn delete_collection(
     shared: &Shared,
     t: &Target,
     q: &Query,
@@ -619,90 +246,6 @@ async fn delete_collection(
     let mut s = Status::failure(200, "", "");
     s.status = "Success".to_owned();
     Ok(json_response(StatusCode::OK, status_json(&s)))
-}
-
-/// Which objects a list or watch selects: a namespace, a label selector, a field selector.
-#[derive(Debug)]
-pub(crate) struct Filter {
-    pub(crate) namespace: Option<String>,
-    pub(crate) label: LabelSelector,
-    pub(crate) field: FieldSelector,
-}
-
-impl Filter {
-    pub(crate) fn from_query(
-        info: &ResourceInfo,
-        namespace: Option<String>,
-        q: &Query,
-    ) -> Result<Self, Status> {
-        let label: LabelSelector =
-            q.get("labelSelector")
-                .unwrap_or_default()
-                .parse()
-                .map_err(|e| {
-                    status(
-                        400,
-                        "BadRequest",
-                        format!("unable to parse requirement: {e}"),
-                    )
-                })?;
-        let field: FieldSelector = q
-            .get("fieldSelector")
-            .unwrap_or_default()
-            .parse()
-            .map_err(|e| status(400, "BadRequest", format!("invalid field selector: {e}")))?;
-        if let Some(r) = field
-            .requirements()
-            .iter()
-            .find(|r| !info.supports_field(&r.field))
-        {
-            return Err(status(
-                400,
-                "BadRequest",
-                format!("field label not supported: {}", r.field),
-            ));
-        }
-        Ok(Self {
-            namespace,
-            label,
-            field,
-        })
-    }
-
-    /// Label and field selectors only (the namespace is checked apart).
-    pub(crate) fn selects(&self, o: &Stored) -> bool {
-        self.label.matches(&o.labels) && self.field.matches(|f| o.field(f).map(Cow::Borrowed))
-    }
-
-    pub(crate) fn in_namespace(&self, o: &Stored) -> bool {
-        self.namespace.as_deref().is_none_or(|ns| o.namespace == ns)
-    }
-
-    pub(crate) fn matches(&self, o: &Stored) -> bool {
-        self.in_namespace(o) && self.selects(o)
-    }
-
-    fn is_everything(&self) -> bool {
-        self.label.is_everything() && self.field.is_everything()
-    }
-}
-
-/// Waits (bounded by the configured wait) for the store to reach `rv`.
-pub(crate) async fn wait_for_version(shared: &Shared, rv: u64) -> bool {
-    let mut rx = shared.store.subscribe();
-    tokio::time::timeout(shared.config.too_large_wait, rx.wait_for(|cur| *cur >= rv))
-        .await
-        .is_ok_and(|r| r.is_ok())
-}
-
-pub(crate) fn parse_rv(s: &str) -> Result<u64, Status> {
-    s.parse().map_err(|_| {
-        status(
-            400,
-            "BadRequest",
-            format!("invalid resource version: {s:?}"),
-        )
-    })
 }
 
 #[derive(serde::Serialize, serde::Deserialize)]
@@ -795,7 +338,7 @@ fn list_invalid(t: &Target, message: &str) -> Status {
     s
 }
 
-async fn list(
+pub(crate) async fn list(
     shared: &Arc<Shared>,
     t: &Target,
     q: &Query,
@@ -984,16 +527,10 @@ async fn list(
 
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use kinformer_core::Scope;
 
-    #[test]
-    fn queries_decode() {
-        let q = Query::parse("labelSelector=app%3Dweb%2Ctier+in+%28a%2Cb%29&watch=1&limit=&x=%zz");
-        assert_eq!(q.get("labelSelector"), Some("app=web,tier in (a,b)"));
-        assert!(q.flag("watch"));
-        assert_eq!(q.get("limit"), None);
-        assert_eq!(q.get("x"), Some("%zz"));
-    }
+    use super::*;
+    use crate::store::Store;
 
     #[test]
     fn continue_tokens_round_trip() {
@@ -1012,6 +549,4 @@ mod tests {
         );
         assert_eq!(decode_continue("!!").unwrap_err().code, 400);
     }
-
-    use crate::store::Store;
 }

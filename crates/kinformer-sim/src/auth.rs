@@ -11,7 +11,7 @@ use rcgen::{
 use rustls::server::WebPkiClientVerifier;
 use rustls_pki_types::{PrivateKeyDer, PrivatePkcs8KeyDer};
 
-use crate::Error;
+use crate::error::Error;
 
 /// The credentials the server accepts; a request must present one of them.
 ///

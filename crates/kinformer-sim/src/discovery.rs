@@ -10,8 +10,8 @@ use hyper::Response;
 use kinformer_core::Scope;
 use serde_json::{Value, json};
 
-use crate::api::{json_response, status_response};
-use crate::server::{Body, Shared};
+use crate::response::{Body, json_response, status_response};
+use crate::state::Shared;
 use crate::store::{ResourceInfo, status};
 
 /// The Kubernetes version the OpenAPI documents name (`/version` follows `SimConfig::version`).

@@ -40,6 +40,22 @@
 //! schema validation and most admission, aggregated discovery, authorization policies, garbage
 //! collection, and persistence. `docs/sim.md` maps each behaviour to the real server's.
 //!
+//! # How the code is layered
+//!
+//! Each module uses only the modules listed after it, so a request's path through the code
+//! runs one way, and nothing below the router knows a router or a server exists:
+//! - `server`: the listener, TLS, connections and authentication of [`SimServer`], which hand
+//!   every request to the `router`;
+//! - `router`: picks the handler for a path, injects failures, negotiates the content type;
+//! - the handlers: `api` (reads, lists and writes of a resource's objects), `watch`,
+//!   `discovery`, `admin`;
+//! - their HTTP plumbing: `request` (the query, the object a path names, selectors, versions),
+//!   `response` (the body type, JSON and `Status` answers, gzip, streamed lists), `state` (what
+//!   every handler shares), `config` ([`SimConfig`]);
+//! - below HTTP: `cluster` (a folder of its own, layered the same way) and `workload` (seeded
+//!   objects and their churn), `faults`, `table`, `render`, `admission`, `auth`, and at the
+//!   bottom `store` (with `smp`) and `error`.
+//!
 //! # Example
 //! ```
 //! # #[tokio::main(flavor = "current_thread")] async fn main() {
@@ -71,12 +87,17 @@ mod admission;
 mod api;
 mod auth;
 mod cluster;
+mod config;
 mod discovery;
 mod error;
 mod faults;
 mod render;
+mod request;
+mod response;
+mod router;
 mod server;
 mod smp;
+mod state;
 mod store;
 mod table;
 mod watch;
@@ -85,8 +106,10 @@ mod workload;
 pub use api::{decode_continue_token, encode_continue_token};
 pub use auth::Auth;
 pub use cluster::{Cluster, ClusterConfig, ClusterWrite, WriteKind};
+pub use config::{KubeVersion, SimConfig};
 pub use error::Error;
 pub use faults::{Faults, RequestKind};
-pub use server::{KubeVersion, REQUEST_LOG_CAPACITY, RecordedRequest, SimConfig, SimServer};
+pub use server::SimServer;
+pub use state::{REQUEST_LOG_CAPACITY, RecordedRequest};
 pub use store::Store;
 pub use workload::{ChurnConfig, ChurnHandle, generate_pod};

@@ -1,13 +1,12 @@
-//! The HTTP(S) server: listener, TLS, connections, authentication, then the API.
+//! The HTTP(S) server: listener, TLS, connections and authentication; each authenticated
+//! request is recorded and handed to the router.
 
 use std::convert::Infallible;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use bytes::Bytes;
 use http_body_util::BodyExt as _;
-use http_body_util::combinators::BoxBody;
 use hyper::body::Incoming;
 use hyper::{Request, Response};
 use hyper_util::rt::{TokioExecutor, TokioIo};
@@ -16,192 +15,17 @@ use tokio::net::TcpListener;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
-use crate::auth::{Presented, TlsMaterial, kubeconfig};
+use crate::auth::{Auth, Presented, TlsMaterial, kubeconfig};
 use crate::cluster::{Cluster, ClusterConfig};
+use crate::config::SimConfig;
+use crate::error::Error;
 use crate::faults::{FaultState, Faults};
+use crate::request::Query;
+use crate::response::{Body, status_response};
+use crate::router;
+use crate::state::{REQUEST_LOG_CAPACITY, RecordedRequest, Shared};
 use crate::store::Store;
-use crate::workload::{ChurnConfig, ChurnHandle};
-use crate::{Auth, Error, api};
-
-/// The body of every response.
-pub(crate) type Body = BoxBody<Bytes, std::io::Error>;
-
-/// The Kubernetes release a [`SimServer`] claims to be (`/version`), and whose list behaviour it
-/// follows where releases differ.
-///
-/// The one difference modelled: a list at `resourceVersion=0` is served from the watch cache.
-/// Up to 1.33 the watch cache ignores `limit` (one full response, no continue token); from 1.34
-/// its snapshots (`ListFromCacheSnapshot`, beta and on by default) page such lists like any
-/// other. client-go's reflector decides from its first list whether later relists are paged,
-/// so informers should be tested against both.
-///
-/// ```
-/// use kinformer_sim::{KubeVersion, SimConfig};
-///
-/// let old = SimConfig { version: KubeVersion::V1_33, ..SimConfig::default() };
-/// assert!(!old.version.pages_rv0_lists());
-/// assert!(SimConfig::default().version.pages_rv0_lists());
-/// assert_eq!(KubeVersion::parse("1.32"), Some(KubeVersion::V1_32));
-/// ```
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
-pub enum KubeVersion {
-    /// Kubernetes 1.32: `resourceVersion=0` lists ignore `limit`.
-    V1_32,
-    /// Kubernetes 1.33: `resourceVersion=0` lists ignore `limit` (cache snapshots are alpha, off).
-    V1_33,
-    /// Kubernetes 1.34 (the default): `resourceVersion=0` lists honour `limit` and page from a
-    /// cache snapshot.
-    #[default]
-    V1_34,
-}
-
-impl KubeVersion {
-    /// The minor version, e.g. `34`.
-    pub fn minor(self) -> u32 {
-        match self {
-            Self::V1_32 => 32,
-            Self::V1_33 => 33,
-            Self::V1_34 => 34,
-        }
-    }
-
-    /// Whether a list at `resourceVersion=0` with a `limit` is paged (1.34 and later) rather
-    /// than answered in full without a continue token (1.33 and earlier).
-    pub fn pages_rv0_lists(self) -> bool {
-        self >= Self::V1_34
-    }
-
-    /// Parses `1.33`, `v1.33` or `33`; `None` for a release the sim does not model.
-    pub fn parse(s: &str) -> Option<Self> {
-        let s = s.trim().trim_start_matches('v');
-        let minor = s.strip_prefix("1.").unwrap_or(s);
-        let minor = minor.split('.').next().unwrap_or(minor);
-        match minor {
-            "32" => Some(Self::V1_32),
-            "33" => Some(Self::V1_33),
-            "34" => Some(Self::V1_34),
-            _ => None,
-        }
-    }
-}
-
-/// How a [`SimServer`] starts. Build it with struct update syntax from `Default`.
-///
-/// The defaults are a real API server's: bookmarks about once a minute, history kept for
-/// five to ten minutes (compacted every five), gzip for large responses, Kubernetes 1.34.
-/// Tests that need things to happen sooner turn the knobs down.
-///
-/// ```
-/// use std::time::Duration;
-/// use kinformer_sim::{Auth, SimConfig};
-///
-/// let config = SimConfig {
-///     tls: true,
-///     auth: Auth::BearerToken("secret".into()),
-///     bookmark_interval: Duration::from_millis(50),
-///     ..SimConfig::default()
-/// };
-/// assert_eq!(config.history_window, 100_000);
-/// assert_eq!(SimConfig::default().bookmark_interval, Duration::from_secs(60));
-/// ```
-#[derive(Debug, Clone)]
-pub struct SimConfig {
-    /// Serve HTTPS with a generated CA and server certificate (for 127.0.0.1 and localhost).
-    /// Default `false`: plain HTTP.
-    pub tls: bool,
-    /// The credentials requests must present. Default [`Auth::None`].
-    pub auth: Auth,
-    /// The Kubernetes release the server claims to be and behaves like. Default 1.34.
-    pub version: KubeVersion,
-    /// At most this many past events are kept, whatever their age (the oldest are compacted
-    /// first); older versions answer 410. Default 100 000. Tests set a small number to make a
-    /// resume fail after a few writes.
-    pub history_window: usize,
-    /// How often history is compacted, as the API server asks etcd to every 5 minutes: each
-    /// compaction drops the events older than the version seen at the previous one, so between
-    /// one and two intervals of history are kept. `None` never compacts on a timer. Default 5 min.
-    pub compaction_interval: Option<Duration>,
-    /// How often open watches that allow bookmarks get a `BOOKMARK`; another is sent 2 s before
-    /// a watch's timeout, as the watch cache does. Default 60 s.
-    pub bookmark_interval: Duration,
-    /// Gzip responses over 128 KiB for clients that send `Accept-Encoding: gzip`, as the API
-    /// server does by default (watches are never compressed). Default `true`.
-    pub compression: bool,
-    /// Serve the admin endpoints under `/kinformer-sim/admin/` (fault injection for clients
-    /// outside the process; see `docs/sim.md`). Default `false`.
-    pub admin: bool,
-    /// How long a request for a resourceVersion newer than the server's waits for it before
-    /// answering 504 "Too large resource version" (the real server waits 3 s). Default 500 ms.
-    pub too_large_wait: Duration,
-    /// The port to bind on 127.0.0.1; 0 (the default) picks a free one.
-    pub port: u16,
-}
-
-impl Default for SimConfig {
-    fn default() -> Self {
-        Self {
-            tls: false,
-            auth: Auth::None,
-            version: KubeVersion::default(),
-            history_window: 100_000,
-            compaction_interval: Some(Duration::from_secs(300)),
-            bookmark_interval: Duration::from_secs(60),
-            compression: true,
-            admin: false,
-            too_large_wait: Duration::from_millis(500),
-            port: 0,
-        }
-    }
-}
-
-/// How many requests [`SimServer::requests`] remembers: the most recent ones.
-pub const REQUEST_LOG_CAPACITY: usize = 10_000;
-
-/// One request the server received, as [`SimServer::requests`] lists it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct RecordedRequest {
-    /// The HTTP method, e.g. `GET`.
-    pub method: String,
-    /// The path, e.g. `/api/v1/pods`.
-    pub path: String,
-    /// The query parameters in the order sent, percent-decoded.
-    pub query: Vec<(String, String)>,
-}
-
-impl RecordedRequest {
-    /// The value of query parameter `name`, if it was sent.
-    pub fn param(&self, name: &str) -> Option<&str> {
-        self.query
-            .iter()
-            .find(|(k, _)| k == name)
-            .map(|(_, v)| v.as_str())
-    }
-
-    /// `true` for a watch (`watch=true` or `watch=1`).
-    pub fn is_watch(&self) -> bool {
-        matches!(self.param("watch"), Some("true" | "1"))
-    }
-}
-
-/// What every request handler shares.
-pub(crate) struct Shared {
-    pub(crate) store: Store,
-    pub(crate) requests: Mutex<std::collections::VecDeque<RecordedRequest>>,
-    pub(crate) faults: Arc<FaultState>,
-    pub(crate) auth: RwLock<Auth>,
-    pub(crate) config: SimConfig,
-    pub(crate) addr: SocketAddr,
-    /// The churn the server runs ([`SimServer::set_churn`] and the admin endpoint).
-    pub(crate) churn: Mutex<Option<ChurnHandle>>,
-}
-
-/// Starts, replaces or (with `None`) stops the server's churn.
-pub(crate) fn set_churn(shared: &Shared, config: Option<ChurnConfig>) {
-    let next = config.map(|c| shared.store.churn(c));
-    if let Some(old) = std::mem::replace(&mut *shared.churn.lock(), next) {
-        old.stop();
-    }
-}
+use crate::workload::ChurnConfig;
 
 /// A running simulated API server on 127.0.0.1.
 ///
@@ -339,7 +163,7 @@ impl SimServer {
     /// Starts (or replaces) a churn of pod writes run by the server, or stops it with `None`. The
     /// admin endpoint `churn` controls the same churn.
     pub fn set_churn(&self, config: Option<ChurnConfig>) {
-        set_churn(&self.shared, config);
+        self.shared.set_churn(config);
     }
 
     /// Seeds a cluster that looks like a real one ([`Cluster`]: nodes, namespaces, deployments,
@@ -360,9 +184,7 @@ impl SimServer {
     pub fn seed_cluster(&self, config: &ClusterConfig) {
         let cluster = Cluster::seed(&self.shared.store, config);
         let next = (config.rate_per_sec > 0.0).then(|| cluster.churn(&self.shared.store));
-        if let Some(old) = std::mem::replace(&mut *self.shared.churn.lock(), next) {
-            old.stop();
-        }
+        self.shared.replace_churn(next);
     }
 
     /// The fault injection knobs.
@@ -376,7 +198,7 @@ impl SimServer {
     /// Stops accepting and drops every open connection.
     pub async fn shutdown(mut self) {
         self.shutdown.send_replace(true);
-        set_churn(&self.shared, None);
+        self.shared.set_churn(None);
         if let Some(accept) = self.accept.take() {
             let _ = accept.await;
         }
@@ -386,7 +208,7 @@ impl SimServer {
 impl Drop for SimServer {
     fn drop(&mut self) {
         self.shutdown.send_replace(true);
-        set_churn(&self.shared, None);
+        self.shared.set_churn(None);
     }
 }
 
@@ -500,7 +322,7 @@ async fn serve<IO>(
 }
 
 fn record(shared: &Shared, parts: &http::request::Parts) {
-    let query = api::Query::parse(parts.uri.query().unwrap_or_default()).0;
+    let query = Query::parse(parts.uri.query().unwrap_or_default()).0;
     let mut log = shared.requests.lock();
     if log.len() == REQUEST_LOG_CAPACITY {
         log.pop_front();
@@ -523,7 +345,7 @@ async fn handle(shared: Arc<Shared>, client_cert: bool, req: Request<Incoming>) 
     };
     if !shared.auth.read().accepts(&presented) {
         tracing::debug!(path = %req.uri().path(), "unauthorized request");
-        return api::status_response(&kinformer_core::Status::failure(
+        return status_response(&kinformer_core::Status::failure(
             401,
             "Unauthorized",
             "Unauthorized",
@@ -531,5 +353,5 @@ async fn handle(shared: Arc<Shared>, client_cert: bool, req: Request<Incoming>) 
     }
     let (parts, body) = req.into_parts();
     record(&shared, &parts);
-    api::route(&shared, parts, body.map_err(std::io::Error::other).boxed()).await
+    router::route(&shared, parts, body.map_err(std::io::Error::other).boxed()).await
 }

@@ -16,10 +16,11 @@ use kinformer_core::selector::{FieldOperator, FieldRequirement};
 use tokio::sync::{mpsc, watch};
 use tokio::time::Instant;
 
-use crate::api::{Filter, Query, Target, parse_rv, wait_for_version};
 use crate::faults::FaultState;
 use crate::render::{bookmark_line, error_line, event_line};
-use crate::server::{Body, Shared};
+use crate::request::{Filter, Query, Target, parse_rv, wait_for_version};
+use crate::response::Body;
+use crate::state::Shared;
 use crate::store::{Event, EventKind, Stored, invalid, too_large, too_old};
 use crate::table::{Form, IncludeObject, table_event_object};
 

@@ -8,7 +8,7 @@ use kinformer_core::{ApiResource, Scope};
 use serde_json::{Value, json};
 use tokio::task::JoinHandle;
 
-use crate::Error;
+use crate::error::Error;
 use crate::store::{DeleteOptions, Store, rfc3339, splitmix, uuid_from_bits};
 
 /// The namespaces seeded pods live in.

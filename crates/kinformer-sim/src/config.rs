@@ -1,0 +1,135 @@
+//! How a server starts: [`SimConfig`] and the Kubernetes release it behaves like
+//! ([`KubeVersion`]). Plain data, read by the server and by every handler through its shared
+//! state.
+
+use std::time::Duration;
+
+use crate::auth::Auth;
+
+/// The Kubernetes release a [`SimServer`](crate::SimServer) claims to be (`/version`), and whose
+/// list behaviour it follows where releases differ.
+///
+/// The one difference modelled: a list at `resourceVersion=0` is served from the watch cache.
+/// Up to 1.33 the watch cache ignores `limit` (one full response, no continue token); from 1.34
+/// its snapshots (`ListFromCacheSnapshot`, beta and on by default) page such lists like any
+/// other. client-go's reflector decides from its first list whether later relists are paged,
+/// so informers should be tested against both.
+///
+/// ```
+/// use kinformer_sim::{KubeVersion, SimConfig};
+///
+/// let old = SimConfig { version: KubeVersion::V1_33, ..SimConfig::default() };
+/// assert!(!old.version.pages_rv0_lists());
+/// assert!(SimConfig::default().version.pages_rv0_lists());
+/// assert_eq!(KubeVersion::parse("1.32"), Some(KubeVersion::V1_32));
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
+pub enum KubeVersion {
+    /// Kubernetes 1.32: `resourceVersion=0` lists ignore `limit`.
+    V1_32,
+    /// Kubernetes 1.33: `resourceVersion=0` lists ignore `limit` (cache snapshots are alpha, off).
+    V1_33,
+    /// Kubernetes 1.34 (the default): `resourceVersion=0` lists honour `limit` and page from a
+    /// cache snapshot.
+    #[default]
+    V1_34,
+}
+
+impl KubeVersion {
+    /// The minor version, e.g. `34`.
+    pub fn minor(self) -> u32 {
+        match self {
+            Self::V1_32 => 32,
+            Self::V1_33 => 33,
+            Self::V1_34 => 34,
+        }
+    }
+
+    /// Whether a list at `resourceVersion=0` with a `limit` is paged (1.34 and later) rather
+    /// than answered in full without a continue token (1.33 and earlier).
+    pub fn pages_rv0_lists(self) -> bool {
+        self >= Self::V1_34
+    }
+
+    /// Parses `1.33`, `v1.33` or `33`; `None` for a release the sim does not model.
+    pub fn parse(s: &str) -> Option<Self> {
+        let s = s.trim().trim_start_matches('v');
+        let minor = s.strip_prefix("1.").unwrap_or(s);
+        let minor = minor.split('.').next().unwrap_or(minor);
+        match minor {
+            "32" => Some(Self::V1_32),
+            "33" => Some(Self::V1_33),
+            "34" => Some(Self::V1_34),
+            _ => None,
+        }
+    }
+}
+
+/// How a [`SimServer`](crate::SimServer) starts. Build it with struct update syntax from `Default`.
+///
+/// The defaults are a real API server's: bookmarks about once a minute, history kept for
+/// five to ten minutes (compacted every five), gzip for large responses, Kubernetes 1.34.
+/// Tests that need things to happen sooner turn the knobs down.
+///
+/// ```
+/// use std::time::Duration;
+/// use kinformer_sim::{Auth, SimConfig};
+///
+/// let config = SimConfig {
+///     tls: true,
+///     auth: Auth::BearerToken("secret".into()),
+///     bookmark_interval: Duration::from_millis(50),
+///     ..SimConfig::default()
+/// };
+/// assert_eq!(config.history_window, 100_000);
+/// assert_eq!(SimConfig::default().bookmark_interval, Duration::from_secs(60));
+/// ```
+#[derive(Debug, Clone)]
+pub struct SimConfig {
+    /// Serve HTTPS with a generated CA and server certificate (for 127.0.0.1 and localhost).
+    /// Default `false`: plain HTTP.
+    pub tls: bool,
+    /// The credentials requests must present. Default [`Auth::None`].
+    pub auth: Auth,
+    /// The Kubernetes release the server claims to be and behaves like. Default 1.34.
+    pub version: KubeVersion,
+    /// At most this many past events are kept, whatever their age (the oldest are compacted
+    /// first); older versions answer 410. Default 100 000. Tests set a small number to make a
+    /// resume fail after a few writes.
+    pub history_window: usize,
+    /// How often history is compacted, as the API server asks etcd to every 5 minutes: each
+    /// compaction drops the events older than the version seen at the previous one, so between
+    /// one and two intervals of history are kept. `None` never compacts on a timer. Default 5 min.
+    pub compaction_interval: Option<Duration>,
+    /// How often open watches that allow bookmarks get a `BOOKMARK`; another is sent 2 s before
+    /// a watch's timeout, as the watch cache does. Default 60 s.
+    pub bookmark_interval: Duration,
+    /// Gzip responses over 128 KiB for clients that send `Accept-Encoding: gzip`, as the API
+    /// server does by default (watches are never compressed). Default `true`.
+    pub compression: bool,
+    /// Serve the admin endpoints under `/kinformer-sim/admin/` (fault injection for clients
+    /// outside the process; see `docs/sim.md`). Default `false`.
+    pub admin: bool,
+    /// How long a request for a resourceVersion newer than the server's waits for it before
+    /// answering 504 "Too large resource version" (the real server waits 3 s). Default 500 ms.
+    pub too_large_wait: Duration,
+    /// The port to bind on 127.0.0.1; 0 (the default) picks a free one.
+    pub port: u16,
+}
+
+impl Default for SimConfig {
+    fn default() -> Self {
+        Self {
+            tls: false,
+            auth: Auth::None,
+            version: KubeVersion::default(),
+            history_window: 100_000,
+            compaction_interval: Some(Duration::from_secs(300)),
+            bookmark_interval: Duration::from_secs(60),
+            compression: true,
+            admin: false,
+            too_large_wait: Duration::from_millis(500),
+            port: 0,
+        }
+    }
+}

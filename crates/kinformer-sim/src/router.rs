@@ -1,0 +1,130 @@
+//! The router: which handler answers a request. Resource paths go to the resource handlers
+//! (`api`) or, for watches, to `watch`; the admin endpoints to `admin`; everything else to
+//! `discovery`. Injected failures and content negotiation are decided here, before a handler
+//! runs.
+
+use std::sync::Arc;
+
+use http::{HeaderValue, Method, header};
+use hyper::Response;
+use kinformer_core::StatusDetails;
+
+use crate::faults::RequestKind;
+use crate::request::{Query, accept_header, accepts_gzip, check_body_type, parse_target};
+use crate::response::{Body, status_response};
+use crate::state::Shared;
+use crate::store::status;
+use crate::table::{Form, Read, negotiate};
+use crate::{admin, api, discovery, watch};
+
+/// Answers one authenticated request.
+pub(crate) async fn route(
+    shared: &Arc<Shared>,
+    parts: http::request::Parts,
+    body: Body,
+) -> Response<Body> {
+    let path = parts.uri.path().to_owned();
+    let query = Query::parse(parts.uri.query().unwrap_or_default());
+    let segs: Vec<&str> = path.split('/').filter(|s| !s.is_empty()).collect();
+    tracing::trace!(method = %parts.method, %path, "request");
+    let (group, version, rest): (&str, &str, &[&str]) = match segs.as_slice() {
+        ["api", "v1", rest @ ..] if !rest.is_empty() => ("", "v1", rest),
+        ["apis", g, v, rest @ ..] if !rest.is_empty() => (g, v, rest),
+        [admin::PREFIX, "admin", action] if shared.config.admin => {
+            return admin::route(shared, &parts.method, action, &query);
+        }
+        _ => {
+            if let Some((code, retry)) = shared.faults.take_failure(RequestKind::Any) {
+                return injected(code, retry);
+            }
+            return discovery::route(shared, &segs, &parts);
+        }
+    };
+    let target = match parse_target(shared, group, version, rest) {
+        Ok(t) => t,
+        Err(s) => return status_response(&s),
+    };
+    let is_watch = target.watch_path || query.flag("watch");
+    let kind = match (&parts.method, &target.name, is_watch) {
+        (&Method::GET, _, true) => RequestKind::Watch,
+        (&Method::GET, None, false) => RequestKind::List,
+        _ => RequestKind::Any,
+    };
+    if let Some((code, retry)) = shared.faults.take_failure(kind) {
+        return injected(code, retry);
+    }
+    let gzip = shared.config.compression && accepts_gzip(&parts);
+    let read = match (&parts.method, target.name.is_some(), is_watch) {
+        (&Method::GET, _, true) => Some(Read::Watch),
+        (&Method::GET, false, false) => Some(Read::List),
+        (&Method::GET, true, false) => Some(Read::Get),
+        _ => None,
+    };
+    let form = match read.map(|r| negotiate(accept_header(&parts).as_deref(), r)) {
+        Some(Err(s)) => return status_response(&s),
+        Some(Ok(f)) => f,
+        None => Form::Full,
+    };
+    let result = match (&parts.method, target.name.is_some(), is_watch) {
+        (&Method::GET, _, true) => watch::handle(shared, target, &query, form).await,
+        (&Method::GET, false, false) => api::list(shared, &target, &query, form, gzip).await,
+        (&Method::GET, true, false) => api::get(shared, &target, &query, form, gzip),
+        (&Method::POST | &Method::PUT, _, _) if let Err(s) = check_body_type(&parts) => Err(s),
+        (&Method::POST, false, _) => api::create(shared, &target, &query, body).await,
+        (&Method::PUT, true, _) => api::update(shared, &target, &query, body).await,
+        (&Method::PATCH, true, _) => api::patch(shared, &target, &query, &parts, body).await,
+        (&Method::DELETE, true, _) => api::delete(shared, &target, &query, body).await,
+        (&Method::DELETE, false, _) => api::delete_collection(shared, &target, &query, body).await,
+        _ => Err(status(
+            405,
+            "MethodNotAllowed",
+            format!(
+                "the server does not allow this method on the requested resource ({})",
+                parts.method
+            ),
+        )),
+    };
+    result.unwrap_or_else(|s| status_response(&s))
+}
+
+fn reason_of(code: u16) -> &'static str {
+    match code {
+        400 => "BadRequest",
+        401 => "Unauthorized",
+        403 => "Forbidden",
+        404 => "NotFound",
+        405 => "MethodNotAllowed",
+        409 => "Conflict",
+        410 => "Expired",
+        415 => "UnsupportedMediaType",
+        422 => "Invalid",
+        429 => "TooManyRequests",
+        500 => "InternalError",
+        503 => "ServiceUnavailable",
+        504 => "Timeout",
+        _ => "Unknown",
+    }
+}
+
+/// The response to an injected failure.
+fn injected(code: u16, retry_after: Option<u32>) -> Response<Body> {
+    let message = match code {
+        429 => "Too many requests, please try again later.".to_owned(),
+        500 => "Internal error occurred: injected fault".to_owned(),
+        503 => "the server is currently unable to handle the request".to_owned(),
+        c => format!("injected fault with code {c}"),
+    };
+    let mut s = status(code, reason_of(code), message);
+    if let Some(secs) = retry_after {
+        s.details = Some(StatusDetails {
+            retry_after_seconds: secs,
+            ..StatusDetails::default()
+        });
+    }
+    let mut r = status_response(&s);
+    if let Some(secs) = retry_after {
+        r.headers_mut()
+            .insert(header::RETRY_AFTER, HeaderValue::from(secs));
+    }
+    r
+}
