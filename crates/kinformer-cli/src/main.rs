@@ -45,6 +45,7 @@ use std::time::Duration;
 use clap::{CommandFactory, Parser};
 use kinformer::prelude::DynamicObject;
 use kinformer_client::{Api, Client, Config, Discovery, KubeconfigOptions};
+use kinformer_core::list_watch::ListWatch as _;
 use kinformer_core::{ListParams, Scope};
 
 use crate::args::{Cli, Command, Query};
@@ -187,9 +188,7 @@ impl Class {
 
     /// The class of a list or watch error: its client error's, when it carries one.
     pub(crate) fn of_list_watch(e: &kinformer_core::list_watch::Error) -> Self {
-        e.get_ref()
-            .downcast_ref::<kinformer_client::Error>()
-            .map_or(Self::Other, Self::of_client)
+        kinformer_client::Error::from_list_watch(e).map_or(Self::Other, Self::of_client)
     }
 
     /// What to check, appended to the message of a client error of this class.
@@ -363,7 +362,7 @@ fn main() -> ExitCode {
             let message = e.to_string();
             let client = match &e {
                 Error::Client(c) => Some(c),
-                Error::ListWatch(l) => l.get_ref().downcast_ref::<kinformer_client::Error>(),
+                Error::ListWatch(l) => kinformer_client::Error::from_list_watch(l),
                 _ => None,
             };
             let line = match class.hint(client) {
@@ -668,10 +667,13 @@ impl One<'_> {
             match self.first_bound {
                 Some(limit) => tokio::time::timeout(limit, api.list(&probe))
                     .await
-                    .unwrap_or(Err(kinformer_client::Error::Timeout {
-                        waiting_for: "an answer to the first request",
-                        limit,
-                    })),
+                    .unwrap_or_else(|_| {
+                        Err(kinformer_client::Error::Timeout {
+                            waiting_for: "an answer to the first request",
+                            limit,
+                        }
+                        .into())
+                    }),
                 None => api.list(&probe).await,
             }
         };
@@ -682,8 +684,7 @@ impl One<'_> {
         // The failure `watch` goes on to retry, if any: what Ctrl-C then reports.
         let mut retrying = None;
         if let Err(e) = probed {
-            let class = Class::of_client(&e);
-            let e = kinformer_core::list_watch::Error::from(e);
+            let class = Class::of_list_watch(&e);
             if !watch || e.kind() == kinformer_core::list_watch::ErrorKind::Fatal {
                 return Err(e.into());
             }
