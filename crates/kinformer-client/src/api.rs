@@ -5,7 +5,6 @@ use std::fmt;
 use std::marker::PhantomData;
 
 use async_trait::async_trait;
-use futures_util::StreamExt;
 use kinformer_core::list_watch::{self, ErrorKind, ListWatch};
 use kinformer_core::{
     ApiResource, DynamicObject, ListParams, Object, ObjectList, PartialObjectMetadata, Scope,
@@ -169,13 +168,10 @@ where
             Form::Full => ACCEPT_JSON,
             Form::Metadata => ACCEPT_METADATA,
         };
-        let stream = self
+        Ok(self
             .client
             .watch_as(&self.resource, self.namespace.as_deref(), params, accept)
-            .await?;
-        Ok(Box::pin(
-            stream.map(|event| event.map_err(list_watch::Error::from)),
-        ))
+            .await?)
     }
 }
 

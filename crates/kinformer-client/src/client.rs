@@ -4,8 +4,10 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use kinformer_core::list_watch::BoxError;
 use kinformer_core::{
-    ApiResource, DynamicObject, ListParams, Object, ObjectList, Scope, WatchParams, validation,
+    ApiResource, DynamicObject, ListParams, Object, ObjectList, Scope, WatchParams, WatchStream,
+    validation,
 };
 use reqwest::StatusCode;
 use reqwest::header::{ACCEPT, ACCEPT_ENCODING, AUTHORIZATION, RETRY_AFTER};
@@ -13,7 +15,7 @@ use serde::de::DeserializeOwned;
 use tracing::Instrument as _;
 
 use crate::auth::Credentials;
-use crate::decode::{Parallel, WatchStream, decode_watch_with, error_chain};
+use crate::decode::{Parallel, decode_watch_with, error_chain};
 use crate::list::decode_list;
 use crate::{Config, Error};
 
@@ -157,9 +159,11 @@ impl Client {
 
     /// Opens a watch on `resource` and decodes its events as they arrive.
     ///
-    /// The stream has no total deadline. If no bytes arrive for `timeoutSeconds` plus the
-    /// configured margin (or the configured idle limit when `timeoutSeconds` is not set), it ends
-    /// with [`Error::IdleTimeout`]. Compression is refused for watches. The namespace is checked
+    /// The stream is core's [`WatchStream`]: its error is the neutral
+    /// [`list_watch::Error`](kinformer_core::list_watch::Error), with this crate's [`Error`]
+    /// inside ([`Error::from_list_watch`]). It has no total deadline. If no bytes arrive for
+    /// `timeoutSeconds` plus the configured margin (or the configured idle limit when
+    /// `timeoutSeconds` is not set), it ends with [`Error::IdleTimeout`]. Compression is refused for watches. The namespace is checked
     /// first, as for [`list`](Self::list); an event whose object has no name (or, for a
     /// namespaced resource, no namespace) ends the stream with [`Error::Decode`] naming the
     /// line.
@@ -274,7 +278,7 @@ impl Client {
                 };
             }
         }
-        let source: crate::error::BoxError = error_chain(e).into();
+        let source: BoxError = error_chain(e).into();
         if e.is_connect() {
             Error::Connect { source }
         } else {

@@ -80,9 +80,9 @@ pub use config::{
     AuthConfig, ClientIdentity, Config, DEFAULT_MAX_LIST_BODY, DEFAULT_MAX_WATCH_LINE,
     KubeconfigOptions, SERVICE_ACCOUNT_DIR,
 };
-pub use decode::{WatchDecoder, WatchStream, decode_watch};
+pub use decode::{WatchDecoder, decode_watch};
 pub use discovery::{DiscoveredResource, Discovery};
-pub use error::{BoxError, Error};
+pub use error::Error;
 pub use kubeconfig::{
     AuthInfo, Cluster, Context, ExecConfig, ExecEnvVar, Kubeconfig, NamedAuthInfo, NamedCluster,
     NamedContext,
