@@ -56,7 +56,7 @@ struct Inner {
 impl fmt::Debug for Client {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Client")
-            .field("url", &crate::config::redact_url(self.inner.base.as_str()))
+            .field("url", &crate::secret::redact_url(self.inner.base.as_str()))
             .field("default_namespace", &self.inner.default_namespace)
             .finish_non_exhaustive()
     }
@@ -78,7 +78,7 @@ impl Client {
             .http2_adaptive_window(true);
         builder = match &config.proxy_url {
             Some(proxy) => builder.proxy(reqwest::Proxy::all(proxy).map_err(|e| {
-                let shown = crate::config::redact_url(proxy);
+                let shown = crate::secret::redact_url(proxy);
                 Error::config(None, "proxy-url", format!("{shown:?}: {e}"))
             })?),
             // As client-go: without a proxy-url, the usual proxy environment variables apply.

@@ -27,6 +27,9 @@
 //! delete. Legacy auth-provider plugins are refused. `tls-server-name` changes which name the
 //! server's certificate is verified against, not the SNI sent.
 //!
+//! Modules, each using only those before it: `error`, `secret`, `kubeconfig` (the file), `config`
+//! (describes), `tls` and `auth` (build from it), `decode`, `list`, `client`, `api`, `discovery`.
+//!
 //! # Example
 //! ```no_run
 //! use futures_util::StreamExt;
