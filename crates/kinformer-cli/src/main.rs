@@ -42,7 +42,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
-use clap::{CommandFactory, Parser};
+use clap::CommandFactory;
 use kinformer::prelude::DynamicObject;
 use kinformer_client::{Api, Client, Config, Discovery, KubeconfigOptions};
 use kinformer_core::list_watch::ListWatch as _;
@@ -300,7 +300,7 @@ const NO_SIM_ENV: &str = "KINFORMER_NO_SIM";
 const MAX_MESSAGE_LINE: usize = 300;
 
 fn main() -> ExitCode {
-    let cli = match Cli::try_parse_from(args::flags_after_verb(std::env::args_os().collect())) {
+    let cli = match args::parse(std::env::args_os()) {
         Ok(cli) => cli,
         Err(e) => return usage_error(&e),
     };
@@ -764,7 +764,7 @@ mod tests {
 
     #[test]
     fn usage_errors_keep_the_message_and_the_hint() {
-        let e = Cli::try_parse_from(["kinformer", "watch", "pods,"]).unwrap_err();
+        let e = args::parse(["kinformer", "watch", "pods,"].map(Into::into)).unwrap_err();
         let text = without_usage(&e.render().to_string());
         assert!(text.starts_with("error: invalid value 'pods,'"), "{text}");
         assert!(text.contains("--help"), "{text}");
