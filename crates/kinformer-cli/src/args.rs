@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use clap::{Args as ClapArgs, Parser, Subcommand};
+use clap::{Args as ClapArgs, CommandFactory as _, FromArgMatches as _, Parser, Subcommand};
 use k8s_openapi::api::apps::v1::{DaemonSet, Deployment, ReplicaSet, StatefulSet};
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Node, Pod, Secret, Service};
 use kinformer_core::{ApiResource, FieldSelector, LabelSelector, ListParams};
@@ -36,7 +36,8 @@ Exit codes:
     name = "kinformer",
     version,
     propagate_version = true,
-    after_help = EXIT_CODES
+    after_help = EXIT_CODES,
+    args = flags_before_the_verb()
 )]
 pub(crate) struct Cli {
     /// What to do.
@@ -143,60 +144,64 @@ impl Query {
     }
 }
 
-/// The flags of `watch`, `get` and `stats` that take a value as the next argument.
-const FLAGS_WITH_VALUES: &[&str] = &[
-    "-n",
-    "--namespace",
-    "-l",
-    "--selector",
-    "--field-selector",
-    "--kubeconfig",
-    "--context",
-    "--request-timeout",
-    "-o",
-    "--output",
-    "--max-events",
-    "--sim-pods",
-    "--sim-churn",
-    "--seed",
-    "--interval",
-    "--count",
-];
+/// kubectl's habit of flags before the verb (`kinformer -n shop get pods`): the flags of `watch`,
+/// `get` and `stats`, taken before any verb too. They are `global`, so clap hands each to the
+/// verb's own flag of the same id, and hidden, so that help shows each flag once, under its
+/// verb. A verb that does not take a flag given before it refuses it ([`parse`]).
+fn flags_before_the_verb() -> Vec<clap::Arg> {
+    StatsArgs::augment_args(clap::Command::new("stats"))
+        .get_arguments()
+        .filter(|arg| !arg.is_positional())
+        .map(|arg| arg.clone().global(true).hide(true))
+        .collect()
+}
 
-/// kubectl's habit of flags before the verb (`kinformer -n shop get pods`): moves the flags
-/// found before `watch`, `get` or `stats` to just after it, where clap expects them. Anything
-/// else is left as it is, for clap to judge.
-pub(crate) fn flags_after_verb(args: Vec<std::ffi::OsString>) -> Vec<std::ffi::OsString> {
-    let mut i = 1;
-    while i < args.len() {
-        let Some(arg) = args[i].to_str() else {
-            return args;
+/// Parses a command line: clap, plus what clap leaves to the caller for a flag given before the
+/// verb. Clap hands such a flag to whichever verb follows, so one the verb does not take
+/// (`kinformer -n shop sim`) is refused here, as clap refuses it after the verb; so is `--sim`
+/// with `--no-sim` when they stand on either side of the verb.
+pub(crate) fn parse(
+    args: impl IntoIterator<Item = std::ffi::OsString>,
+) -> Result<Cli, clap::Error> {
+    use clap::error::ErrorKind;
+    use clap::parser::ValueSource;
+    let mut command = Cli::command();
+    let matches = command.try_get_matches_from_mut(args)?;
+    if let Some((verb, given)) = matches.subcommand() {
+        // The verb's own flags, as declared: before clap added the global ones to it.
+        let declared = Cli::command();
+        let takes = |id: &str| {
+            declared
+                .find_subcommand(verb)
+                .is_some_and(|c| c.get_arguments().any(|arg| arg.get_id() == id))
         };
-        if !arg.starts_with('-') || arg == "-" {
-            break;
+        let refused = command.find_subcommand(verb).and_then(|sub| {
+            let arg = sub.get_arguments().find(|arg| {
+                let id = arg.get_id().as_str();
+                given.value_source(id) == Some(ValueSource::CommandLine) && !takes(id)
+            })?;
+            Some(arg.get_long().unwrap_or(arg.get_id().as_str()).to_owned())
+        });
+        if let Some(flag) = refused {
+            return Err(command.error(
+                ErrorKind::UnknownArgument,
+                format!("unexpected argument '--{flag}' found ({verb} does not take it)"),
+            ));
         }
-        if arg == "--" {
-            return args;
-        }
-        i += if FLAGS_WITH_VALUES.contains(&arg) {
-            2
-        } else {
-            1
-        };
     }
-    let is_verb = args
-        .get(i)
-        .and_then(|a| a.to_str())
-        .is_some_and(|a| matches!(a, "watch" | "get" | "stats"));
-    if i == 1 || !is_verb {
-        return args;
+    let cli = Cli::from_arg_matches(&matches).map_err(|e| e.format(&mut command))?;
+    let query = match &cli.command {
+        Command::Watch(q) | Command::Get(q) => Some(q),
+        Command::Stats(a) => Some(&a.query),
+        Command::Sim(_) | Command::Completions { .. } => None,
+    };
+    if query.is_some_and(|q| q.sim && q.no_sim) {
+        return Err(command.error(
+            ErrorKind::ArgumentConflict,
+            "the argument '--sim' cannot be used with '--no-sim'",
+        ));
     }
-    let mut out = Vec::with_capacity(args.len());
-    out.push(args[0].clone());
-    out.push(args[i].clone());
-    out.extend_from_slice(&args[1..i]);
-    out.extend_from_slice(&args[i + 1..]);
-    out
+    Ok(cli)
 }
 
 /// `kinformer stats`'s flags.
@@ -506,45 +511,80 @@ mod tests {
     }
 
     #[test]
-    fn flags_before_the_verb_move_after_it() {
-        let moved = |line: &str| -> String {
-            let args = std::iter::once("kinformer")
+    fn flags_before_the_verb_are_the_verbs() {
+        let args = |line: &str| -> Vec<std::ffi::OsString> {
+            std::iter::once("kinformer")
                 .chain(line.split_whitespace())
-                .map(std::ffi::OsString::from)
-                .collect();
-            let out: Vec<String> = flags_after_verb(args)
-                .into_iter()
-                .map(|a| a.into_string().unwrap())
-                .collect();
-            out[1..].join(" ")
-        };
-        assert_eq!(moved("-n shop get pods"), "get -n shop pods");
-        assert_eq!(
-            moved("-nshop --sim watch po -A"),
-            "watch -nshop --sim po -A"
-        );
-        assert_eq!(
-            moved("--kubeconfig k -o json -l a=b get pods x"),
-            "get --kubeconfig k -o json -l a=b pods x"
-        );
-        assert_eq!(moved("--context=c stats pods"), "stats --context=c pods");
-        // Nothing to move, or nothing this applies to: unchanged.
-        assert_eq!(moved("get pods -n shop"), "get pods -n shop");
-        assert_eq!(moved("--port 1 sim"), "--port 1 sim");
-        assert_eq!(moved("--help"), "--help");
-        assert_eq!(moved("-n get pods"), "-n get pods");
-        let q = match Cli::try_parse_from(flags_after_verb(
-            ["kinformer", "-n", "shop", "get", "pods"]
                 .map(Into::into)
-                .to_vec(),
-        ))
-        .unwrap()
-        .command
-        {
-            Command::Get(q) => q,
+                .collect()
+        };
+        let query = |line: &str| match super::parse(args(line)).unwrap().command {
+            Command::Watch(q) | Command::Get(q) => q,
+            Command::Stats(a) => a.query,
             other => panic!("{other:?}"),
         };
-        assert_eq!(q.namespace(), Some("shop"));
+        let q = query("-n shop get pods");
+        assert_eq!(
+            (q.namespace(), q.resource.0.as_slice()),
+            (Some("shop"), &["pods".to_owned()][..])
+        );
+        let q = query("-nshop --sim watch po -A");
+        assert!(q.sim && q.namespace().is_none());
+        let q = query("--kubeconfig k -o json -l a=b get pods x");
+        assert_eq!(q.kubeconfig, Some(PathBuf::from("k")));
+        assert_eq!(
+            (q.output, q.selector.as_deref()),
+            (Format::Json, Some("a=b"))
+        );
+        assert_eq!(q.names, ["x"]);
+        assert_eq!(
+            query("--context=c stats pods").context.as_deref(),
+            Some("c")
+        );
+        // Defaults stay defaults; a flag after the verb is taken as ever.
+        let q = query("get pods -n shop --sim-pods 3");
+        assert_eq!((q.namespace(), q.sim_pods, q.seed), (Some("shop"), 3, 1));
+        let Command::Stats(a) = super::parse(args("--interval 250ms --count 2 stats pods"))
+            .unwrap()
+            .command
+        else {
+            panic!("not stats")
+        };
+        assert_eq!((a.interval, a.count), (Duration::from_millis(250), Some(2)));
+        // A flag the verb does not take is refused wherever it stands, and so are flags that
+        // conflict across the verb.
+        for (line, says) in [
+            ("-n shop sim", "'--namespace'"),
+            ("sim -n shop", "'--namespace'"),
+            ("--interval 1s get pods", "'--interval'"),
+            ("get pods --interval 1s", "'--interval'"),
+            ("--port 1 sim", "'--port'"),
+            ("-o json completions bash", "'--output'"),
+            ("-n get pods", "'pods'"),
+            ("--sim get pods --no-sim", "cannot be used with"),
+            ("get pods --sim --no-sim", "cannot be used with"),
+        ] {
+            let err = super::parse(args(line)).unwrap_err().to_string();
+            assert!(err.contains(says), "{line:?}: {err}");
+        }
+        // Help and the usage line are as before: the flags before the verb are not shown twice.
+        let help = Cli::command().render_help().to_string();
+        assert!(help.contains("Usage: kinformer <COMMAND>"), "{help}");
+        assert!(!help.contains("--namespace"), "{help}");
+        let mut cli = Cli::command();
+        cli.build();
+        let get = cli
+            .find_subcommand_mut("get")
+            .unwrap()
+            .render_help()
+            .to_string();
+        assert_eq!(get.matches("-n, --namespace <NS>").count(), 1, "{get}");
+        let sim = cli
+            .find_subcommand_mut("sim")
+            .unwrap()
+            .render_help()
+            .to_string();
+        assert!(!sim.contains("--namespace"), "{sim}");
     }
 
     #[test]

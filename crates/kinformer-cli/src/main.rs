@@ -42,9 +42,10 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
-use clap::{CommandFactory, Parser};
+use clap::CommandFactory;
 use kinformer::prelude::DynamicObject;
 use kinformer_client::{Api, Client, Config, Discovery, KubeconfigOptions};
+use kinformer_core::list_watch::ListWatch as _;
 use kinformer_core::{ListParams, Scope};
 
 use crate::args::{Cli, Command, Query};
@@ -187,9 +188,7 @@ impl Class {
 
     /// The class of a list or watch error: its client error's, when it carries one.
     pub(crate) fn of_list_watch(e: &kinformer_core::list_watch::Error) -> Self {
-        e.get_ref()
-            .downcast_ref::<kinformer_client::Error>()
-            .map_or(Self::Other, Self::of_client)
+        kinformer_client::Error::from_list_watch(e).map_or(Self::Other, Self::of_client)
     }
 
     /// What to check, appended to the message of a client error of this class.
@@ -301,7 +300,7 @@ const NO_SIM_ENV: &str = "KINFORMER_NO_SIM";
 const MAX_MESSAGE_LINE: usize = 300;
 
 fn main() -> ExitCode {
-    let cli = match Cli::try_parse_from(args::flags_after_verb(std::env::args_os().collect())) {
+    let cli = match args::parse(std::env::args_os()) {
         Ok(cli) => cli,
         Err(e) => return usage_error(&e),
     };
@@ -363,7 +362,7 @@ fn main() -> ExitCode {
             let message = e.to_string();
             let client = match &e {
                 Error::Client(c) => Some(c),
-                Error::ListWatch(l) => l.get_ref().downcast_ref::<kinformer_client::Error>(),
+                Error::ListWatch(l) => kinformer_client::Error::from_list_watch(l),
                 _ => None,
             };
             let line = match class.hint(client) {
@@ -668,10 +667,13 @@ impl One<'_> {
             match self.first_bound {
                 Some(limit) => tokio::time::timeout(limit, api.list(&probe))
                     .await
-                    .unwrap_or(Err(kinformer_client::Error::Timeout {
-                        waiting_for: "an answer to the first request",
-                        limit,
-                    })),
+                    .unwrap_or_else(|_| {
+                        Err(kinformer_client::Error::Timeout {
+                            waiting_for: "an answer to the first request",
+                            limit,
+                        }
+                        .into())
+                    }),
                 None => api.list(&probe).await,
             }
         };
@@ -682,8 +684,7 @@ impl One<'_> {
         // The failure `watch` goes on to retry, if any: what Ctrl-C then reports.
         let mut retrying = None;
         if let Err(e) = probed {
-            let class = Class::of_client(&e);
-            let e = kinformer_core::list_watch::Error::from(e);
+            let class = Class::of_list_watch(&e);
             if !watch || e.kind() == kinformer_core::list_watch::ErrorKind::Fatal {
                 return Err(e.into());
             }
@@ -763,7 +764,7 @@ mod tests {
 
     #[test]
     fn usage_errors_keep_the_message_and_the_hint() {
-        let e = Cli::try_parse_from(["kinformer", "watch", "pods,"]).unwrap_err();
+        let e = args::parse(["kinformer", "watch", "pods,"].map(Into::into)).unwrap_err();
         let text = without_usage(&e.render().to_string());
         assert!(text.starts_with("error: invalid value 'pods,'"), "{text}");
         assert!(text.contains("--help"), "{text}");

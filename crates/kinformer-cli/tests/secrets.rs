@@ -29,6 +29,7 @@ use kinformer::Informer;
 use kinformer::prelude::HandlerFns;
 use kinformer_client::{Api, Client, Config, Kubeconfig, KubeconfigOptions};
 use kinformer_core::ListParams;
+use kinformer_core::list_watch::ListWatch as _;
 use kinformer_sim::{Auth, SimConfig, SimServer};
 use support::{BOUND, KillOnDrop, Lines, bare, run};
 

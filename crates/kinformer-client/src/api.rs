@@ -5,7 +5,6 @@ use std::fmt;
 use std::marker::PhantomData;
 
 use async_trait::async_trait;
-use futures_util::StreamExt;
 use kinformer_core::list_watch::{self, ErrorKind, ListWatch};
 use kinformer_core::{
     ApiResource, DynamicObject, ListParams, Object, ObjectList, PartialObjectMetadata, Scope,
@@ -14,7 +13,7 @@ use kinformer_core::{
 use serde::de::DeserializeOwned;
 
 use crate::client::{ACCEPT_JSON, ACCEPT_METADATA, ACCEPT_METADATA_LIST};
-use crate::{Client, Error, WatchStream};
+use crate::{Client, Error};
 
 /// Full objects or metadata only.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -28,9 +27,10 @@ enum Form {
 /// ```no_run
 /// use k8s_openapi::api::core::v1::Pod;
 /// use kinformer_client::{Api, Client};
+/// use kinformer_core::list_watch::ListWatch;
 /// use kinformer_core::{ApiResource, DynamicObject, ListParams, Scope};
 ///
-/// # async fn run() -> Result<(), kinformer_client::Error> {
+/// # async fn run() -> Result<(), Box<dyn std::error::Error>> {
 /// let client = Client::try_default()?;
 /// let pods: Api<Pod> = Api::namespaced(client.clone(), "shop");
 /// let page = pods.list(&ListParams { limit: Some(50), ..Default::default() }).await?;
@@ -140,52 +140,38 @@ impl Api<PartialObjectMetadata> {
     }
 }
 
-impl<K> Api<K>
-where
-    K: Object + DeserializeOwned,
-{
-    /// Lists one page (`limit`/`continue` in `params` select it), with the client's rich error.
-    /// Through [`ListWatch`], the same request answers with the neutral error.
-    pub async fn list(&self, params: &ListParams) -> Result<ObjectList<K>, Error> {
-        let accept = match self.form {
-            Form::Full => ACCEPT_JSON,
-            Form::Metadata => ACCEPT_METADATA_LIST,
-        };
-        self.client
-            .list_as(&self.resource, self.namespace.as_deref(), params, accept)
-            .await
-    }
-
-    /// Opens a watch, with the client's rich error on the stream. Through [`ListWatch`], the
-    /// same stream carries the neutral error.
-    pub async fn watch(&self, params: &WatchParams) -> Result<WatchStream<K>, Error> {
-        let accept = match self.form {
-            Form::Full => ACCEPT_JSON,
-            Form::Metadata => ACCEPT_METADATA,
-        };
-        self.client
-            .watch_as(&self.resource, self.namespace.as_deref(), params, accept)
-            .await
-    }
-}
-
 #[async_trait]
 impl<K> ListWatch<K> for Api<K>
 where
     K: Object + DeserializeOwned,
 {
+    /// Lists one page (`limit`/`continue` in `params` select it). The error carries this
+    /// crate's [`Error`]: [`Error::from_list_watch`] gets it back.
     async fn list(&self, params: &ListParams) -> Result<ObjectList<K>, list_watch::Error> {
-        Ok(Api::list(self, params).await?)
+        let accept = match self.form {
+            Form::Full => ACCEPT_JSON,
+            Form::Metadata => ACCEPT_METADATA_LIST,
+        };
+        Ok(self
+            .client
+            .list_as(&self.resource, self.namespace.as_deref(), params, accept)
+            .await?)
     }
 
+    /// Opens a watch. Its errors, and those on the stream, carry this crate's [`Error`]:
+    /// [`Error::from_list_watch`] gets it back.
     async fn watch(
         &self,
         params: &WatchParams,
     ) -> Result<list_watch::WatchStream<K>, list_watch::Error> {
-        let stream = Api::watch(self, params).await?;
-        Ok(Box::pin(
-            stream.map(|event| event.map_err(list_watch::Error::from)),
-        ))
+        let accept = match self.form {
+            Form::Full => ACCEPT_JSON,
+            Form::Metadata => ACCEPT_METADATA,
+        };
+        Ok(self
+            .client
+            .watch_as(&self.resource, self.namespace.as_deref(), params, accept)
+            .await?)
     }
 }
 
@@ -206,12 +192,72 @@ impl Error {
     }
 }
 
-/// The neutral error keeps this one as its source: downcast it with
-/// [`get_ref`](list_watch::Error::get_ref) for the details.
+/// The neutral error keeps this one as its source: [`Error::from_list_watch`] (or a downcast of
+/// [`get_ref`](list_watch::Error::get_ref)) gets it back.
 impl From<Error> for list_watch::Error {
     fn from(e: Error) -> Self {
         let (kind, retry_after) = (e.kind(), e.retry_after());
         list_watch::Error::new(kind, e).with_retry_after(retry_after)
+    }
+}
+
+/// The client's error inside a neutral one, by value; the neutral error comes back unchanged when
+/// it holds none (it came from another implementation of [`ListWatch`]).
+impl TryFrom<list_watch::Error> for Error {
+    type Error = list_watch::Error;
+
+    fn try_from(e: list_watch::Error) -> Result<Self, list_watch::Error> {
+        if !e.get_ref().is::<Self>() {
+            return Err(e);
+        }
+        let (kind, retry_after) = (e.kind(), e.retry_after());
+        match e.into_inner().downcast::<Self>() {
+            Ok(rich) => Ok(*rich),
+            Err(other) => Err(list_watch::Error::new(kind, other).with_retry_after(retry_after)),
+        }
+    }
+}
+
+impl Error {
+    /// The client's error that a [`ListWatch`] error carries, if it came from this crate:
+    /// [`Api`]'s `list` and `watch` answer with the neutral [`list_watch::Error`] (a kind to act
+    /// on), and this is how a caller that needs the details (the HTTP status, the server's
+    /// message, which wait timed out) gets them. It is the neutral error's
+    /// [`get_ref`](list_watch::Error::get_ref), or else the first of this crate's errors along
+    /// that error's sources (a layer that wrapped ours).
+    ///
+    /// Not `std::error::Error::source()`: like `std::io::Error`, the neutral error shows its
+    /// inner error's message as its own, and so its `source()` is the inner error's source.
+    ///
+    /// ```
+    /// use kinformer_client::{Api, Client, Config, Error};
+    /// use kinformer_core::list_watch::{ErrorKind, ListWatch};
+    /// use kinformer_core::{ApiResource, DynamicObject, ListParams, Scope};
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() {
+    /// let client = Client::new(Config::new("http://127.0.0.1:1")).unwrap();
+    /// let widgets = ApiResource::new("example.com", "v1", "Widget", "widgets", Scope::Namespaced);
+    /// // A namespace that is not a DNS label is refused before any request.
+    /// let api = Api::<DynamicObject>::namespaced_with(client, "Not/Valid", &widgets);
+    /// let e = api.list(&ListParams::default()).await.unwrap_err();
+    /// assert_eq!(e.kind(), ErrorKind::Fatal);
+    /// assert!(matches!(Error::from_list_watch(&e), Some(Error::InvalidName { .. })));
+    /// // By value, when the caller keeps only the client's error:
+    /// assert!(matches!(Error::try_from(e), Ok(Error::InvalidName { .. })));
+    /// # }
+    /// ```
+    pub fn from_list_watch(e: &list_watch::Error) -> Option<&Self> {
+        let mut next: Option<&(dyn std::error::Error + 'static)> = Some(e.get_ref());
+        // Bounded: a source chain is short, and this never loops on a cyclic one.
+        for _ in 0..16 {
+            let current = next?;
+            if let Some(rich) = current.downcast_ref::<Self>() {
+                return Some(rich);
+            }
+            next = current.source();
+        }
+        None
     }
 }
 
@@ -267,6 +313,56 @@ mod tests {
                 "the rich error is the source"
             );
         }
+    }
+
+    /// A caller of [`ListWatch`] gets the client's own error back from the neutral one: from a
+    /// list, from opening a watch, by reference and by value, and from behind a layer that
+    /// wrapped it.
+    #[tokio::test]
+    async fn the_client_error_is_reached_from_the_neutral_one() {
+        let client = Client::new(crate::Config::new("http://127.0.0.1:1")).unwrap();
+        let pods = ApiResource::of::<k8s_openapi::api::core::v1::Pod>();
+        // Refused before any request: nothing listens at that address, nothing is sent.
+        let api = Api::<DynamicObject>::namespaced_with(client, "Not/Valid", &pods);
+        let invalid = |e: Option<&Error>| matches!(e, Some(Error::InvalidName { what: "namespace", value, .. }) if value == "Not/Valid");
+
+        let listed = ListWatch::list(&api, &ListParams::default())
+            .await
+            .unwrap_err();
+        assert_eq!(listed.kind(), ErrorKind::Fatal);
+        assert!(invalid(Error::from_list_watch(&listed)), "{listed:?}");
+        assert!(invalid(listed.get_ref().downcast_ref::<Error>()));
+        let watched = match ListWatch::watch(&api, &WatchParams::default()).await {
+            Err(e) => e,
+            Ok(_) => panic!("an invalid namespace opened a watch"),
+        };
+        assert!(invalid(Error::from_list_watch(&watched)), "{watched:?}");
+
+        let text = listed.to_string();
+        let owned = Error::try_from(listed).unwrap();
+        assert!(invalid(Some(&owned)));
+        assert_eq!(owned.to_string(), text);
+
+        // Another implementation's error is handed back as it was.
+        let foreign = list_watch::Error::new(ErrorKind::Retry, "elsewhere")
+            .with_retry_after(Some(Duration::from_secs(1)));
+        assert!(Error::from_list_watch(&foreign).is_none());
+        let back = Error::try_from(foreign).unwrap_err();
+        assert_eq!(
+            (back.kind(), back.retry_after(), back.to_string()),
+            (
+                ErrorKind::Retry,
+                Some(Duration::from_secs(1)),
+                "elsewhere".to_owned()
+            )
+        );
+
+        // Wrapped by another layer, the client's error is found along the sources.
+        #[derive(Debug, thiserror::Error)]
+        #[error("while relisting")]
+        struct Wrapper(#[source] Error);
+        let wrapped = list_watch::Error::new(ErrorKind::Fatal, Wrapper(owned));
+        assert!(invalid(Error::from_list_watch(&wrapped)));
     }
 
     #[test]

@@ -11,14 +11,9 @@ use reqwest::header::HeaderValue;
 use serde::Deserialize;
 use tokio::sync::Mutex;
 
-use crate::kubeconfig::ExecConfig;
+use crate::kubeconfig::{EXEC_V1, EXEC_V1BETA1, ExecConfig};
 use crate::tls::ClientCert;
 use crate::{AuthConfig, Error, SecretString};
-
-/// The exec credential API, version 1.
-pub(crate) const EXEC_V1: &str = "client.authentication.k8s.io/v1";
-/// The exec credential API, version 1beta1.
-pub(crate) const EXEC_V1BETA1: &str = "client.authentication.k8s.io/v1beta1";
 
 /// A credential is refreshed this long before its stated expiry.
 const EXPIRY_SKEW: Duration = Duration::from_secs(10);

@@ -4,8 +4,10 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use kinformer_core::list_watch::BoxError;
 use kinformer_core::{
-    ApiResource, DynamicObject, ListParams, Object, ObjectList, Scope, WatchParams, validation,
+    ApiResource, DynamicObject, ListParams, Object, ObjectList, Scope, WatchParams, WatchStream,
+    validation,
 };
 use reqwest::StatusCode;
 use reqwest::header::{ACCEPT, ACCEPT_ENCODING, AUTHORIZATION, RETRY_AFTER};
@@ -13,7 +15,7 @@ use serde::de::DeserializeOwned;
 use tracing::Instrument as _;
 
 use crate::auth::Credentials;
-use crate::decode::{Parallel, WatchStream, decode_watch_with, error_chain};
+use crate::decode::{Parallel, decode_watch_with, error_chain};
 use crate::list::decode_list;
 use crate::{Config, Error};
 
@@ -54,7 +56,7 @@ struct Inner {
 impl fmt::Debug for Client {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Client")
-            .field("url", &crate::config::redact_url(self.inner.base.as_str()))
+            .field("url", &crate::secret::redact_url(self.inner.base.as_str()))
             .field("default_namespace", &self.inner.default_namespace)
             .finish_non_exhaustive()
     }
@@ -76,7 +78,7 @@ impl Client {
             .http2_adaptive_window(true);
         builder = match &config.proxy_url {
             Some(proxy) => builder.proxy(reqwest::Proxy::all(proxy).map_err(|e| {
-                let shown = crate::config::redact_url(proxy);
+                let shown = crate::secret::redact_url(proxy);
                 Error::config(None, "proxy-url", format!("{shown:?}: {e}"))
             })?),
             // As client-go: without a proxy-url, the usual proxy environment variables apply.
@@ -157,9 +159,11 @@ impl Client {
 
     /// Opens a watch on `resource` and decodes its events as they arrive.
     ///
-    /// The stream has no total deadline. If no bytes arrive for `timeoutSeconds` plus the
-    /// configured margin (or the configured idle limit when `timeoutSeconds` is not set), it ends
-    /// with [`Error::IdleTimeout`]. Compression is refused for watches. The namespace is checked
+    /// The stream is core's [`WatchStream`]: its error is the neutral
+    /// [`list_watch::Error`](kinformer_core::list_watch::Error), with this crate's [`Error`]
+    /// inside ([`Error::from_list_watch`]). It has no total deadline. If no bytes arrive for
+    /// `timeoutSeconds` plus the configured margin (or the configured idle limit when
+    /// `timeoutSeconds` is not set), it ends with [`Error::IdleTimeout`]. Compression is refused for watches. The namespace is checked
     /// first, as for [`list`](Self::list); an event whose object has no name (or, for a
     /// namespaced resource, no namespace) ends the stream with [`Error::Decode`] naming the
     /// line.
@@ -274,7 +278,7 @@ impl Client {
                 };
             }
         }
-        let source: crate::error::BoxError = error_chain(e).into();
+        let source: BoxError = error_chain(e).into();
         if e.is_connect() {
             Error::Connect { source }
         } else {

@@ -9,7 +9,10 @@ use base64::Engine as _;
 use rustls_pki_types::pem::PemObject as _;
 use rustls_pki_types::{CertificateDer, PrivateKeyDer};
 
-use crate::kubeconfig::{ExecConfig, Kubeconfig, NamedAuthInfo, NamedCluster};
+use crate::kubeconfig::{
+    EXEC_V1, EXEC_V1BETA1, ExecConfig, Kubeconfig, NamedAuthInfo, NamedCluster,
+};
+use crate::secret::redact_url;
 use crate::{Error, SecretString};
 
 /// The folder where Kubernetes mounts a pod's service-account token, CA and namespace.
@@ -540,18 +543,13 @@ fn apply_user(
         if exec.command.is_empty() {
             return Err(Error::config(src, field("exec.command"), "missing"));
         }
-        if !matches!(
-            exec.api_version.as_str(),
-            crate::auth::EXEC_V1 | crate::auth::EXEC_V1BETA1
-        ) {
+        if !matches!(exec.api_version.as_str(), EXEC_V1 | EXEC_V1BETA1) {
             return Err(Error::config(
                 src,
                 field("exec.apiVersion"),
                 format!(
                     "{:?} is not supported; use {} or {}",
-                    exec.api_version,
-                    crate::auth::EXEC_V1,
-                    crate::auth::EXEC_V1BETA1
+                    exec.api_version, EXEC_V1, EXEC_V1BETA1
                 ),
             ));
         }
@@ -594,24 +592,6 @@ fn exec_cluster_info(config: &Config, cluster: &NamedCluster) -> serde_json::Val
     info
 }
 
-/// A URL as messages and `Debug` show it: a user name and password in it (a proxy's, typically)
-/// are replaced by `redacted`, and text that does not parse but has an `@` (where credentials
-/// would be) is not shown at all.
-pub(crate) fn redact_url(url: &str) -> String {
-    match reqwest::Url::parse(url) {
-        Ok(mut u) if !u.username().is_empty() || u.password().is_some() => {
-            // Both calls fail only for URLs that cannot have credentials, which this one has.
-            let _ = u.set_username("redacted");
-            let _ = u.set_password(None);
-            u.into()
-        }
-        Err(_) if url.contains('@') => {
-            format!("<a URL of {} characters, not shown>", url.chars().count())
-        }
-        _ => url.to_owned(),
-    }
-}
-
 fn decode_base64(data: &str, src: Option<&Path>, field: &str) -> Result<Vec<u8>, Error> {
     let compact: String = data.chars().filter(|c| !c.is_whitespace()).collect();
     base64::engine::general_purpose::STANDARD
@@ -651,16 +631,6 @@ mod tests {
 
     #[test]
     fn urls_with_credentials_are_redacted() {
-        assert_eq!(
-            redact_url("http://ann:pw-9f2c@proxy:3128"),
-            "http://redacted@proxy:3128/"
-        );
-        assert_eq!(
-            redact_url("https://tok-9f2c@host/x"),
-            "https://redacted@host/x"
-        );
-        assert_eq!(redact_url("https://host:6443"), "https://host:6443");
-        assert!(!redact_url("http://ann:pw-9f2c@[bad").contains("pw-9f2c"));
         let mut config = Config::new("https://ann:pw-9f2c@127.0.0.1:6443");
         config.proxy_url = Some("http://bob:proxy-pw-9f2c@127.0.0.1:3128".into());
         let debug = format!("{config:?}");
@@ -697,11 +667,12 @@ mod tests {
         let err = incluster_with(dir.path(), &lookup).unwrap_err();
         assert!(err.to_string().contains("ca.crt"), "{err}");
 
-        std::fs::write(
-            dir.path().join("ca.crt"),
-            crate::tls::tests::self_signed().0,
-        )
-        .unwrap();
+        let key = rcgen::KeyPair::generate().unwrap();
+        let ca = rcgen::CertificateParams::new(vec!["kubernetes.default".to_owned()])
+            .unwrap()
+            .self_signed(&key)
+            .unwrap();
+        std::fs::write(dir.path().join("ca.crt"), ca.pem()).unwrap();
         std::fs::write(dir.path().join("token"), "tok").unwrap();
         std::fs::write(dir.path().join("namespace"), "team-a\n").unwrap();
         let config = incluster_with(dir.path(), &lookup).unwrap();

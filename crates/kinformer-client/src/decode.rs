@@ -7,14 +7,10 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use futures_util::{FutureExt as _, Stream, StreamExt as _};
-use kinformer_core::{Object, WatchEvent, missing_identity};
+use kinformer_core::{Object, WatchEvent, WatchStream, missing_identity};
 use serde::de::DeserializeOwned;
 
 use crate::Error;
-
-/// A stream of watch events. It ends (`None`) when the server closes the watch cleanly, and
-/// after the first error, which says whether to resume ([`Error::is_resumable`]) or relist.
-pub type WatchStream<K> = Pin<Box<dyn Stream<Item = Result<WatchEvent<K>, Error>> + Send>>;
 
 /// One complete line of a watch body (without its newline), and where it was.
 struct Line {
@@ -321,10 +317,13 @@ fn decode_event<K: Object + DeserializeOwned>(
 /// decoded in place, without a hand-off. The work in flight is bounded: the body is read only as
 /// fast as the stream is consumed, a few batches ahead.
 ///
-/// `idle`, when set, ends the stream with [`Error::IdleTimeout`] if no chunk arrives for that
-/// long. An error from `body` ends it with [`Error::Interrupted`]: the connection was cut, and a
-/// new watch from the last seen resourceVersion resumes it. Any error comes after every event
-/// of the lines before it.
+/// The stream ends (`None`) when the body ends cleanly, and after its first error, the neutral
+/// [`list_watch::Error`](kinformer_core::list_watch::Error) with this crate's [`Error`] inside
+/// ([`Error::from_list_watch`]); its kind says whether to resume or relist. `idle`, when set,
+/// ends the stream with [`Error::IdleTimeout`] if no chunk arrives for that long. An error from
+/// `body` ends it with [`Error::Interrupted`]: the connection was cut, and a new watch from the
+/// last seen resourceVersion resumes it. Any error comes after every event of the lines before
+/// it.
 ///
 /// ```
 /// # #[tokio::main(flavor = "current_thread")]
@@ -587,7 +586,7 @@ where
                     if let Error::Interrupted { events, .. } = &mut e {
                         *events = out.delivered;
                     }
-                    return Some((Err(e), out));
+                    return Some((Err(e.into()), out));
                 }
                 None => match out.decoded.next().await {
                     Some(events) => out.current = events.into_iter(),
@@ -620,7 +619,15 @@ pub(crate) fn error_chain(e: &(dyn std::error::Error + 'static)) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use kinformer_core::list_watch::{self, ErrorKind};
     use kinformer_core::{DynamicObject, Object};
+
+    /// A stream's item with the client's error taken out of the neutral one, which must hold it.
+    fn rich(
+        item: Option<Result<WatchEvent<DynamicObject>, list_watch::Error>>,
+    ) -> Option<Result<WatchEvent<DynamicObject>, Error>> {
+        item.map(|r| r.map_err(|e| Error::try_from(e).expect("the client's error")))
+    }
 
     fn line(kind: &str, name: &str, rv: u32) -> String {
         format!(
@@ -832,7 +839,12 @@ mod tests {
         let mut s =
             decode_watch::<DynamicObject, _, _>(futures_util::stream::iter(chunks), 1 << 20, None);
         assert!(s.next().await.unwrap().is_ok());
-        match s.next().await {
+        let cut = s.next().await;
+        assert!(
+            matches!(&cut, Some(Err(e)) if e.kind() == ErrorKind::Resume),
+            "{cut:?}"
+        );
+        match rich(cut) {
             Some(Err(Error::Interrupted { events: 1, reason })) => {
                 assert!(reason.contains("reset"), "{reason}")
             }
@@ -844,7 +856,7 @@ mod tests {
         let pending = futures_util::stream::pending::<Result<Bytes, std::io::Error>>();
         let mut s =
             decode_watch::<DynamicObject, _, _>(pending, 1 << 20, Some(Duration::from_secs(30)));
-        match s.next().await {
+        match rich(s.next().await) {
             Some(Err(e @ Error::IdleTimeout { .. })) => assert!(e.is_resumable()),
             other => panic!("{other:?}"),
         }
@@ -861,7 +873,11 @@ mod tests {
         }
     }
 
-    fn summarize(r: &Result<WatchEvent<DynamicObject>, Error>) -> Result<String, String> {
+    /// An event as a line of text, or its error's message (the neutral error shows the
+    /// client's).
+    fn summarize<E: fmt::Display>(
+        r: &Result<WatchEvent<DynamicObject>, E>,
+    ) -> Result<String, String> {
         match r {
             Ok(WatchEvent::Added(o) | WatchEvent::Modified(o) | WatchEvent::Deleted(o)) => Ok(
                 format!("{}@{}", o.name(), o.resource_version().unwrap_or_default()),
@@ -983,7 +999,7 @@ mod tests {
         );
         assert!(stream.next().await.unwrap().is_ok());
         assert!(stream.next().await.unwrap().is_ok());
-        match stream.next().await {
+        match rich(stream.next().await) {
             Some(Err(Error::Interrupted { events: 2, .. })) => {}
             other => panic!("{other:?}"),
         }
@@ -999,7 +1015,7 @@ mod tests {
         );
         assert!(stream.next().await.unwrap().is_ok());
         assert!(matches!(
-            stream.next().await,
+            rich(stream.next().await),
             Some(Err(Error::LineTooLong {
                 line: 2,
                 limit: 1000

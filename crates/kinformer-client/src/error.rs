@@ -5,9 +5,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use kinformer_core::Status;
-
-/// A boxed error from a lower layer (the HTTP stack, the OS).
-pub type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
+use kinformer_core::list_watch::BoxError;
 
 /// Everything that can go wrong talking to the API server. Each variant says what the caller
 /// should do; [`Error::is_retryable`], [`Error::is_gone`] and [`Error::retry_after`] sum it up.

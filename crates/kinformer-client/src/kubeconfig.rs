@@ -5,6 +5,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Deserializer};
 
+use crate::secret::redact_url;
 use crate::{Error, SecretString};
 
 /// A kubeconfig, as kubectl reads it (`apiVersion: v1`, `kind: Config`).
@@ -99,7 +100,7 @@ pub struct Cluster {
 
 impl fmt::Debug for Cluster {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let redact = |u: &Option<String>| u.as_deref().map(crate::config::redact_url);
+        let redact = |u: &Option<String>| u.as_deref().map(redact_url);
         f.debug_struct("Cluster")
             .field("server", &redact(&self.server))
             .field("certificate_authority", &self.certificate_authority)
@@ -166,6 +167,11 @@ pub struct AuthInfo {
     #[serde(default, deserialize_with = "present")]
     pub auth_provider: bool,
 }
+
+/// The exec credential API, version 1: an `exec.apiVersion`, and what a plugin answers with.
+pub(crate) const EXEC_V1: &str = "client.authentication.k8s.io/v1";
+/// The exec credential API, version 1beta1.
+pub(crate) const EXEC_V1BETA1: &str = "client.authentication.k8s.io/v1beta1";
 
 /// An exec credential plugin (`users[].user.exec`). `Debug` shows the command, not its
 /// arguments (which may carry credentials) nor the environment values.

@@ -19,19 +19,23 @@
 //!
 //! What it does not do: retry, back off, relist or resume. Every [`Error`] says which of those
 //! fits ([`Error::kind`], [`Error::is_retryable`], [`Error::is_gone`], [`Error::is_resumable`],
-//! [`Error::retry_after`]), and becomes the neutral
-//! [`list_watch::Error`](kinformer_core::list_watch::Error) of the same kind through
-//! [`ListWatch`](kinformer_core::list_watch::ListWatch); the reflector acts on it. Paging over
+//! [`Error::retry_after`]), and [`Api`] answers through
+//! [`ListWatch`](kinformer_core::list_watch::ListWatch) with the neutral
+//! [`list_watch::Error`](kinformer_core::list_watch::Error) of the same kind, which the
+//! reflector acts on; [`Error::from_list_watch`] gets the client's error back from it. Paging over
 //! any `ListWatch` is `kinformer_core::list_watch::{Pager, list_all}`. It only reads (GET): no create, update or
 //! delete. Legacy auth-provider plugins are refused. `tls-server-name` changes which name the
 //! server's certificate is verified against, not the SNI sent.
+//!
+//! Modules, each using only those before it: `error`, `secret`, `kubeconfig` (the file), `config`
+//! (describes), `tls` and `auth` (build from it), `decode`, `list`, `client`, `api`, `discovery`.
 //!
 //! # Example
 //! ```no_run
 //! use futures_util::StreamExt;
 //! use k8s_openapi::api::core::v1::Pod;
 //! use kinformer_client::{Api, Client};
-//! use kinformer_core::list_watch::{DEFAULT_PAGE_SIZE, ErrorKind, list_all};
+//! use kinformer_core::list_watch::{DEFAULT_PAGE_SIZE, ErrorKind, ListWatch, list_all};
 //! use kinformer_core::{ListParams, WatchEvent, WatchParams};
 //!
 //! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
@@ -79,9 +83,9 @@ pub use config::{
     AuthConfig, ClientIdentity, Config, DEFAULT_MAX_LIST_BODY, DEFAULT_MAX_WATCH_LINE,
     KubeconfigOptions, SERVICE_ACCOUNT_DIR,
 };
-pub use decode::{WatchDecoder, WatchStream, decode_watch};
+pub use decode::{WatchDecoder, decode_watch};
 pub use discovery::{DiscoveredResource, Discovery};
-pub use error::{BoxError, Error};
+pub use error::Error;
 pub use kubeconfig::{
     AuthInfo, Cluster, Context, ExecConfig, ExecEnvVar, Kubeconfig, NamedAuthInfo, NamedCluster,
     NamedContext,

@@ -1,4 +1,5 @@
-//! A string that never shows itself in `Debug` or `Display`.
+//! Keeping credentials out of output: a string that never shows itself in `Debug` or
+//! `Display`, and URLs shown without the credentials they may carry.
 
 use std::fmt;
 
@@ -84,9 +85,41 @@ impl<'de> Deserialize<'de> for SecretString {
     }
 }
 
+/// A URL as messages and `Debug` show it: a user name and password in it (a proxy's, typically)
+/// are replaced by `redacted`, and text that does not parse but has an `@` (where credentials
+/// would be) is not shown at all.
+pub(crate) fn redact_url(url: &str) -> String {
+    match reqwest::Url::parse(url) {
+        Ok(mut u) if !u.username().is_empty() || u.password().is_some() => {
+            // Both calls fail only for URLs that cannot have credentials, which this one has.
+            let _ = u.set_username("redacted");
+            let _ = u.set_password(None);
+            u.into()
+        }
+        Err(_) if url.contains('@') => {
+            format!("<a URL of {} characters, not shown>", url.chars().count())
+        }
+        _ => url.to_owned(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn urls_with_credentials_are_redacted() {
+        assert_eq!(
+            redact_url("http://ann:pw-9f2c@proxy:3128"),
+            "http://redacted@proxy:3128/"
+        );
+        assert_eq!(
+            redact_url("https://tok-9f2c@host/x"),
+            "https://redacted@host/x"
+        );
+        assert_eq!(redact_url("https://host:6443"), "https://host:6443");
+        assert!(!redact_url("http://ann:pw-9f2c@[bad").contains("pw-9f2c"));
+    }
 
     #[test]
     fn wrong_types_do_not_echo_the_value() {

@@ -83,7 +83,7 @@ pub(crate) fn client_config(
 
     let verifier: Arc<dyn ServerCertVerifier> = if config.insecure_skip_tls_verify {
         tracing::warn!(
-            server = %crate::config::redact_url(&config.cluster_url),
+            server = %crate::secret::redact_url(&config.cluster_url),
             "insecure-skip-tls-verify is set: the server's certificate is not verified"
         );
         Arc::new(NoVerification(Arc::clone(&provider)))
@@ -226,11 +226,11 @@ impl ServerCertVerifier for NoVerification {
 }
 
 #[cfg(test)]
-pub(crate) mod tests {
+mod tests {
     use super::*;
 
     /// A self-signed certificate and its PKCS#8 key, PEM.
-    pub(crate) fn self_signed() -> (String, String) {
+    fn self_signed() -> (String, String) {
         let key = rcgen::KeyPair::generate().unwrap();
         let params = rcgen::CertificateParams::new(vec!["localhost".to_owned()]).unwrap();
         let cert = params.self_signed(&key).unwrap();

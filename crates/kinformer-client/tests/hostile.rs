@@ -5,6 +5,8 @@
 //! a server should not send (no resourceVersion, a bookmark without one, an unknown ERROR code)
 //! each get the behaviour docs/client.md defines.
 
+mod support;
+
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -14,6 +16,7 @@ use futures_util::StreamExt;
 use k8s_openapi::api::core::v1::{Namespace, Pod};
 use kinformer_client::{Api, AuthConfig, Client, Config, Error};
 use kinformer_core::{ApiResource, DynamicObject, ListParams, Scope, WatchEvent, WatchParams};
+use support::RichErrors as _;
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 
 /// The bound on waiting for any one thing in these tests.
@@ -180,7 +183,9 @@ async fn invalid_namespaces_are_refused_before_any_request() {
         long.as_str(),
     ] {
         let pods: Api<Pod> = Api::namespaced(client.clone(), ns);
-        let e = within(pods.list(&ListParams::default())).await.unwrap_err();
+        let e = within(pods.list_rich(&ListParams::default()))
+            .await
+            .unwrap_err();
         match &e {
             Error::InvalidName {
                 what: "namespace",
@@ -190,14 +195,14 @@ async fn invalid_namespaces_are_refused_before_any_request() {
             other => panic!("{ns:?}: {other:?}"),
         }
         assert!(!e.is_retryable(), "{e}");
-        let e = within(pods.watch(&WatchParams::default()))
+        let e = within(pods.watch_rich(&WatchParams::default()))
             .await
             .err()
             .unwrap();
         assert_invalid(&e, "namespace", ns);
         let dynamic =
             Api::<DynamicObject>::namespaced_with(client.clone(), ns, &ApiResource::of::<Pod>());
-        let e = within(dynamic.list(&ListParams::default()))
+        let e = within(dynamic.list_rich(&ListParams::default()))
             .await
             .unwrap_err();
         assert_invalid(&e, "namespace", ns);
@@ -214,7 +219,7 @@ async fn invalid_namespaces_are_refused_before_any_request() {
         ),
     ] {
         let e = within(
-            Api::<DynamicObject>::all_with(client.clone(), &odd).list(&ListParams::default()),
+            Api::<DynamicObject>::all_with(client.clone(), &odd).list_rich(&ListParams::default()),
         )
         .await
         .unwrap_err();
@@ -225,7 +230,7 @@ async fn invalid_namespaces_are_refused_before_any_request() {
     // A valid namespace goes through, in its own path segment.
     let pods: Api<Pod> = Api::namespaced(client.clone(), "shop");
     assert_eq!(
-        within(pods.list(&ListParams::default()))
+        within(pods.list_rich(&ListParams::default()))
             .await
             .unwrap()
             .items
@@ -234,7 +239,7 @@ async fn invalid_namespaces_are_refused_before_any_request() {
     );
     // For a cluster-scoped resource the namespace is not used, so not checked.
     let namespaces: Api<Namespace> = Api::namespaced(client, "not a namespace");
-    let _ = within(namespaces.list(&ListParams::default())).await;
+    let _ = within(namespaces.list_rich(&ListParams::default())).await;
     let heads = server.heads.lock().unwrap().clone();
     assert!(
         heads[0].starts_with("get /api/v1/namespaces/shop/pods "),
@@ -271,7 +276,9 @@ async fn a_gzip_body_inflating_past_the_cap_is_refused() {
     let mut config = server.config();
     config.max_list_body = 1 << 20;
     let pods: Api<Pod> = Api::all(Client::new(config).unwrap());
-    let e = within(pods.list(&ListParams::default())).await.unwrap_err();
+    let e = within(pods.list_rich(&ListParams::default()))
+        .await
+        .unwrap_err();
     assert!(matches!(e, Error::BodyTooLarge { limit: 1048576 }), "{e}");
     assert!(!e.is_retryable());
 
@@ -280,7 +287,7 @@ async fn a_gzip_body_inflating_past_the_cap_is_refused() {
     config.max_list_body = 16 << 20;
     let pods: Api<Pod> = Api::all(Client::new(config).unwrap());
     assert!(
-        within(pods.list(&ListParams::default()))
+        within(pods.list_rich(&ListParams::default()))
             .await
             .unwrap()
             .items
@@ -297,7 +304,9 @@ async fn a_plain_body_past_the_cap_is_refused_by_its_length() {
     let mut config = server.config();
     config.max_list_body = 1 << 20;
     let pods: Api<Pod> = Api::all(Client::new(config).unwrap());
-    let e = within(pods.list(&ListParams::default())).await.unwrap_err();
+    let e = within(pods.list_rich(&ListParams::default()))
+        .await
+        .unwrap_err();
     assert!(matches!(e, Error::BodyTooLarge { limit: 1048576 }), "{e}");
 }
 
@@ -307,7 +316,9 @@ async fn a_server_that_never_answers_times_out_typed_and_retryable() {
     let mut config = server.config();
     config.response_header_timeout = SHORT;
     let pods: Api<Pod> = Api::all(Client::new(config).unwrap());
-    let e = within(pods.list(&ListParams::default())).await.unwrap_err();
+    let e = within(pods.list_rich(&ListParams::default()))
+        .await
+        .unwrap_err();
     match &e {
         Error::Timeout {
             waiting_for: "the response headers",
@@ -316,7 +327,7 @@ async fn a_server_that_never_answers_times_out_typed_and_retryable() {
         other => panic!("{other:?}"),
     }
     assert!(e.is_retryable() && !e.is_resumable(), "{e}");
-    let e = within(pods.watch(&WatchParams::default()))
+    let e = within(pods.watch_rich(&WatchParams::default()))
         .await
         .err()
         .unwrap();
@@ -338,7 +349,9 @@ async fn a_stalled_tls_handshake_hits_the_connect_timeout() {
     let mut config = Config::new(format!("https://{}", server.addr));
     config.connect_timeout = SHORT;
     let pods: Api<Pod> = Api::all(Client::new(config).unwrap());
-    let e = within(pods.list(&ListParams::default())).await.unwrap_err();
+    let e = within(pods.list_rich(&ListParams::default()))
+        .await
+        .unwrap_err();
     match &e {
         Error::Timeout {
             waiting_for: "a connection",
@@ -356,7 +369,9 @@ async fn a_list_body_that_stalls_times_out() {
     let mut config = server.config();
     config.list_progress_timeout = SHORT;
     let pods: Api<Pod> = Api::all(Client::new(config).unwrap());
-    let e = within(pods.list(&ListParams::default())).await.unwrap_err();
+    let e = within(pods.list_rich(&ListParams::default()))
+        .await
+        .unwrap_err();
     assert!(
         matches!(e, Error::Timeout { waiting_for: "the next bytes of the response body", limit } if limit == SHORT),
         "{e}"
@@ -367,7 +382,9 @@ async fn a_list_body_that_stalls_times_out() {
     let mut config = server.config();
     config.request_timeout = Some(SHORT);
     let pods: Api<Pod> = Api::all(Client::new(config).unwrap());
-    let e = within(pods.list(&ListParams::default())).await.unwrap_err();
+    let e = within(pods.list_rich(&ListParams::default()))
+        .await
+        .unwrap_err();
     assert!(
         matches!(e, Error::Timeout { waiting_for: "the whole request", limit } if limit == SHORT),
         "{e}"
@@ -382,7 +399,9 @@ async fn an_error_answer_whose_body_stalls_still_maps_to_its_status() {
     let mut config = server.config();
     config.list_progress_timeout = SHORT;
     let pods: Api<Pod> = Api::all(Client::new(config).unwrap());
-    let e = within(pods.list(&ListParams::default())).await.unwrap_err();
+    let e = within(pods.list_rich(&ListParams::default()))
+        .await
+        .unwrap_err();
     assert!(matches!(e, Error::ServerError { code: 503, .. }), "{e}");
     assert_eq!(e.retry_after(), Some(Duration::from_secs(4)));
 }
@@ -394,7 +413,9 @@ async fn a_silent_watch_ends_with_an_idle_timeout_tied_to_timeout_seconds() {
     config.watch_idle_timeout = SHORT;
     config.watch_idle_margin = Duration::from_millis(200);
     let pods: Api<Pod> = Api::all(Client::new(config).unwrap());
-    let mut events = within(pods.watch(&WatchParams::default())).await.unwrap();
+    let mut events = within(pods.watch_rich(&WatchParams::default()))
+        .await
+        .unwrap();
     match within(events.next()).await {
         Some(Err(e @ Error::IdleTimeout { idle })) => {
             assert_eq!(idle, SHORT);
@@ -404,7 +425,7 @@ async fn a_silent_watch_ends_with_an_idle_timeout_tied_to_timeout_seconds() {
     }
     assert!(within(events.next()).await.is_none());
 
-    let mut events = within(pods.watch(&WatchParams {
+    let mut events = within(pods.watch_rich(&WatchParams {
         timeout_seconds: Some(1),
         ..WatchParams::default()
     }))
@@ -433,7 +454,9 @@ async fn the_defaults_bound_every_wait() {
 #[tokio::test]
 async fn a_bad_url_is_not_retryable() {
     let pods: Api<Pod> = Api::all(Client::new(Config::new("http://exa mple:80")).unwrap());
-    let e = within(pods.list(&ListParams::default())).await.unwrap_err();
+    let e = within(pods.list_rich(&ListParams::default()))
+        .await
+        .unwrap_err();
     assert!(matches!(e, Error::InvalidRequest { .. }), "{e:?}");
     assert!(!e.is_retryable(), "{e}");
 }
@@ -479,7 +502,9 @@ async fn a_hung_exec_plugin_is_killed_after_its_timeout() {
     let mut config = exec_config(&server, &hung);
     config.exec_timeout = Duration::from_millis(500);
     let pods: Api<Pod> = Api::all(Client::new(config).unwrap());
-    let e = within(pods.list(&ListParams::default())).await.unwrap_err();
+    let e = within(pods.list_rich(&ListParams::default()))
+        .await
+        .unwrap_err();
     match &e {
         Error::ExecTimeout { command, timeout } => {
             assert_eq!(command, &hung.display().to_string());
@@ -508,7 +533,9 @@ async fn a_hung_exec_plugin_is_killed_after_its_timeout() {
         "#!/bin/sh\necho 'login expired' >&2\nexit 1\n",
     );
     let pods: Api<Pod> = Api::all(Client::new(exec_config(&server, &failing)).unwrap());
-    let e = within(pods.list(&ListParams::default())).await.unwrap_err();
+    let e = within(pods.list_rich(&ListParams::default()))
+        .await
+        .unwrap_err();
     assert!(matches!(e, Error::Auth { .. }) && !e.is_retryable(), "{e}");
     assert!(e.to_string().contains("login expired"), "{e}");
 }
@@ -545,7 +572,7 @@ async fn nameless_objects_are_decode_errors_not_cache_entries() {
         ("no-metadata", "items[1] has no metadata.name"),
         ("namespaceless", "items[1] has no metadata.namespace"),
     ] {
-        let e = within(pods.list(&ListParams {
+        let e = within(pods.list_rich(&ListParams {
             label_selector: Some(selector.into()),
             ..ListParams::default()
         }))
@@ -555,7 +582,9 @@ async fn nameless_objects_are_decode_errors_not_cache_entries() {
         assert!(e.to_string().contains(want), "{selector}: {e}");
         assert!(!e.is_retryable());
     }
-    let mut events = within(pods.watch(&WatchParams::default())).await.unwrap();
+    let mut events = within(pods.watch_rich(&WatchParams::default()))
+        .await
+        .unwrap();
     assert!(matches!(
         within(events.next()).await,
         Some(Ok(WatchEvent::Added(_)))
@@ -606,11 +635,15 @@ const HTML: &[u8] =
 async fn a_200_with_html_is_a_decode_error_for_lists_and_watches() {
     let server = Hostile::start(true, |_| Reply::Bytes(typed_answer("text/html", HTML))).await;
     let pods: Api<Pod> = Api::all(Client::new(server.config()).unwrap());
-    let e = within(pods.list(&ListParams::default())).await.unwrap_err();
+    let e = within(pods.list_rich(&ListParams::default()))
+        .await
+        .unwrap_err();
     assert!(matches!(e, Error::Decode { what: "list", .. }), "{e:?}");
     assert!(!e.is_retryable() && !e.is_resumable(), "{e}");
 
-    let mut events = within(pods.watch(&WatchParams::default())).await.unwrap();
+    let mut events = within(pods.watch_rich(&WatchParams::default()))
+        .await
+        .unwrap();
     match within(events.next()).await {
         Some(Err(
             e @ Error::Decode {
@@ -647,15 +680,19 @@ async fn the_content_type_is_not_checked_the_body_decides() {
     })
     .await;
     let pods: Api<Pod> = Api::all(Client::new(server.config()).unwrap());
-    let list = within(pods.list(&ListParams::default())).await.unwrap();
+    let list = within(pods.list_rich(&ListParams::default()))
+        .await
+        .unwrap();
     assert_eq!(list.items.len(), 1);
-    let mut events = within(pods.watch(&WatchParams::default())).await.unwrap();
+    let mut events = within(pods.watch_rich(&WatchParams::default()))
+        .await
+        .unwrap();
     assert!(matches!(
         within(events.next()).await,
         Some(Ok(WatchEvent::Added(_)))
     ));
     assert!(within(events.next()).await.is_none());
-    let e = within(pods.list(&ListParams {
+    let e = within(pods.list_rich(&ListParams {
         label_selector: Some("protobuf".into()),
         ..ListParams::default()
     }))
@@ -691,9 +728,13 @@ async fn a_chunked_body_that_never_ends_stops_at_a_limit() {
     config.max_list_body = 1 << 20;
     config.max_watch_line = 1 << 20;
     let pods: Api<Pod> = Api::all(Client::new(config).unwrap());
-    let e = within(pods.list(&ListParams::default())).await.unwrap_err();
+    let e = within(pods.list_rich(&ListParams::default()))
+        .await
+        .unwrap_err();
     assert!(matches!(e, Error::BodyTooLarge { limit: 1048576 }), "{e:?}");
-    let mut events = within(pods.watch(&WatchParams::default())).await.unwrap();
+    let mut events = within(pods.watch_rich(&WatchParams::default()))
+        .await
+        .unwrap();
     match within(events.next()).await {
         Some(Err(Error::LineTooLong {
             line: 1,
@@ -712,7 +753,9 @@ async fn a_chunked_list_that_stops_before_its_last_chunk_times_out() {
     let mut config = server.config();
     config.list_progress_timeout = SHORT;
     let pods: Api<Pod> = Api::all(Client::new(config).unwrap());
-    let e = within(pods.list(&ListParams::default())).await.unwrap_err();
+    let e = within(pods.list_rich(&ListParams::default()))
+        .await
+        .unwrap_err();
     assert!(
         matches!(e, Error::Timeout { waiting_for: "the next bytes of the response body", limit } if limit == SHORT),
         "{e:?}"
@@ -740,7 +783,9 @@ async fn a_50_mb_watch_line_is_refused_at_the_default_line_limit() {
     })
     .await;
     let pods: Api<Pod> = Api::all(Client::new(server.config()).unwrap());
-    let mut events = within(pods.watch(&WatchParams::default())).await.unwrap();
+    let mut events = within(pods.watch_rich(&WatchParams::default()))
+        .await
+        .unwrap();
     assert!(matches!(
         within(events.next()).await,
         Some(Ok(WatchEvent::Added(_)))
@@ -771,7 +816,7 @@ async fn events_a_server_should_not_send_reach_the_caller_as_sent() {
     .await;
     let pods: Api<Pod> = Api::all(Client::new(server.config()).unwrap());
     let events: Vec<_> = within(
-        within(pods.watch(&WatchParams::default()))
+        within(pods.watch_rich(&WatchParams::default()))
             .await
             .unwrap()
             .take(5)

@@ -3,6 +3,8 @@
 //! and exec plugins run with their environment and `KUBERNETES_EXEC_INFO`, under a timeout, each
 //! failure one error that names the plugin and never quotes what it printed on stdout.
 
+mod support;
+
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -12,6 +14,7 @@ use kinformer_client::{Api, AuthConfig, Client, Config, Error, ExecConfig, ExecE
 use kinformer_client::{Kubeconfig, KubeconfigOptions};
 use kinformer_core::ListParams;
 use kinformer_sim::{Auth, SimConfig, SimServer};
+use support::RichErrors as _;
 
 /// The bound on anything these tests wait for.
 const BOUND: Duration = Duration::from_secs(20);
@@ -28,7 +31,7 @@ async fn tls_sim(auth: Auth) -> SimServer {
 
 async fn list(config: Config) -> Result<(), Error> {
     let pods: Api<Pod> = Api::all(Client::new(config)?);
-    tokio::time::timeout(BOUND, pods.list(&ListParams::default()))
+    tokio::time::timeout(BOUND, pods.list_rich(&ListParams::default()))
         .await
         .expect("the list ends within the bound")
         .map(drop)

@@ -1,6 +1,8 @@
 //! The client against the simulated API server over real HTTP and HTTPS on 127.0.0.1: lists,
 //! watches and their faults, TLS, and every way of authenticating.
 
+mod support;
+
 use std::collections::BTreeSet;
 use std::path::Path;
 use std::sync::Arc;
@@ -8,9 +10,7 @@ use std::time::Duration;
 
 use futures_util::StreamExt;
 use k8s_openapi::api::core::v1::{ConfigMap, Pod};
-use kinformer_client::{
-    Api, AuthConfig, Client, Config, Error, Kubeconfig, KubeconfigOptions, WatchStream,
-};
+use kinformer_client::{Api, AuthConfig, Client, Config, Error, Kubeconfig, KubeconfigOptions};
 use kinformer_core::list_watch::{DEFAULT_PAGE_SIZE, Pager, list_all};
 use kinformer_core::{
     ApiResource, DynamicObject, ListParams, Object, PartialObjectMetadata, Scope, WatchEvent,
@@ -18,6 +18,7 @@ use kinformer_core::{
 };
 use kinformer_sim::{Auth, RequestKind, SimConfig, SimServer};
 use serde_json::json;
+use support::{Events, RichErrors as _};
 
 /// The bound on waiting for any one thing in these tests.
 const BOUND: Duration = Duration::from_secs(10);
@@ -37,14 +38,14 @@ fn client_of(sim: &SimServer) -> Client {
 }
 
 /// The next item of a watch, failing the test if none comes within the bound.
-async fn next<K>(s: &mut WatchStream<K>) -> Option<Result<WatchEvent<K>, Error>> {
+async fn next<K>(s: &mut Events<K>) -> Option<Result<WatchEvent<K>, Error>> {
     tokio::time::timeout(BOUND, s.next())
         .await
         .expect("watch produced nothing within the bound")
 }
 
 /// The next event that is not a bookmark.
-async fn next_change<K>(s: &mut WatchStream<K>) -> Option<Result<WatchEvent<K>, Error>> {
+async fn next_change<K>(s: &mut Events<K>) -> Option<Result<WatchEvent<K>, Error>> {
     for _ in 0..1000 {
         match next(s).await {
             Some(Ok(WatchEvent::Bookmark(_))) => continue,
@@ -128,13 +129,13 @@ async fn dynamic_list_with_selectors_and_metadata_only() {
     };
 
     let all = Api::<DynamicObject>::all_with(client.clone(), &widgets);
-    let page = all.list(&ListParams::default()).await.unwrap();
+    let page = all.list_rich(&ListParams::default()).await.unwrap();
     assert_eq!(names(&page.items), ["w1", "w2", "w3", "w4"]);
     assert_eq!(page.items[0].data["spec"]["size"], 3);
     assert_eq!(page.items[0].types.kind, "Widget");
 
     let selected = all
-        .list(&ListParams {
+        .list_rich(&ListParams {
             label_selector: Some("tier in (web,cache)".into()),
             ..ListParams::default()
         })
@@ -142,7 +143,7 @@ async fn dynamic_list_with_selectors_and_metadata_only() {
         .unwrap();
     assert_eq!(names(&selected.items), ["w1", "w3", "w4"]);
     let by_field = all
-        .list(&ListParams {
+        .list_rich(&ListParams {
             field_selector: Some("metadata.name!=w3".into()),
             ..ListParams::default()
         })
@@ -152,7 +153,7 @@ async fn dynamic_list_with_selectors_and_metadata_only() {
 
     let in_b = Api::<DynamicObject>::namespaced_with(client.clone(), "b", &widgets);
     assert_eq!(
-        names(&in_b.list(&ListParams::default()).await.unwrap().items),
+        names(&in_b.list_rich(&ListParams::default()).await.unwrap().items),
         ["w3", "w4"]
     );
 
@@ -162,7 +163,7 @@ async fn dynamic_list_with_selectors_and_metadata_only() {
     assert_eq!(meta_names, ["w1", "w2"]);
     assert_eq!(page.items[0].labels()["tier"], "web");
     let mut events = meta
-        .watch(&WatchParams {
+        .watch_rich(&WatchParams {
             resource_version: Some(page.resource_version.to_string()),
             ..WatchParams::default()
         })
@@ -177,7 +178,7 @@ async fn dynamic_list_with_selectors_and_metadata_only() {
 
     let missing = ApiResource::new("example.com", "v1", "Gadget", "gadgets", Scope::Namespaced);
     let err = Api::<DynamicObject>::all_with(client, &missing)
-        .list(&ListParams::default())
+        .list_rich(&ListParams::default())
         .await
         .unwrap_err();
     assert!(matches!(err, Error::NotFound { .. }), "{err}");
@@ -198,7 +199,7 @@ async fn expired_continue_token_falls_back_to_a_full_list() {
     sim.faults().compact_now();
     // The raw continue request is refused with 410...
     let raw = pods
-        .list(&ListParams {
+        .list_rich(&ListParams {
             limit: Some(20),
             continue_token: first.list.continue_token.clone(),
             ..ListParams::default()
@@ -223,12 +224,12 @@ async fn watch_delivers_every_event_type_and_bookmarks() {
     let cm = ApiResource::of::<ConfigMap>();
     let api: Api<ConfigMap> = Api::namespaced(client_of(&sim), "default");
     let start = api
-        .list(&ListParams::default())
+        .list_rich(&ListParams::default())
         .await
         .unwrap()
         .resource_version;
     let mut events = api
-        .watch(&WatchParams {
+        .watch_rich(&WatchParams {
             resource_version: Some(start.to_string()),
             allow_watch_bookmarks: true,
             ..WatchParams::default()
@@ -278,7 +279,7 @@ async fn watch_gone_arrives_as_an_error_event() {
     let sim = sim(SimConfig::default()).await;
     let pods: Api<Pod> = Api::all(client_of(&sim));
     sim.faults().gone_next_watch();
-    let mut events = pods.watch(&WatchParams::default()).await.unwrap();
+    let mut events = pods.watch_rich(&WatchParams::default()).await.unwrap();
     match next(&mut events).await {
         Some(Ok(WatchEvent::Error(status))) => assert!(status.is_gone(), "{status:?}"),
         other => panic!("{other:?}"),
@@ -292,7 +293,7 @@ async fn watch_gone_arrives_as_an_error_event() {
     sim.store().seed_pods(5, 1);
     sim.faults().compact_now();
     match pods
-        .watch(&WatchParams {
+        .watch_rich(&WatchParams {
             resource_version: Some("1".into()),
             ..WatchParams::default()
         })
@@ -311,7 +312,7 @@ async fn watch_ends_cleanly_at_timeout_seconds_and_after_a_closed_stream() {
     let sim = sim(SimConfig::default()).await;
     let api: Api<ConfigMap> = Api::all(client_of(&sim));
     let mut events = api
-        .watch(&WatchParams {
+        .watch_rich(&WatchParams {
             timeout_seconds: Some(1),
             ..WatchParams::default()
         })
@@ -325,7 +326,7 @@ async fn watch_ends_cleanly_at_timeout_seconds_and_after_a_closed_stream() {
     assert!(started.elapsed() >= Duration::from_millis(900));
 
     sim.faults().close_watches_after_events(2);
-    let mut events = api.watch(&WatchParams::default()).await.unwrap();
+    let mut events = api.watch_rich(&WatchParams::default()).await.unwrap();
     let cm = ApiResource::of::<ConfigMap>();
     for i in 0..3 {
         sim.store()
@@ -354,7 +355,7 @@ async fn stalled_watch_hits_the_idle_timeout() {
     config.watch_idle_timeout = Duration::from_secs(1);
     let api: Api<ConfigMap> = Api::all(Client::new(config).unwrap());
     let mut events = api
-        .watch(&WatchParams {
+        .watch_rich(&WatchParams {
             allow_watch_bookmarks: true,
             ..WatchParams::default()
         })
@@ -395,7 +396,7 @@ async fn watch_with_fault(
     let api: Api<ConfigMap> = Api::all(client);
     let from = sim.store().resource_version().to_string();
     let mut events = api
-        .watch(&WatchParams {
+        .watch_rich(&WatchParams {
             resource_version: Some(from),
             ..WatchParams::default()
         })
@@ -494,20 +495,24 @@ async fn error_answers_say_what_to_do() {
     let sim = sim(SimConfig::default()).await;
     let pods: Api<Pod> = Api::all(client_of(&sim));
     sim.faults().fail_next(RequestKind::List, 429, 1, Some(2));
-    let e = pods.list(&ListParams::default()).await.unwrap_err();
+    let e = pods.list_rich(&ListParams::default()).await.unwrap_err();
     assert!(matches!(e, Error::Throttled { .. }), "{e}");
     assert_eq!(e.retry_after(), Some(Duration::from_secs(2)));
     sim.faults().fail_next(RequestKind::Watch, 503, 1, None);
-    let e = pods.watch(&WatchParams::default()).await.err().unwrap();
+    let e = pods
+        .watch_rich(&WatchParams::default())
+        .await
+        .err()
+        .unwrap();
     assert!(
         matches!(e, Error::ServerError { code: 503, .. }) && e.is_retryable(),
         "{e}"
     );
-    assert!(pods.list(&ListParams::default()).await.is_ok());
+    assert!(pods.list_rich(&ListParams::default()).await.is_ok());
 
     let past = sim.store().resource_version() + 1000;
     let e = pods
-        .list(&ListParams {
+        .list_rich(&ListParams {
             resource_version: Some(past.to_string()),
             ..ListParams::default()
         })
@@ -519,7 +524,7 @@ async fn error_answers_say_what_to_do() {
     sim.shutdown().await;
     let closed = Client::new(Config::new(format!("http://127.0.0.1:{port}"))).unwrap();
     let e = Api::<Pod>::all(closed)
-        .list(&ListParams::default())
+        .list_rich(&ListParams::default())
         .await
         .unwrap_err();
     assert!(
@@ -541,14 +546,14 @@ async fn bearer_token_and_basic_auth() {
     let client = Client::new(config.clone()).unwrap();
     assert!(!format!("{client:?}").contains("good-token"));
     Api::<Pod>::all(client)
-        .list(&ListParams::default())
+        .list_rich(&ListParams::default())
         .await
         .unwrap();
 
     let mut wrong = config.clone();
     wrong.auth = AuthConfig::Token("bad-token".into());
     let e = Api::<Pod>::all(Client::new(wrong).unwrap())
-        .list(&ListParams::default())
+        .list_rich(&ListParams::default())
         .await
         .unwrap_err();
     assert!(matches!(e, Error::Unauthorized { .. }), "{e}");
@@ -561,7 +566,7 @@ async fn bearer_token_and_basic_auth() {
     let basic = config_of(&sim);
     assert!(!format!("{basic:?}").contains("pw-123"));
     Api::<Pod>::all(Client::new(basic).unwrap())
-        .list(&ListParams::default())
+        .list_rich(&ListParams::default())
         .await
         .unwrap();
     let mut wrong = config;
@@ -570,7 +575,7 @@ async fn bearer_token_and_basic_auth() {
         password: "nope".into(),
     };
     let e = Api::<Pod>::all(Client::new(wrong).unwrap())
-        .list(&ListParams::default())
+        .list_rich(&ListParams::default())
         .await
         .unwrap_err();
     assert!(matches!(e, Error::Unauthorized { .. }), "{e}");
@@ -589,16 +594,16 @@ async fn token_file_rotation_is_followed() {
     let mut config = config_of(&sim);
     config.auth = AuthConfig::TokenFile(token.clone());
     let pods: Api<Pod> = Api::all(Client::new(config).unwrap());
-    pods.list(&ListParams::default()).await.unwrap();
+    pods.list_rich(&ListParams::default()).await.unwrap();
     for i in 2..5 {
         let t = format!("token-{i}");
         sim.set_auth(Auth::BearerToken(t.clone()));
         std::fs::write(&token, format!("{t}\n")).unwrap();
-        pods.list(&ListParams::default()).await.unwrap();
+        pods.list_rich(&ListParams::default()).await.unwrap();
     }
     // A token the server no longer accepts, and no new one: 401 after one refresh.
     sim.set_auth(Auth::BearerToken("token-99".into()));
-    let e = pods.list(&ListParams::default()).await.unwrap_err();
+    let e = pods.list_rich(&ListParams::default()).await.unwrap_err();
     assert!(matches!(e, Error::Unauthorized { .. }), "{e}");
 }
 
@@ -618,14 +623,14 @@ async fn client_certificate_auth() {
         .expect("kubeconfig has a client certificate");
     assert!(!format!("{config:?}").contains(id.key_pem.expose().lines().nth(1).unwrap()));
     Api::<Pod>::all(Client::new(config.clone()).unwrap())
-        .list(&ListParams::default())
+        .list_rich(&ListParams::default())
         .await
         .unwrap();
 
     let mut without = config.clone();
     without.client_identity = None;
     let e = Api::<Pod>::all(Client::new(without).unwrap())
-        .list(&ListParams::default())
+        .list_rich(&ListParams::default())
         .await
         .unwrap_err();
     assert!(matches!(e, Error::Unauthorized { .. }), "{e}");
@@ -642,7 +647,7 @@ async fn client_certificate_auth() {
         key_pem: key.serialize_pem().into(),
     });
     let e = Api::<Pod>::all(Client::new(other).unwrap())
-        .list(&ListParams::default())
+        .list_rich(&ListParams::default())
         .await
         .unwrap_err();
     assert!(!matches!(e, Error::Gone { .. }), "{e}");
@@ -658,7 +663,7 @@ async fn server_verification_wrong_ca_insecure_skip_and_server_name() {
     let good = config_of(&sim);
     let list = |config: Config| async move {
         Api::<Pod>::all(Client::new(config).unwrap())
-            .list(&ListParams::default())
+            .list_rich(&ListParams::default())
             .await
     };
     list(good.clone()).await.unwrap();
@@ -763,8 +768,8 @@ async fn exec_plugin_credentials_are_cached_expire_and_rerun_on_401() {
             ))
             .unwrap(),
         );
-        pods.list(&ListParams::default()).await.unwrap();
-        pods.list(&ListParams::default()).await.unwrap();
+        pods.list_rich(&ListParams::default()).await.unwrap();
+        pods.list_rich(&ListParams::default()).await.unwrap();
         assert_eq!(runs(dir.path()), 1, "{api}");
         let info: serde_json::Value =
             serde_json::from_str(&std::fs::read_to_string(dir.path().join("info")).unwrap())
@@ -778,9 +783,9 @@ async fn exec_plugin_credentials_are_cached_expire_and_rerun_on_401() {
 
         // Rotated on the server: the 401 re-runs the plugin once and the request succeeds.
         sim.set_auth(Auth::BearerToken("tok-2".into()));
-        pods.list(&ListParams::default()).await.unwrap();
+        pods.list_rich(&ListParams::default()).await.unwrap();
         assert_eq!(runs(dir.path()), 2);
-        pods.list(&ListParams::default()).await.unwrap();
+        pods.list_rich(&ListParams::default()).await.unwrap();
         assert_eq!(runs(dir.path()), 2, "the new credential is cached");
 
         // An expired credential is fetched again before every request.
@@ -800,8 +805,8 @@ async fn exec_plugin_credentials_are_cached_expire_and_rerun_on_401() {
             ))
             .unwrap(),
         );
-        pods.list(&ListParams::default()).await.unwrap();
-        pods.list(&ListParams::default()).await.unwrap();
+        pods.list_rich(&ListParams::default()).await.unwrap();
+        pods.list_rich(&ListParams::default()).await.unwrap();
         assert_eq!(runs(dir.path()), 2);
     }
 }
@@ -816,7 +821,7 @@ async fn exec_plugin_failures_are_reported() {
     std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
     let config = exec_kubeconfig(&sim, dir.path(), "client.authentication.k8s.io/v1", "");
     let e = Api::<Pod>::all(Client::new(config).unwrap())
-        .list(&ListParams::default())
+        .list_rich(&ListParams::default())
         .await
         .unwrap_err();
     assert!(matches!(e, Error::Auth { .. }), "{e}");
@@ -829,7 +834,7 @@ async fn exec_plugin_failures_are_reported() {
         exec.install_hint = Some("install it from the vendor".into());
     }
     let e = Api::<Pod>::all(Client::new(config).unwrap())
-        .list(&ListParams::default())
+        .list_rich(&ListParams::default())
         .await
         .unwrap_err();
     assert!(
@@ -869,10 +874,10 @@ async fn requests_are_traced_and_watches_use_http2_over_tls() {
         .finish();
     let _guard = tracing::subscriber::set_default(subscriber);
     let api: Api<ConfigMap> = Api::namespaced(client_of(&sim), "default");
-    api.list(&ListParams::default()).await.unwrap();
+    api.list_rich(&ListParams::default()).await.unwrap();
     let mut watches = Vec::new();
     for _ in 0..3 {
-        watches.push(api.watch(&WatchParams::default()).await.unwrap());
+        watches.push(api.watch_rich(&WatchParams::default()).await.unwrap());
     }
     let log = String::from_utf8(captured.0.lock().unwrap().clone()).unwrap();
     let lines: Vec<&str> = log.lines().filter(|l| l.ends_with(": response")).collect();
@@ -927,7 +932,7 @@ async fn exec_plugin_can_hand_out_a_client_certificate() {
         cluster: None,
     };
     Api::<Pod>::all(Client::new(config).unwrap())
-        .list(&ListParams::default())
+        .list_rich(&ListParams::default())
         .await
         .unwrap();
 }
@@ -1003,9 +1008,9 @@ fn respond_gzip_or_plain(head: &str) -> Vec<u8> {
 async fn lists_accept_gzip_and_watches_ask_for_identity() {
     let (addr, seen) = raw_server(respond_gzip_or_plain).await;
     let api: Api<ConfigMap> = Api::all(Client::new(Config::new(format!("http://{addr}"))).unwrap());
-    let list = api.list(&ListParams::default()).await.unwrap();
+    let list = api.list_rich(&ListParams::default()).await.unwrap();
     assert_eq!(list.items[0].name(), "zipped");
-    let mut events = api.watch(&WatchParams::default()).await.unwrap();
+    let mut events = api.watch_rich(&WatchParams::default()).await.unwrap();
     assert!(
         matches!(next(&mut events).await, Some(Ok(WatchEvent::Added(o))) if o.name() == "plain")
     );
@@ -1027,7 +1032,11 @@ async fn proxy_url_routes_requests_through_the_proxy() {
     config.proxy_url = Some(format!("http://{addr}"));
     let api: Api<ConfigMap> = Api::all(Client::new(config).unwrap());
     assert_eq!(
-        api.list(&ListParams::default()).await.unwrap().items.len(),
+        api.list_rich(&ListParams::default())
+            .await
+            .unwrap()
+            .items
+            .len(),
         1
     );
     let heads = seen.lock().unwrap().clone();

@@ -103,7 +103,7 @@ impl<K: Object + DeserializeOwned> ObjectList<K> {
     /// An item without a `metadata.name` is an [`Error::Decode`] naming the item (`items[3]`):
     /// the API server never sends one, and a cache would file it under an empty key.
     pub fn from_json(body: &[u8]) -> Result<Self, Error> {
-        Self::decode(body, None, 1)
+        Self::decode(body, None)
     }
 
     /// Like [`from_json`](Self::from_json), and for a [`Scope::Namespaced`] resource an item
@@ -118,67 +118,12 @@ impl<K: Object + DeserializeOwned> ObjectList<K> {
     /// assert!(e.to_string().contains("items[0] has no metadata.namespace"), "{e}");
     /// ```
     pub fn from_json_scoped(body: &[u8], scope: Scope) -> Result<Self, Error> {
-        Self::decode(body, Some(scope), 1)
+        Self::decode(body, Some(scope))
     }
 
-    /// Like [`from_json_scoped`](Self::from_json_scoped), with the same result and errors, but
-    /// with the items split among up to `workers` threads, scoped to this call: the items are
-    /// decoded straight from `body`, never copied, and keep their order; an error names the
-    /// first bad item. A page of few items uses fewer threads (at least 32 items each).
-    ///
-    /// It blocks until every item is decoded. From async code, decode the runs of a
-    /// [`ListPage`] as tasks instead, as the HTTP client does: objects decoded on threads of their
-    /// own are allocated from those threads' allocator arenas, which the watch's later objects do
-    /// not reuse.
-    ///
-    /// ```
-    /// use kinformer_core::{DynamicObject, ObjectList, Scope};
-    ///
-    /// let items: Vec<String> = (0..100).map(|i| format!(r#"{{"metadata":{{"name":"o{i}"}}}}"#)).collect();
-    /// let body = format!(r#"{{"metadata":{{"resourceVersion":"9"}},"items":[{}]}}"#, items.join(","));
-    /// let list = ObjectList::<DynamicObject>::from_json_scoped_parallel(body.as_bytes(), Scope::Cluster, 4).unwrap();
-    /// assert_eq!(list.items.len(), 100);
-    /// assert_eq!(list.items[99].metadata.name.as_deref(), Some("o99"));
-    /// ```
-    pub fn from_json_scoped_parallel(
-        body: &[u8],
-        scope: Scope,
-        workers: usize,
-    ) -> Result<Self, Error> {
-        Self::decode(body, Some(scope), workers)
-    }
-
-    fn decode(body: &[u8], scope: Option<Scope>, workers: usize) -> Result<Self, Error> {
+    fn decode(body: &[u8], scope: Option<Scope>) -> Result<Self, Error> {
         let page = ListPage::locate(body)?;
-        let n = page.len();
-        let workers = workers.clamp(1, n.div_ceil(ITEMS_PER_WORKER).max(1));
-        let items = if workers == 1 {
-            page.decode_items(body, 0..n, scope)?
-        } else {
-            let per = n.div_ceil(workers);
-            let runs: Vec<Result<Vec<Arc<K>>, _>> = std::thread::scope(|s| {
-                let page = &page;
-                let others: Vec<_> = (1..workers)
-                    .map(|w| {
-                        let run = (w * per).min(n)..((w + 1) * per).min(n);
-                        s.spawn(move || page.decode_items(body, run, scope))
-                    })
-                    .collect();
-                let mut runs = vec![page.decode_items(body, 0..per.min(n), scope)];
-                for other in others {
-                    match other.join() {
-                        Ok(run) => runs.push(run),
-                        Err(panic) => std::panic::resume_unwind(panic),
-                    }
-                }
-                runs
-            });
-            let mut items = Vec::with_capacity(n);
-            for run in runs {
-                items.extend(run?);
-            }
-            items
-        };
+        let items = page.decode_items(body, 0..page.len(), scope)?;
         Ok(page.into_list(items))
     }
 }
@@ -292,9 +237,6 @@ impl ListPage {
         }
     }
 }
-
-/// The fewest items a decode thread is given: fewer would cost more in threads than they save.
-const ITEMS_PER_WORKER: usize = 32;
 
 /// How the server interprets a request's `resourceVersion` (`resourceVersionMatch`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
