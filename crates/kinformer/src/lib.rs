@@ -14,6 +14,8 @@
 //! source), `.queue(..)`, `.cache(..)`, `.handler(..)`. The HTTP client sits behind the default
 //! `client` feature: a pipeline fed from another source compiles without it.
 //!
+//! Controllers take keys from [`workqueue`]: client-go's work queue, with its rate limiters.
+//!
 //! The cached object type is yours to choose: a typed `Pod`, a [`DynamicObject`](core::DynamicObject),
 //! metadata only, or one of the [`compact`] forms (`Compact<Pod>`, `Compressed<Pod>`), which keep
 //! the raw JSON (plain or compressed) with the decoded metadata and decode the typed object only
@@ -42,7 +44,6 @@
 #![forbid(unsafe_code)]
 
 mod builder;
-pub mod workqueue;
 
 /// README.md's Rust examples, compiled as doc tests so they never drift from the code.
 #[cfg(doctest)]
@@ -66,6 +67,8 @@ pub use kinformer_lister as lister;
 pub use kinformer_reflector as reflector;
 #[doc(inline)]
 pub use kinformer_shared_informer as shared_informer;
+#[doc(inline)]
+pub use kinformer_workqueue as workqueue;
 
 pub use builder::{
     DEFAULT_QUEUE_CAPACITY, DefaultInformer, Informer, InformerBuilder, InformerHandle,
@@ -105,6 +108,6 @@ pub mod prelude {
         FilteringHandler, HandlerFns, Registration, ResourceEventHandler, wait_for_cache_sync,
     };
 
-    pub use crate::workqueue::WorkQueue;
+    pub use kinformer_workqueue::{RateLimitingQueue, WorkQueue};
     pub use crate::{Informer, InformerBuilder, InformerHandle};
 }
