@@ -12,7 +12,8 @@
 //! [`Informer::builder`] gives the common case in a few lines, and lets any layer be swapped:
 //! `.list_watch(..)` (any [`ListWatch`](core::ListWatch): the HTTP client's `Api`, or your own
 //! source), `.queue(..)`, `.cache(..)`, `.handler(..)`. The HTTP client sits behind the default
-//! `client` feature: a pipeline fed from another source compiles without it.
+//! `client` feature: a pipeline fed from another source compiles without it. The cache forms
+//! (`kinformer::compact`) sit behind the default `compact` feature.
 //!
 //! Controllers take keys from [`workqueue`]: client-go's work queue, with its rate limiters.
 //!
@@ -53,6 +54,7 @@ pub struct ReadmeDoctests;
 #[cfg(feature = "client")]
 #[doc(inline)]
 pub use kinformer_client as client;
+#[cfg(feature = "compact")]
 #[doc(inline)]
 pub use kinformer_compact as compact;
 #[doc(inline)]
@@ -98,6 +100,7 @@ pub mod prelude {
 
     #[cfg(feature = "client")]
     pub use kinformer_client::{Api, Client};
+    #[cfg(feature = "compact")]
     pub use kinformer_compact::{Compact, Compressed};
     pub use kinformer_core::{
         ApiResource, CacheRead, DeltaObject, DynamicObject, IndexRead, LabelSelector, ListWatch,
@@ -108,6 +111,6 @@ pub mod prelude {
         FilteringHandler, HandlerFns, Registration, ResourceEventHandler, wait_for_cache_sync,
     };
 
-    pub use kinformer_workqueue::{RateLimitingQueue, WorkQueue};
     pub use crate::{Informer, InformerBuilder, InformerHandle};
+    pub use kinformer_workqueue::{RateLimitingQueue, WorkQueue};
 }
