@@ -1,7 +1,8 @@
 //! The pattern every controller author writes next: an informer whose handlers only put keys in
-//! a work queue, and workers that take each key and reconcile it from the lister (the cache),
-//! retrying failures with growing delays. A key changed ten times while queued is reconciled
-//! once, and never by two workers at once.
+//! a rate-limited work queue, and workers that take each key and reconcile it from the lister
+//! (the cache). A failed key comes back after client-go's default controller delays
+//! (`add_rate_limited`), a reconciled one has its failures forgotten (`forget`). A key changed ten
+//! times while queued is reconciled once, and never by two workers at once.
 //!
 //! `cargo run -p kinformer --example controller` against your kubeconfig's cluster, or an
 //! in-process simulated cluster when there is none.
@@ -12,6 +13,9 @@ use k8s_openapi::api::core::v1::Pod;
 use kinformer::indexer::IndexerReader;
 use kinformer::lister::{self, Lister};
 use kinformer::prelude::*;
+
+/// Retries of one key before it is dropped (until its next change queues it again).
+const MAX_RETRIES: u32 = 5;
 
 /// Brings the world in line with one pod: here, it only reports what it would act on.
 fn reconcile(pods: &Lister<Pod, IndexerReader<Pod>>, key: &str) -> Result<(), lister::Error> {
@@ -37,9 +41,10 @@ fn reconcile(pods: &Lister<Pod, IndexerReader<Pod>>, key: &str) -> Result<(), li
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let (client, _sim) = support::connect().await?;
-    let queue: WorkQueue<String> = WorkQueue::new();
+    // client-go's `NewTypedRateLimitingQueue(DefaultTypedControllerRateLimiter())`.
+    let queue: RateLimitingQueue<String> = RateLimitingQueue::new();
 
-    let enqueue = |queue: &WorkQueue<String>| {
+    let enqueue = |queue: &RateLimitingQueue<String>| {
         let queue = queue.clone();
         move |key: ObjectKey| queue.add(key.to_string())
     };
@@ -62,10 +67,17 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             tokio::spawn(async move {
                 while let Some(key) = queue.get().await {
                     match reconcile(&lister, &key) {
+                        // Succeeded: its next failure starts again from the shortest delay.
                         Ok(()) => queue.forget(&key),
-                        Err(e) => {
+                        Err(e) if queue.num_requeues(&key) < MAX_RETRIES => {
                             eprintln!("reconciling {key} failed, will retry: {e}");
                             queue.add_rate_limited(key.clone());
+                        }
+                        Err(e) => {
+                            eprintln!(
+                                "reconciling {key} failed {MAX_RETRIES} times, giving up: {e}"
+                            );
+                            queue.forget(&key);
                         }
                     }
                     queue.done(&key);

@@ -9,13 +9,16 @@
 //!                                                                          '--> handlers
 //! ```
 //!
-//! [`Factory`] gives the common case in a few lines: one informer per type over one client,
-//! started, waited for and stopped together, as client-go's `SharedInformerFactory`.
-//! [`Informer::builder`] builds one informer and lets any layer be swapped: `.list_watch(..)`
-//! (any [`ListWatch`](core::ListWatch): the HTTP client's `Api`, or your own source),
-//! `.events(..)` (any stream of [`StoreEvent`](core::StoreEvent)s, which replaces the reflector
-//! too), `.queue(..)`, `.cache(..)`, `.handler(..)`. The HTTP client sits behind the default
-//! `client` feature: a pipeline fed from another source compiles without it.
+//! `Factory` (with the default `client` feature) gives the common case in a few lines: one
+//! informer per type over one client, started, waited for and stopped together, as client-go's
+//! `SharedInformerFactory`. [`Informer::builder`] builds one informer and lets any layer be
+//! swapped: `.list_watch(..)` (any [`ListWatch`](core::ListWatch): the HTTP client's `Api`, or
+//! your own source), `.events(..)` (any stream of [`StoreEvent`](core::StoreEvent)s, which
+//! replaces the reflector too), `.queue(..)`, `.cache(..)`, `.handler(..)`. The HTTP client sits
+//! behind the default `client` feature: a pipeline fed from another source compiles without it.
+//! The cache forms (`kinformer::compact`) sit behind the default `compact` feature.
+//!
+//! Controllers take keys from [`workqueue`]: client-go's work queue, with its rate limiters.
 //!
 //! The cached object type is yours to choose: a typed `Pod`, a [`DynamicObject`](core::DynamicObject),
 //! metadata only, or one of the [`compact`] forms (`Compact<Pod>`, `Compressed<Pod>`), which keep
@@ -46,7 +49,6 @@
 mod builder;
 #[cfg(feature = "client")]
 mod factory;
-pub mod workqueue;
 
 /// README.md's Rust examples, compiled as doc tests so they never drift from the code.
 #[cfg(doctest)]
@@ -56,6 +58,7 @@ pub struct ReadmeDoctests;
 #[cfg(feature = "client")]
 #[doc(inline)]
 pub use kinformer_client as client;
+#[cfg(feature = "compact")]
 #[doc(inline)]
 pub use kinformer_compact as compact;
 #[doc(inline)]
@@ -70,6 +73,8 @@ pub use kinformer_lister as lister;
 pub use kinformer_reflector as reflector;
 #[doc(inline)]
 pub use kinformer_shared_informer as shared_informer;
+#[doc(inline)]
+pub use kinformer_workqueue as workqueue;
 
 pub use builder::{DEFAULT_QUEUE_CAPACITY, Informer, InformerBuilder, Lister};
 #[cfg(feature = "client")]
@@ -109,6 +114,7 @@ pub mod prelude {
 
     #[cfg(feature = "client")]
     pub use kinformer_client::{Api, Client};
+    #[cfg(feature = "compact")]
     pub use kinformer_compact::{Compact, Compressed};
     pub use kinformer_core::{
         ApiResource, CacheRead, DeltaObject, DynamicObject, IndexRead, LabelSelector, ListWatch,
@@ -121,6 +127,6 @@ pub mod prelude {
 
     #[cfg(feature = "client")]
     pub use crate::Factory;
-    pub use crate::workqueue::WorkQueue;
     pub use crate::{Informer, InformerBuilder, Lister};
+    pub use kinformer_workqueue::{RateLimitingQueue, WorkQueue};
 }
