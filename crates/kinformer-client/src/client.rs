@@ -32,6 +32,16 @@ pub(crate) const ACCEPT_METADATA: &str =
 /// (HTTP/2 when the server offers it, so many watches share one connection).
 ///
 /// Cheap to clone. Most code uses it through [`Api`](crate::Api), which fixes the resource and
+
+/// What a request is, for the headers and limits it gets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Request {
+    /// A list or a document: bounded by the request timeout, compression welcome.
+    List,
+    /// A watch: no request timeout; compressed only when it carries a whole state.
+    Watch { compressible: bool },
+}
+
 /// namespace and implements [`ListWatch`](kinformer_core::list_watch::ListWatch).
 #[derive(Clone)]
 pub struct Client {
@@ -143,7 +153,7 @@ impl Client {
         accept: &'static str,
     ) -> Result<ObjectList<K>, Error> {
         let path = with_query(checked_list_path(resource, namespace)?, &params.to_query());
-        let response = self.send(&path, accept, false).await?;
+        let response = self.send(&path, accept, Request::List).await?;
         let body = self.read_list_body(response).await?;
         let scope = resource.scope;
         let decoded = decode_list(body, scope).await;
@@ -163,7 +173,8 @@ impl Client {
     /// [`list_watch::Error`](kinformer_core::list_watch::Error), with this crate's [`Error`]
     /// inside ([`Error::from_list_watch`]). It has no total deadline. If no bytes arrive for
     /// `timeoutSeconds` plus the configured margin (or the configured idle limit when
-    /// `timeoutSeconds` is not set), it ends with [`Error::IdleTimeout`]. Compression is refused for watches. The namespace is checked
+    /// `timeoutSeconds` is not set), it ends with [`Error::IdleTimeout`]. Compression is refused for watches,
+    /// but for a streaming list (`sendInitialEvents`), which carries the whole state as a list does. The namespace is checked
     /// first, as for [`list`](Self::list); an event whose object has no name (or, for a
     /// namespaced resource, no namespace) ends the stream with [`Error::Decode`] naming the
     /// line.
@@ -191,7 +202,12 @@ impl Client {
         K: Object + DeserializeOwned,
     {
         let path = with_query(checked_list_path(resource, namespace)?, &params.to_query());
-        let response = self.send(&path, accept, true).await?;
+        // A streaming list carries the whole state, as a list does: it may come compressed, as
+        // client-go asks since 1.37. A plain watch may not (its events come one by one).
+        let compressible = params.send_initial_events;
+        let response = self
+            .send(&path, accept, Request::Watch { compressible })
+            .await?;
         let idle = match params.timeout_seconds {
             Some(t) => Duration::from_secs(u64::from(t)) + self.inner.watch_idle_margin,
             None => self.inner.watch_idle_timeout,
@@ -213,7 +229,7 @@ impl Client {
         path: &str,
         what: &'static str,
     ) -> Result<T, Error> {
-        let response = self.send(path, ACCEPT_JSON, false).await?;
+        let response = self.send(path, ACCEPT_JSON, Request::List).await?;
         let body = self.read_list_body(response).await?;
         serde_json::from_slice(&body).map_err(|source| Error::Decode {
             what,
@@ -292,8 +308,9 @@ impl Client {
         &self,
         path: &str,
         accept: &'static str,
-        watch: bool,
+        kind: Request,
     ) -> Result<reqwest::Response, Error> {
+        let watch = matches!(kind, Request::Watch { .. });
         let span = tracing::debug_span!(
             "request",
             method = "GET",
@@ -309,10 +326,19 @@ impl Client {
             let mut refreshed = false;
             loop {
                 let mut request = self.inner.http.get(&url).header(ACCEPT, accept);
-                if watch {
-                    request = request.header(ACCEPT_ENCODING, "identity");
-                } else if let Some(limit) = self.inner.request_timeout {
-                    request = request.timeout(limit);
+                match kind {
+                    // A watch lasts as long as the server keeps it: no request timeout.
+                    Request::Watch { compressible: true } => {}
+                    Request::Watch {
+                        compressible: false,
+                    } => {
+                        request = request.header(ACCEPT_ENCODING, "identity");
+                    }
+                    Request::List => {
+                        if let Some(limit) = self.inner.request_timeout {
+                            request = request.timeout(limit);
+                        }
+                    }
                 }
                 if let Some(auth) = self.inner.credentials.header().await? {
                     request = request.header(AUTHORIZATION, auth);

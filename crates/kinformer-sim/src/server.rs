@@ -331,6 +331,11 @@ fn record(shared: &Shared, parts: &http::request::Parts) {
         method: parts.method.to_string(),
         path: parts.uri.path().to_owned(),
         query,
+        accept_encoding: parts
+            .headers
+            .get(http::header::ACCEPT_ENCODING)
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned),
     });
 }
 

@@ -27,6 +27,8 @@ pub struct RecordedRequest {
     pub path: String,
     /// The query parameters in the order sent, percent-decoded.
     pub query: Vec<(String, String)>,
+    /// The `Accept-Encoding` header, if sent: what the client would take compressed.
+    pub accept_encoding: Option<String>,
 }
 
 impl RecordedRequest {

@@ -127,6 +127,15 @@ fn pod_requests(sim: &SimServer) -> Vec<String> {
         .collect()
 }
 
+/// The `Accept-Encoding` of each pod request, in order.
+fn accept_encodings(sim: &SimServer) -> Vec<String> {
+    sim.requests()
+        .iter()
+        .filter(|r| r.path == "/api/v1/pods")
+        .map(|r| r.accept_encoding.clone().unwrap_or_default())
+        .collect()
+}
+
 async fn client(sim: &SimServer) -> Client {
     Client::new(kinformer::client::Config::new(sim.url())).unwrap()
 }
@@ -144,6 +153,12 @@ async fn streaming_lists_are_the_default_and_a_server_that_refuses_them_is_liste
     assert!(pods.wait_synced(Some(Duration::from_secs(20))).await);
     assert_eq!(pods.cache().list_keys().len(), 5);
     assert_eq!(pod_requests(&sim), ["streaming list"]);
+    // It carries the whole state, as a list does: it may come compressed, as client-go asks.
+    assert!(
+        accept_encodings(&sim)[0].contains("gzip"),
+        "{:?}",
+        accept_encodings(&sim)
+    );
     pods.shutdown().await;
 
     // A server that answers 422, as one without the feature does: listed, then watched, and
@@ -158,6 +173,8 @@ async fn streaming_lists_are_the_default_and_a_server_that_refuses_them_is_liste
     assert_eq!(pods.cache().list_keys().len(), 5);
     eventually("the watch", || pod_requests(&sim).len() == 3).await;
     assert_eq!(pod_requests(&sim), ["streaming list", "list", "watch"]);
+    // A plain watch's events come one by one: never compressed.
+    assert_eq!(accept_encodings(&sim)[2], "identity");
     factory.shutdown().await;
 }
 
