@@ -28,11 +28,6 @@ pub(crate) const ACCEPT_METADATA_LIST: &str =
 pub(crate) const ACCEPT_METADATA: &str =
     "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1,application/json";
 
-/// A client for one API server: lists pages and opens watches over a shared connection pool
-/// (HTTP/2 when the server offers it, so many watches share one connection).
-///
-/// Cheap to clone. Most code uses it through [`Api`](crate::Api), which fixes the resource and
-
 /// What a request is, for the headers and limits it gets.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Request {
@@ -42,6 +37,10 @@ enum Request {
     Watch { compressible: bool },
 }
 
+/// A client for one API server: lists pages and opens watches over a shared connection pool
+/// (HTTP/2 when the server offers it, so many watches share one connection).
+///
+/// Cheap to clone. Most code uses it through [`Api`](crate::Api), which fixes the resource and
 /// namespace and implements [`ListWatch`](kinformer_core::list_watch::ListWatch).
 #[derive(Clone)]
 pub struct Client {
