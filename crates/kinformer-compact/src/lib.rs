@@ -44,7 +44,7 @@
 //! use k8s_openapi::api::core::v1::Pod;
 //! use kinformer_client::{Api, Client};
 //! use kinformer_compact::Compact;
-//! use kinformer_core::{ListParams, Object};
+//! use kinformer_core::{ListParams, ListWatch, Object};
 //!
 //! # async fn run(client: Client) -> Result<(), Box<dyn std::error::Error>> {
 //! let pods = Api::<Compact<Pod>>::all(client);
