@@ -127,7 +127,7 @@ async fn a_handler_added_while_the_consumer_applies_hears_that_change_exactly_on
         .await
         .unwrap();
     // A handler is added now, from another thread; then the consumer goes on.
-    let late = History::default();
+    let late = History::with_format(|h| format!("{} {}", h.verb(), h.key()));
     let adding = std::thread::spawn({
         let informer = Arc::clone(&informer);
         let late = late.clone();
@@ -144,13 +144,7 @@ async fn a_handler_added_while_the_consumer_applies_hears_that_change_exactly_on
     })
     .await
     .unwrap();
-    let heard: Vec<String> = late
-        .0
-        .lock()
-        .unwrap()
-        .iter()
-        .map(|(key, what, _, _)| format!("{what} {key}"))
-        .collect();
+    let heard: Vec<String> = late.lines();
     let mut sorted = heard.clone();
     sorted.sort();
     assert_eq!(sorted, ["add ns/p0", "add ns/p1"], "once each: {heard:?}");

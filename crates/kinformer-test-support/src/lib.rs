@@ -6,6 +6,9 @@
 //! - [`scripted`]: [`ScriptedListWatch`], an in-memory `ListWatch` that lists a state page by page
 //!   and serves scripted watches, for tests of anything that consumes a `ListWatch`. It depends on
 //!   `kinformer-core` alone: no HTTP client.
+//! - [`recorder`] (feature `informer`, on by default): [`Recorder`], a `ResourceEventHandler`
+//!   that writes down every call it hears, one line each, and checks that they form a valid
+//!   history per key.
 //!
 //! ```
 //! let pods = kinformer_test_support::typed_pods(3);
@@ -15,7 +18,11 @@
 #![forbid(unsafe_code)]
 
 pub mod fixtures;
+#[cfg(feature = "informer")]
+pub mod recorder;
 pub mod scripted;
 
 pub use fixtures::{TIERS, typed_pod_name, typed_pods};
+#[cfg(feature = "informer")]
+pub use recorder::{Heard, Recorder};
 pub use scripted::{ScriptedListWatch, WatchScript};
