@@ -8,13 +8,11 @@ use std::time::{Duration, Instant};
 use async_trait::async_trait;
 use futures_util::StreamExt as _;
 use kinformer::core::list_watch::{self, WatchStream};
-use kinformer::core::{
-    CacheOp, CacheWrite, ListParams, ObjectKey, ObjectList, Replaced, StoreError, WatchEvent,
-    WatchParams,
-};
+use kinformer::core::{ListParams, ObjectList, WatchEvent, WatchParams};
 use kinformer::indexer::Indexer;
 use kinformer::prelude::*;
 use kinformer::shared_informer::{BufferPolicy, InformerConfig};
+use kinformer_test_support::GatedCache;
 
 const KEYS: usize = 50;
 
@@ -61,7 +59,7 @@ impl ListWatch<DynamicObject> for Endless {
     }
 }
 
-/// Writes wait while the gate is closed.
+/// Handler calls wait while the gate is closed.
 #[derive(Default)]
 struct Gate {
     closed: Mutex<bool>,
@@ -84,52 +82,6 @@ impl Gate {
                 .wait(closed)
                 .unwrap_or_else(PoisonError::into_inner);
         }
-    }
-}
-
-/// An indexer whose writes wait while the gate is closed: a cache that falls behind.
-struct Gated {
-    inner: Indexer<DynamicObject>,
-    gate: Gate,
-}
-
-impl Gated {
-    fn wait(&self) {
-        tokio::task::block_in_place(|| self.gate.wait());
-    }
-}
-
-impl CacheRead<DynamicObject> for Gated {
-    fn get_by_key(&self, key: &str) -> Option<Arc<DynamicObject>> {
-        self.inner.get_by_key(key)
-    }
-    fn list_keys(&self) -> Vec<ObjectKey> {
-        self.inner.list_keys()
-    }
-    fn for_each(&self, f: &mut dyn FnMut(&Arc<DynamicObject>)) {
-        self.inner.for_each(f)
-    }
-}
-
-impl CacheWrite<DynamicObject> for Gated {
-    fn upsert(&self, object: Arc<DynamicObject>) -> Result<Option<Arc<DynamicObject>>, StoreError> {
-        self.wait();
-        self.inner.upsert(object)
-    }
-    fn remove(&self, key: &str) -> Option<Arc<DynamicObject>> {
-        self.wait();
-        self.inner.remove(key)
-    }
-    fn apply_batch(
-        &self,
-        ops: Vec<CacheOp<DynamicObject>>,
-    ) -> Vec<Result<Option<Arc<DynamicObject>>, StoreError>> {
-        self.wait();
-        self.inner.apply_batch(ops)
-    }
-    fn replace_all(&self, objects: Vec<Arc<DynamicObject>>) -> Replaced<DynamicObject> {
-        self.wait();
-        self.inner.replace_all(objects)
     }
 }
 
@@ -173,10 +125,8 @@ async fn until(what: &str, limit: Duration, done: impl Fn() -> bool) {
 async fn slow_cache_holds_the_watch_back(capacity: Option<usize>, events: usize) {
     let bound = capacity.unwrap_or(kinformer::DEFAULT_QUEUE_CAPACITY);
     let pulled = Arc::new(AtomicUsize::new(0));
-    let cache = Arc::new(Gated {
-        inner: Indexer::new(),
-        gate: Gate::default(),
-    });
+    // An indexer whose writes wait while the gate is closed: a cache that falls behind.
+    let cache = Arc::new(GatedCache::new(Indexer::new()));
     let seen = Arc::new(Seen::default());
     let mut builder = Informer::<DynamicObject>::builder()
         .list_watch(Endless {
@@ -191,7 +141,7 @@ async fn slow_cache_holds_the_watch_back(capacity: Option<usize>, events: usize)
     }
     let informer = builder.build().unwrap();
 
-    cache.gate.close();
+    cache.close();
     informer.start();
     // The queue fills up ...
     until("the queue fills", Duration::from_secs(30), || {
@@ -207,7 +157,7 @@ async fn slow_cache_holds_the_watch_back(capacity: Option<usize>, events: usize)
         "{read} events read with a queue of {bound}"
     );
     assert!(read < events, "the whole watch was read");
-    cache.gate.open();
+    cache.open();
 
     // Once the cache catches up, every event arrives, in order.
     until("every event", Duration::from_secs(60), || {
@@ -217,7 +167,7 @@ async fn slow_cache_holds_the_watch_back(capacity: Option<usize>, events: usize)
     assert_eq!(pulled.load(Ordering::SeqCst), events);
     assert_eq!(seen.out_of_order.load(Ordering::SeqCst), 0);
     assert_eq!(seen.newest.load(Ordering::SeqCst), (events + 1) as u64);
-    let cached = informer.cache().inner.list();
+    let cached = informer.cache().inner().list();
     assert_eq!(cached.len(), KEYS);
     for o in cached {
         let i: usize = o.name()[2..].parse().unwrap();
