@@ -9,14 +9,15 @@
 mod support;
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use kinformer_core::{
-    CacheOp, CacheRead, CacheWrite, DynamicObject, Notification, Object, ObjectKey,
-    ReflectorStoreExt, Replaced, StoreError,
+    CacheRead, CacheWrite, DynamicObject, Notification, Object, ObjectKey, ReflectorStoreExt,
+    Replaced, StoreError,
 };
 use kinformer_delta_fifo::{DeltaFifo, Mode};
+use kinformer_test_support::{GatedCache, Pause};
 use support::obj;
 
 type Map = BTreeMap<ObjectKey, Arc<DynamicObject>>;
@@ -237,59 +238,15 @@ fn every_interleaving_of_writer_and_consumer_converges_and_delivers_every_delete
     assert!(runs > 1000, "{runs} runs");
 }
 
-/// A cache whose batch writes stop halfway until told to go on: the consumer is then inside its
-/// apply, with the queue locked.
-struct Gated {
-    inner: Mutex<Map>,
-    applying: Mutex<Option<mpsc::Sender<()>>>,
-    go: Mutex<Option<mpsc::Receiver<()>>>,
-}
-
-impl CacheRead<DynamicObject> for Gated {
-    fn get_by_key(&self, key: &str) -> Option<Arc<DynamicObject>> {
-        self.inner.get_by_key(key)
-    }
-    fn list_keys(&self) -> Vec<ObjectKey> {
-        self.inner.list_keys()
-    }
-    fn for_each(&self, f: &mut dyn FnMut(&Arc<DynamicObject>)) {
-        self.inner.for_each(f)
-    }
-}
-
-impl CacheWrite<DynamicObject> for Gated {
-    fn upsert(&self, object: Arc<DynamicObject>) -> Result<Option<Arc<DynamicObject>>, StoreError> {
-        self.inner.upsert(object)
-    }
-    fn remove(&self, key: &str) -> Option<Arc<DynamicObject>> {
-        self.inner.remove(key)
-    }
-    fn apply_batch(
-        &self,
-        ops: Vec<CacheOp<DynamicObject>>,
-    ) -> Vec<Result<Option<Arc<DynamicObject>>, StoreError>> {
-        if let Some(applying) = self.applying.lock().unwrap().take() {
-            applying.send(()).unwrap();
-            let go = self.go.lock().unwrap().take().unwrap();
-            go.recv().unwrap();
-        }
-        self.inner.apply_batch(ops)
-    }
-    fn replace_all(&self, objects: Vec<Arc<DynamicObject>>) -> Replaced<DynamicObject> {
-        self.inner.replace_all(objects)
-    }
-}
+/// A cache whose first write stops before it is made, until released: the consumer is then
+/// inside its apply, with the queue locked.
+type Gated = GatedCache<Mutex<Map>>;
 
 #[test]
 fn a_delete_sent_while_the_consumer_applies_a_pop_waits_for_it_and_is_not_lost() {
     for mode in [Mode::InOrder, Mode::Classic] {
-        let (applying_tx, applying_rx) = mpsc::channel();
-        let (go_tx, go_rx) = mpsc::channel();
-        let cache = Arc::new(Gated {
-            inner: Mutex::default(),
-            applying: Mutex::new(Some(applying_tx)),
-            go: Mutex::new(Some(go_rx)),
-        });
+        let cache = Arc::new(Gated::default());
+        cache.pause_next_write(Pause::Before);
         let fifo = Arc::new(
             DeltaFifo::builder()
                 .mode(mode)
@@ -301,9 +258,12 @@ fn a_delete_sent_while_the_consumer_applies_a_pop_waits_for_it_and_is_not_lost()
         std::thread::scope(|s| {
             let consumer = s.spawn(|| fifo.try_pop_into(&*cache).unwrap());
             // The consumer has popped `a@1` and is applying it, the queue locked.
-            applying_rx.recv().unwrap();
+            assert!(
+                cache.wait_paused(Duration::from_secs(20)),
+                "the consumer never applied"
+            );
             let writer = s.spawn(|| fifo.delete(obj("a", "2")).unwrap());
-            go_tx.send(()).unwrap();
+            cache.release();
             let first = consumer.join().unwrap();
             writer.join().unwrap();
             assert!(matches!(
@@ -320,7 +280,7 @@ fn a_delete_sent_while_the_consumer_applies_a_pop_waits_for_it_and_is_not_lost()
             .map(support::render_notification)
             .collect();
         assert_eq!(heard, ["-a@2"], "{mode:?}");
-        assert!(cache.inner.lock().unwrap().is_empty(), "{mode:?}");
+        assert!(cache.inner().lock().unwrap().is_empty(), "{mode:?}");
     }
 }
 

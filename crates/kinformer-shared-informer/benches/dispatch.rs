@@ -11,15 +11,12 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use async_trait::async_trait;
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
-use kinformer_core::list_watch::{self, ListWatch, WatchStream};
-use kinformer_core::{
-    ApiResource, DynamicObject, ListParams, ObjectList, Scope, WatchEvent, WatchParams,
-};
+use kinformer_core::{ApiResource, DynamicObject, Scope, WatchEvent};
 use kinformer_delta_fifo::DeltaFifo;
 use kinformer_indexer::Indexer;
 use kinformer_shared_informer::{InformerConfig, ResourceEventHandler, SharedIndexInformer};
+use kinformer_test_support::Replay;
 
 const OBJECTS: usize = 1000;
 const EVENTS: usize = 100_000;
@@ -33,41 +30,15 @@ fn object(i: usize, version: usize) -> Arc<DynamicObject> {
 }
 
 /// Lists `OBJECTS` objects, then serves `EVENTS` prepared events on one watch that then stays open.
-struct Prepared {
-    list: Vec<Arc<DynamicObject>>,
-    events: std::sync::Mutex<Option<Vec<WatchEvent<DynamicObject>>>>,
-}
-
-#[async_trait]
-impl ListWatch<DynamicObject> for Prepared {
-    async fn list(&self, _: &ListParams) -> Result<ObjectList<DynamicObject>, list_watch::Error> {
-        Ok(ObjectList::new(
-            self.list.clone(),
-            OBJECTS.to_string().into(),
-        ))
-    }
-    async fn watch(
-        &self,
-        _: &WatchParams,
-    ) -> Result<WatchStream<DynamicObject>, list_watch::Error> {
-        use futures_util::StreamExt as _;
-        let events = self.events.lock().unwrap().take().unwrap_or_default();
-        Ok(Box::pin(
-            futures_util::stream::iter(events.into_iter().map(Ok))
-                .chain(futures_util::stream::pending()),
-        ))
-    }
-}
-
-fn prepared() -> Prepared {
-    Prepared {
-        list: (0..OBJECTS).map(|i| object(i, i + 1)).collect(),
-        events: std::sync::Mutex::new(Some(
-            (0..EVENTS)
-                .map(|n| WatchEvent::Modified(object(n % OBJECTS, OBJECTS + 1 + n)))
-                .collect(),
-        )),
-    }
+fn prepared() -> Replay<DynamicObject> {
+    let events: Vec<_> = (0..EVENTS)
+        .map(|n| WatchEvent::Modified(object(n % OBJECTS, OBJECTS + 1 + n)))
+        .collect();
+    Replay::new(
+        (0..OBJECTS).map(|i| object(i, i + 1)).collect(),
+        &OBJECTS.to_string(),
+    )
+    .with_events(events)
 }
 
 #[derive(Clone, Default)]

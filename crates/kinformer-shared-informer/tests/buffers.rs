@@ -127,14 +127,14 @@ async fn a_full_bounded_buffer_holds_the_informer_back_until_its_handler_catches
     // Ten in the buffer, at most one batch of five more: nothing else was popped or cached.
     assert!(slow.backlog() <= 14, "backlog {}", slow.backlog());
     assert!(informer.cache().list_keys().len() <= 14);
-    assert!(fast.0.lock().unwrap().len() <= 14, "the others wait too");
+    assert!(fast.len() <= 14, "the others wait too");
     stuck.release();
     eventually("everything", || {
         informer.cache().list_keys().len() == 200 && slow.backlog() == 0 && fast_reg.backlog() == 0
     })
     .await;
     assert_eq!(stuck.calls().len(), 200);
-    assert_eq!(fast.0.lock().unwrap().len(), 200);
+    assert_eq!(fast.len(), 200);
     informer.shutdown().await;
     run.await.unwrap();
 }

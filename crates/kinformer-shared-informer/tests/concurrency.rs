@@ -4,90 +4,22 @@
 
 mod support;
 
-use std::sync::{Arc, Condvar, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::Pod;
-use kinformer_core::{CacheOp, CacheRead, CacheWrite, ObjectKey, Replaced, StoreError};
+use kinformer_core::CacheWrite;
 use kinformer_delta_fifo::DeltaFifo;
 use kinformer_indexer::Indexer;
 use kinformer_shared_informer::{
     InformerConfig, Registration, SharedIndexInformer, wait_for_cache_sync,
 };
+use kinformer_test_support::{GatedCache, Pause};
 use support::{Fake, History, cached_state, catch_up, settle};
 
-#[derive(Default)]
-struct Gate {
-    armed: bool,
-    entered: bool,
-    released: bool,
-}
-
-/// An indexer whose next batch write, once armed, stops inside until released.
-#[derive(Default)]
-struct Blocking {
-    inner: Indexer<Pod>,
-    gate: Mutex<Gate>,
-    changed: Condvar,
-}
-
-impl Blocking {
-    fn arm(&self) {
-        self.gate.lock().unwrap().armed = true;
-    }
-    fn wait_entered(&self) {
-        let gate = self.gate.lock().unwrap();
-        let (gate, timeout) = self
-            .changed
-            .wait_timeout_while(gate, Duration::from_secs(20), |g| !g.entered)
-            .unwrap();
-        assert!(
-            !timeout.timed_out() && gate.entered,
-            "the consumer never applied"
-        );
-    }
-    fn release(&self) {
-        self.gate.lock().unwrap().released = true;
-        self.changed.notify_all();
-    }
-}
-
-impl CacheRead<Pod> for Blocking {
-    fn get_by_key(&self, key: &str) -> Option<Arc<Pod>> {
-        self.inner.get_by_key(key)
-    }
-    fn list_keys(&self) -> Vec<ObjectKey> {
-        self.inner.list_keys()
-    }
-    fn for_each(&self, f: &mut dyn FnMut(&Arc<Pod>)) {
-        self.inner.for_each(f);
-    }
-}
-
-impl CacheWrite<Pod> for Blocking {
-    fn upsert(&self, object: Arc<Pod>) -> Result<Option<Arc<Pod>>, StoreError> {
-        self.inner.upsert(object)
-    }
-    fn remove(&self, key: &str) -> Option<Arc<Pod>> {
-        self.inner.remove(key)
-    }
-    fn apply_batch(&self, ops: Vec<CacheOp<Pod>>) -> Vec<Result<Option<Arc<Pod>>, StoreError>> {
-        let out = self.inner.apply_batch(ops);
-        let mut gate = self.gate.lock().unwrap();
-        if gate.armed {
-            gate.armed = false;
-            gate.entered = true;
-            self.changed.notify_all();
-            while !gate.released {
-                gate = self.changed.wait(gate).unwrap();
-            }
-        }
-        out
-    }
-    fn replace_all(&self, objects: Vec<Arc<Pod>>) -> Replaced<Pod> {
-        self.inner.replace_all(objects)
-    }
-}
+/// An indexer whose next write, once armed, stops inside (after the indexer made it) until
+/// released.
+type Blocking = GatedCache<Indexer<Pod>>;
 
 type Informer<C> = SharedIndexInformer<Pod, DeltaFifo<Pod>, C>;
 
@@ -120,14 +52,19 @@ async fn a_handler_added_while_the_consumer_applies_hears_that_change_exactly_on
 
     // The consumer stops inside its apply of p1: the cache already holds p1, the handlers have
     // not heard of it.
-    cache.arm();
+    cache.pause_next_write(Pause::After);
     fake.write("p1", false, false);
     let blocking = Arc::clone(&cache);
-    tokio::task::spawn_blocking(move || blocking.wait_entered())
-        .await
-        .unwrap();
+    tokio::task::spawn_blocking(move || {
+        assert!(
+            blocking.wait_paused(Duration::from_secs(20)),
+            "the consumer never applied"
+        );
+    })
+    .await
+    .unwrap();
     // A handler is added now, from another thread; then the consumer goes on.
-    let late = History::default();
+    let late = History::with_format(|h| format!("{} {}", h.verb(), h.key()));
     let adding = std::thread::spawn({
         let informer = Arc::clone(&informer);
         let late = late.clone();
@@ -144,13 +81,7 @@ async fn a_handler_added_while_the_consumer_applies_hears_that_change_exactly_on
     })
     .await
     .unwrap();
-    let heard: Vec<String> = late
-        .0
-        .lock()
-        .unwrap()
-        .iter()
-        .map(|(key, what, _, _)| format!("{what} {key}"))
-        .collect();
+    let heard: Vec<String> = late.lines();
     let mut sorted = heard.clone();
     sorted.sort();
     assert_eq!(sorted, ["add ns/p0", "add ns/p1"], "once each: {heard:?}");

@@ -11,12 +11,11 @@ use std::time::Duration;
 
 use k8s_openapi::api::core::v1::Pod;
 use kinformer_client::{Api, Client, Config as ClientConfig};
-use kinformer_core::{CacheRead, DeltaObject, Object};
+use kinformer_core::{CacheRead, Object};
 use kinformer_delta_fifo::DeltaFifo;
 use kinformer_indexer::Indexer;
-use kinformer_shared_informer::{
-    InformerConfig, ResourceEventHandler, SharedIndexInformer, wait_for_cache_sync,
-};
+use kinformer_shared_informer::{InformerConfig, SharedIndexInformer, wait_for_cache_sync};
+use kinformer_test_support::{Heard, Recorder};
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 
 type Informer = SharedIndexInformer<Pod, DeltaFifo<Pod>, Indexer<Pod>>;
@@ -155,38 +154,20 @@ fn watch(lines: Vec<String>, close: bool) -> Watch {
     Watch { lines, close }
 }
 
-/// A handler that writes down what it hears, one line per call.
-#[derive(Clone, Default)]
-struct Record(Arc<Mutex<Vec<String>>>);
-
-impl Record {
-    fn lines(&self) -> Vec<String> {
-        self.0.lock().unwrap().clone()
-    }
-}
+/// A handler that writes down what it hears, one line per call: `add key rv`,
+/// `update key rv>rv`, `delete key rv`, `tombstone key rv`, with `-` for a missing rv.
+type Record = Recorder<Pod>;
 
 fn rv(p: &Pod) -> &str {
     p.resource_version().unwrap_or("-")
 }
 
-impl ResourceEventHandler<Pod> for Record {
-    fn on_add(&self, o: &Arc<Pod>, _: bool) {
-        let line = format!("add {} {}", o.key(), rv(o));
-        self.0.lock().unwrap().push(line);
-    }
-    fn on_update(&self, old: &Arc<Pod>, new: &Arc<Pod>) {
-        let line = format!("update {} {}>{}", new.key(), rv(old), rv(new));
-        self.0.lock().unwrap().push(line);
-    }
-    fn on_delete(&self, o: &DeltaObject<Pod>) {
-        let line = match o {
-            DeltaObject::Object(p) => format!("delete {} {}", p.key(), rv(p)),
-            DeltaObject::DeletedFinalStateUnknown(t) => {
-                format!("tombstone {} {}", t.key, rv(&t.last_known))
-            }
-        };
-        self.0.lock().unwrap().push(line);
-    }
+fn record() -> Record {
+    Recorder::with_format(|heard: &Heard<'_, Pod>| match heard {
+        Heard::Add { object, .. } => format!("add {} {}", object.key(), rv(object)),
+        Heard::Update { old, new } => format!("update {} {}>{}", new.key(), rv(old), rv(new)),
+        Heard::Delete(o) => format!("{} {} {}", heard.verb(), o.key(), rv(o.object())),
+    })
 }
 
 /// An informer over `server`, with one recording handler, running.
@@ -212,7 +193,7 @@ async fn start(server: &Server) -> (Arc<Informer>, Record, tokio::task::JoinHand
     };
     let events = kinformer_reflector::watcher(api, reflector);
     let informer = Arc::new(SharedIndexInformer::new(events, queue, cache, config));
-    let record = Record::default();
+    let record = record();
     let _registration = informer.add_handler(record.clone()).unwrap();
     let task = {
         let informer = Arc::clone(&informer);

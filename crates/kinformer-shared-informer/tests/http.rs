@@ -1,20 +1,21 @@
 //! The shared informer against the simulated server over HTTP, with the default layers: the
 //! client, the in-order delta FIFO and the indexer.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::Pod;
 use kinformer_client::{Api, Client, Config as ClientConfig};
-use kinformer_core::{ApiResource, CacheRead, DeltaObject, Object, Scope};
+use kinformer_core::{ApiResource, CacheRead, Object, Scope};
 use kinformer_delta_fifo::DeltaFifo;
 use kinformer_indexer::Indexer;
 use kinformer_shared_informer::{
     InformerConfig, Registration, ResourceEventHandler, SharedIndexInformer, wait_for_cache_sync,
 };
 use kinformer_sim::{SimConfig, SimServer};
+use kinformer_test_support::Recorder;
 use serde_json::json;
 
 type Informer = SharedIndexInformer<Pod, DeltaFifo<Pod>, Indexer<Pod>>;
@@ -53,47 +54,9 @@ fn run(informer: &Arc<Informer>) -> tokio::task::JoinHandle<()> {
     tokio::spawn(async move { informer.run().await })
 }
 
-/// A handler that writes down what it hears, one line per call.
-#[derive(Clone, Default)]
-struct Record(Arc<Mutex<Vec<String>>>);
-
-impl Record {
-    fn lines(&self) -> Vec<String> {
-        self.0.lock().unwrap().clone()
-    }
-    fn per_key(&self) -> BTreeMap<String, Vec<String>> {
-        let mut out: BTreeMap<String, Vec<String>> = BTreeMap::new();
-        for line in self.lines() {
-            let key = line.split(' ').nth(1).unwrap().to_owned();
-            out.entry(key).or_default().push(line);
-        }
-        out
-    }
-}
-
-fn rv(p: &Pod) -> &str {
-    p.resource_version().unwrap_or("")
-}
-
-impl ResourceEventHandler<Pod> for Record {
-    fn on_add(&self, o: &Arc<Pod>, initial: bool) {
-        let line = format!("add {} {} {initial}", o.key(), rv(o));
-        self.0.lock().unwrap().push(line);
-    }
-    fn on_update(&self, old: &Arc<Pod>, new: &Arc<Pod>) {
-        let line = format!("update {} {}>{}", new.key(), rv(old), rv(new));
-        self.0.lock().unwrap().push(line);
-    }
-    fn on_delete(&self, o: &DeltaObject<Pod>) {
-        let line = match o {
-            DeltaObject::Object(p) => format!("delete {} {}", p.key(), rv(p)),
-            DeltaObject::DeletedFinalStateUnknown(t) => {
-                format!("tombstone {} {}", t.key, rv(&t.last_known))
-            }
-        };
-        self.0.lock().unwrap().push(line);
-    }
-}
+/// A handler that writes down what it hears, one line per call: `add key rv initial`,
+/// `update key rv>rv`, `delete key rv`, `tombstone key rv`.
+type Record = Recorder<Pod>;
 
 async fn eventually(what: &str, mut cond: impl FnMut() -> bool) {
     for _ in 0..4000 {

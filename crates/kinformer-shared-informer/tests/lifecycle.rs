@@ -2,18 +2,18 @@
 //! stores and tells; once shut down it refuses new handlers; and every wait for its sync ends
 //! when it does.
 
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use futures_util::{StreamExt as _, stream};
 use k8s_openapi::api::core::v1::Pod;
-use kinformer_core::{CacheRead, DeltaObject, Object, StoreEvent};
+use kinformer_core::{CacheRead, Object, StoreEvent};
 use kinformer_delta_fifo::DeltaFifo;
 use kinformer_indexer::Indexer;
 use kinformer_shared_informer::{
-    Error, HasSynced, InformerConfig, ResourceEventHandler, SharedIndexInformer,
-    wait_for_cache_sync,
+    Error, HasSynced, InformerConfig, SharedIndexInformer, wait_for_cache_sync,
 };
+use kinformer_test_support::{Heard, Recorder};
 use tokio::sync::mpsc;
 
 type Informer = SharedIndexInformer<Pod, DeltaFifo<Pod>, Indexer<Pod>>;
@@ -39,42 +39,13 @@ fn informer(
     Arc::new(SharedIndexInformer::new(events, queue, cache, config))
 }
 
-/// Writes down every call, one line each.
-#[derive(Clone, Default)]
-struct Lines(Arc<Mutex<Vec<String>>>);
-
-impl Lines {
-    fn get(&self) -> Vec<String> {
-        self.0.lock().unwrap().clone()
-    }
-}
-
-impl ResourceEventHandler<Pod> for Lines {
-    fn on_add(&self, o: &Arc<Pod>, initial: bool) {
-        let line = format!(
-            "add {} {} {initial}",
-            o.key(),
-            o.resource_version().unwrap()
-        );
-        self.0.lock().unwrap().push(line);
-    }
-    fn on_update(&self, old: &Arc<Pod>, new: &Arc<Pod>) {
-        let (a, b) = (
-            old.resource_version().unwrap(),
-            new.resource_version().unwrap(),
-        );
-        self.0
-            .lock()
-            .unwrap()
-            .push(format!("update {} {a}>{b}", new.key()));
-    }
-    fn on_delete(&self, o: &DeltaObject<Pod>) {
-        let line = match o {
-            DeltaObject::Object(p) => format!("delete {}", p.key()),
-            DeltaObject::DeletedFinalStateUnknown(t) => format!("tombstone {}", t.key),
-        };
-        self.0.lock().unwrap().push(line);
-    }
+/// Writes down every call, one line each: `add key rv initial`, `update key rv>rv`,
+/// `delete key`, `tombstone key`.
+fn recorder() -> Recorder<Pod> {
+    Recorder::with_format(|heard: &Heard<'_, Pod>| match heard {
+        Heard::Delete(o) => format!("{} {}", heard.verb(), o.key()),
+        other => other.to_string(),
+    })
 }
 
 async fn eventually(what: &str, mut cond: impl FnMut() -> bool) {
@@ -100,7 +71,7 @@ fn cached(informer: &Informer) -> Vec<String> {
 async fn an_informer_runs_from_a_hand_made_stream_of_store_events() {
     let (tx, mut rx) = mpsc::unbounded_channel::<StoreEvent<Pod>>();
     let informer = informer(stream::poll_fn(move |cx| rx.poll_recv(cx)));
-    let lines = Lines::default();
+    let lines = recorder();
     let registration = informer.add_handler(lines.clone()).unwrap();
     let run = tokio::spawn({
         let informer = Arc::clone(&informer);
@@ -144,10 +115,10 @@ async fn an_informer_runs_from_a_hand_made_stream_of_store_events() {
     ] {
         tx.send(event).unwrap();
     }
-    eventually("the relist", || lines.get().len() == 6).await;
+    eventually("the relist", || lines.lines().len() == 6).await;
     assert_eq!(cached(&informer), ["ns/c 6"]);
     assert_eq!(
-        lines.get(),
+        lines.lines(),
         [
             "add ns/a 1 true",
             "add ns/b 2 true",
@@ -186,10 +157,10 @@ async fn a_handler_added_after_shutdown_is_refused() {
     let refused = Error::Stopped {
         informer: "hand-made".into(),
     };
-    assert_eq!(informer.add_handler(Lines::default()).unwrap_err(), refused);
+    assert_eq!(informer.add_handler(recorder()).unwrap_err(), refused);
     assert_eq!(
         informer
-            .add_handler_with_resync(Lines::default(), Some(Duration::from_secs(5)))
+            .add_handler_with_resync(recorder(), Some(Duration::from_secs(5)))
             .unwrap_err(),
         refused
     );
@@ -199,7 +170,7 @@ async fn a_handler_added_after_shutdown_is_refused() {
     // Shut down before it ever ran: refused as well.
     let never_ran = self::informer(stream::pending());
     never_ran.shutdown().await;
-    assert!(never_ran.add_handler(Lines::default()).is_err());
+    assert!(never_ran.add_handler(recorder()).is_err());
 }
 
 #[tokio::test]

@@ -4,33 +4,14 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use async_trait::async_trait;
 use k8s_openapi::api::core::v1::Pod;
-use kinformer_core::list_watch::{self, ListWatch, WatchStream};
-use kinformer_core::{ListParams, Object, ObjectList, WatchParams};
+use kinformer_core::Object;
 use kinformer_delta_fifo::DeltaFifo;
 use kinformer_indexer::Indexer;
 use kinformer_shared_informer::{
     InformerConfig, Registration, ResourceEventHandler, SharedIndexInformer, wait_for_cache_sync,
 };
-use kinformer_test_support::typed_pods;
-
-/// Lists `pods` at version 5 (counting the lists); every watch stays open and quiet.
-struct Quiet {
-    pods: Vec<Arc<Pod>>,
-    lists: Arc<AtomicUsize>,
-}
-
-#[async_trait]
-impl ListWatch<Pod> for Quiet {
-    async fn list(&self, _: &ListParams) -> Result<ObjectList<Pod>, list_watch::Error> {
-        self.lists.fetch_add(1, Ordering::SeqCst);
-        Ok(ObjectList::new(self.pods.clone(), "5".into()))
-    }
-    async fn watch(&self, _: &WatchParams) -> Result<WatchStream<Pod>, list_watch::Error> {
-        Ok(Box::pin(futures_util::stream::pending()))
-    }
-}
+use kinformer_test_support::{Replay, typed_pods};
 
 /// Counts resyncs (updates from an object to the same version) and other calls.
 #[derive(Clone, Default)]
@@ -63,10 +44,8 @@ type Informer = SharedIndexInformer<Pod, DeltaFifo<Pod>, Indexer<Pod>>;
 fn new_informer(resync: Option<Duration>) -> Arc<Informer> {
     let cache = Arc::new(Indexer::<Pod>::new());
     let queue = Arc::new(DeltaFifo::new(cache.clone()));
-    let source = Quiet {
-        pods: typed_pods(3),
-        lists: Arc::default(),
-    };
+    // Lists three pods at version 5; every watch stays open and quiet.
+    let source = Replay::new(typed_pods(3), "5");
     Arc::new(SharedIndexInformer::new(
         kinformer_reflector::watcher(
             source,

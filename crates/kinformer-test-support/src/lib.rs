@@ -6,6 +6,13 @@
 //! - [`scripted`]: [`ScriptedListWatch`], an in-memory `ListWatch` that lists a state page by page
 //!   and serves scripted watches, for tests of anything that consumes a `ListWatch`. It depends on
 //!   `kinformer-core` alone: no HTTP client.
+//! - [`replay`]: [`Replay`], a `ListWatch` that lists a fixed state and replays prepared events
+//!   on its watch, which then stays open: a steady source for tests and benches.
+//! - [`gated`]: [`GatedCache`], a wrapper of any cache whose writes the test can hold: all of
+//!   them while a gate is closed, or the next one, paused before or after it is made.
+//! - [`recorder`] (feature `informer`, on by default): [`Recorder`], a `ResourceEventHandler`
+//!   that writes down every call it hears, one line each, and checks that they form a valid
+//!   history per key.
 //!
 //! ```
 //! let pods = kinformer_test_support::typed_pods(3);
@@ -15,7 +22,15 @@
 #![forbid(unsafe_code)]
 
 pub mod fixtures;
+pub mod gated;
+#[cfg(feature = "informer")]
+pub mod recorder;
+pub mod replay;
 pub mod scripted;
 
 pub use fixtures::{TIERS, typed_pod_name, typed_pods};
+pub use gated::{GatedCache, Pause};
+#[cfg(feature = "informer")]
+pub use recorder::{Heard, Recorder};
+pub use replay::Replay;
 pub use scripted::{ScriptedListWatch, WatchScript};

@@ -5,20 +5,15 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
-use async_trait::async_trait;
-use futures_util::StreamExt as _;
-use kinformer::core::list_watch::{self, WatchStream};
-use kinformer::core::{
-    CacheOp, CacheWrite, ListParams, ObjectKey, ObjectList, Replaced, StoreError, WatchEvent,
-    WatchParams,
-};
+use kinformer::core::WatchEvent;
 use kinformer::indexer::Indexer;
 use kinformer::prelude::*;
 use kinformer::shared_informer::{BufferPolicy, InformerConfig};
+use kinformer_test_support::{GatedCache, Replay};
 
 const KEYS: usize = 50;
 
-/// `Endless` lists, then watches; it serves no streaming list.
+/// [`endless`] lists, then watches; it serves no streaming list.
 fn list_then_watch() -> kinformer::reflector::Config {
     kinformer::reflector::Config {
         streaming_list: kinformer::reflector::StreamingList::Off,
@@ -38,30 +33,11 @@ fn object(i: usize) -> Arc<DynamicObject> {
 
 /// Lists nothing at "1", then one watch of `events` MODIFIED events (made as they are read,
 /// counted), which then stays open.
-struct Endless {
-    events: usize,
-    pulled: Arc<AtomicUsize>,
+fn endless(events: usize) -> Replay<DynamicObject> {
+    Replay::new(Vec::new(), "1").with_events((0..events).map(|i| WatchEvent::Modified(object(i))))
 }
 
-#[async_trait]
-impl ListWatch<DynamicObject> for Endless {
-    async fn list(&self, _: &ListParams) -> Result<ObjectList<DynamicObject>, list_watch::Error> {
-        Ok(ObjectList::new(Vec::new(), "1".into()))
-    }
-    async fn watch(
-        &self,
-        _: &WatchParams,
-    ) -> Result<WatchStream<DynamicObject>, list_watch::Error> {
-        let pulled = Arc::clone(&self.pulled);
-        let events = futures_util::stream::iter(0..self.events).map(move |i| {
-            pulled.fetch_add(1, Ordering::SeqCst);
-            Ok(WatchEvent::Modified(object(i)))
-        });
-        Ok(Box::pin(events.chain(futures_util::stream::pending())))
-    }
-}
-
-/// Writes wait while the gate is closed.
+/// Handler calls wait while the gate is closed.
 #[derive(Default)]
 struct Gate {
     closed: Mutex<bool>,
@@ -84,52 +60,6 @@ impl Gate {
                 .wait(closed)
                 .unwrap_or_else(PoisonError::into_inner);
         }
-    }
-}
-
-/// An indexer whose writes wait while the gate is closed: a cache that falls behind.
-struct Gated {
-    inner: Indexer<DynamicObject>,
-    gate: Gate,
-}
-
-impl Gated {
-    fn wait(&self) {
-        tokio::task::block_in_place(|| self.gate.wait());
-    }
-}
-
-impl CacheRead<DynamicObject> for Gated {
-    fn get_by_key(&self, key: &str) -> Option<Arc<DynamicObject>> {
-        self.inner.get_by_key(key)
-    }
-    fn list_keys(&self) -> Vec<ObjectKey> {
-        self.inner.list_keys()
-    }
-    fn for_each(&self, f: &mut dyn FnMut(&Arc<DynamicObject>)) {
-        self.inner.for_each(f)
-    }
-}
-
-impl CacheWrite<DynamicObject> for Gated {
-    fn upsert(&self, object: Arc<DynamicObject>) -> Result<Option<Arc<DynamicObject>>, StoreError> {
-        self.wait();
-        self.inner.upsert(object)
-    }
-    fn remove(&self, key: &str) -> Option<Arc<DynamicObject>> {
-        self.wait();
-        self.inner.remove(key)
-    }
-    fn apply_batch(
-        &self,
-        ops: Vec<CacheOp<DynamicObject>>,
-    ) -> Vec<Result<Option<Arc<DynamicObject>>, StoreError>> {
-        self.wait();
-        self.inner.apply_batch(ops)
-    }
-    fn replace_all(&self, objects: Vec<Arc<DynamicObject>>) -> Replaced<DynamicObject> {
-        self.wait();
-        self.inner.replace_all(objects)
     }
 }
 
@@ -172,17 +102,12 @@ async fn until(what: &str, limit: Duration, done: impl Fn() -> bool) {
 
 async fn slow_cache_holds_the_watch_back(capacity: Option<usize>, events: usize) {
     let bound = capacity.unwrap_or(kinformer::DEFAULT_QUEUE_CAPACITY);
-    let pulled = Arc::new(AtomicUsize::new(0));
-    let cache = Arc::new(Gated {
-        inner: Indexer::new(),
-        gate: Gate::default(),
-    });
+    let source = endless(events);
+    // An indexer whose writes wait while the gate is closed: a cache that falls behind.
+    let cache = Arc::new(GatedCache::new(Indexer::new()));
     let seen = Arc::new(Seen::default());
     let mut builder = Informer::<DynamicObject>::builder()
-        .list_watch(Endless {
-            events,
-            pulled: Arc::clone(&pulled),
-        })
+        .list_watch(source.clone())
         .reflector(list_then_watch())
         .cache(Arc::clone(&cache))
         .handler(Handler(Arc::clone(&seen)));
@@ -191,33 +116,33 @@ async fn slow_cache_holds_the_watch_back(capacity: Option<usize>, events: usize)
     }
     let informer = builder.build().unwrap();
 
-    cache.gate.close();
+    cache.close();
     informer.start();
     // The queue fills up ...
     until("the queue fills", Duration::from_secs(30), || {
-        pulled.load(Ordering::SeqCst) >= bound
+        source.pulled() >= bound
     })
     .await;
     // ... and then the watch is read no further while the cache is stuck: the queue, plus one
     // pop (at most a full queue) in the consumer's hands, plus the event the reflector holds.
     tokio::time::sleep(Duration::from_millis(300)).await;
-    let read = pulled.load(Ordering::SeqCst);
+    let read = source.pulled();
     assert!(
         read <= 2 * bound + 1,
         "{read} events read with a queue of {bound}"
     );
     assert!(read < events, "the whole watch was read");
-    cache.gate.open();
+    cache.open();
 
     // Once the cache catches up, every event arrives, in order.
     until("every event", Duration::from_secs(60), || {
         seen.updates.load(Ordering::SeqCst) == events
     })
     .await;
-    assert_eq!(pulled.load(Ordering::SeqCst), events);
+    assert_eq!(source.pulled(), events);
     assert_eq!(seen.out_of_order.load(Ordering::SeqCst), 0);
     assert_eq!(seen.newest.load(Ordering::SeqCst), (events + 1) as u64);
-    let cached = informer.cache().inner.list();
+    let cached = informer.cache().inner().list();
     assert_eq!(cached.len(), KEYS);
     for o in cached {
         let i: usize = o.name()[2..].parse().unwrap();
@@ -274,15 +199,12 @@ impl ResourceEventHandler<DynamicObject> for Counting {
 async fn by_default_a_stuck_handler_never_delays_another() {
     // Well past any buffer bound, so a bounded default would stall the fast handler.
     const EVENTS: usize = 10_000;
-    let pulled = Arc::new(AtomicUsize::new(0));
+    let source = endless(EVENTS);
     let gate = Arc::new(Gate::default());
     let stuck_seen = Arc::new(AtomicUsize::new(0));
     let fast_seen = Arc::new(AtomicUsize::new(0));
     let informer = Informer::<DynamicObject>::builder()
-        .list_watch(Endless {
-            events: EVENTS,
-            pulled: Arc::clone(&pulled),
-        })
+        .list_watch(source.clone())
         .reflector(list_then_watch())
         .handler(Stuck {
             gate: Arc::clone(&gate),
@@ -301,7 +223,7 @@ async fn by_default_a_stuck_handler_never_delays_another() {
         || fast_seen.load(Ordering::SeqCst) == EVENTS,
     )
     .await;
-    assert_eq!(pulled.load(Ordering::SeqCst), EVENTS);
+    assert_eq!(source.pulled(), EVENTS);
     assert_eq!(stuck_seen.load(Ordering::SeqCst), 0);
     gate.open();
     until(
@@ -317,14 +239,11 @@ async fn by_default_a_stuck_handler_never_delays_another() {
 async fn a_slow_handler_with_backpressure_holds_the_watch_back_and_loses_nothing() {
     const EVENTS: usize = 20_000;
     const BUFFER: usize = 2048;
-    let pulled = Arc::new(AtomicUsize::new(0));
+    let source = endless(EVENTS);
     let gate = Arc::new(Gate::default());
     let seen = Arc::new(AtomicUsize::new(0));
     let informer = Informer::<DynamicObject>::builder()
-        .list_watch(Endless {
-            events: EVENTS,
-            pulled: Arc::clone(&pulled),
-        })
+        .list_watch(source.clone())
         .reflector(list_then_watch())
         .config(InformerConfig {
             handler_buffer: BufferPolicy::Backpressure { capacity: BUFFER },
@@ -346,18 +265,18 @@ async fn a_slow_handler_with_backpressure_holds_the_watch_back_and_loses_nothing
         + 2 * kinformer::delta_fifo::DEFAULT_BATCH_SIZE
         + 1;
     until("the buffers fill", Duration::from_secs(30), || {
-        pulled.load(Ordering::SeqCst) >= BUFFER
+        source.pulled() >= BUFFER
     })
     .await;
     tokio::time::sleep(Duration::from_millis(300)).await;
-    let read = pulled.load(Ordering::SeqCst);
+    let read = source.pulled();
     assert!(read <= bound, "{read} events read, bound {bound}");
     gate.open();
     until("every event", Duration::from_secs(60), || {
         seen.load(Ordering::SeqCst) == EVENTS
     })
     .await;
-    assert_eq!(pulled.load(Ordering::SeqCst), EVENTS);
+    assert_eq!(source.pulled(), EVENTS);
     assert_eq!(informer.cache().list_keys().len(), KEYS);
     informer.shutdown().await;
 }

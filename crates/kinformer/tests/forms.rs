@@ -7,7 +7,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Debug;
-use std::sync::{Arc, Mutex, Once};
+use std::sync::{Arc, Once};
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::Pod;
@@ -15,6 +15,7 @@ use kinformer::compact::{Codec, CodecConfig, Form};
 use kinformer::indexer::{Indexer, index};
 use kinformer::prelude::*;
 use kinformer_sim::{SimConfig, SimServer};
+use kinformer_test_support::{Heard, Recorder};
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 
@@ -44,7 +45,7 @@ fn pods() -> ApiResource {
 
 /// The default pipeline over `F`, with a label index and a custom index on `spec.nodeName`
 /// (which only the typed object knows), recording what its handler hears.
-async fn start<F: PodForm>(sim: &SimServer) -> (Informer<F>, Record) {
+async fn start<F: PodForm>(sim: &SimServer) -> (Informer<F>, Recorder<F>) {
     small_dictionary();
     let cache = Indexer::<F>::with_indexers([
         (index::NAMESPACE.to_string(), index::namespace()),
@@ -59,7 +60,7 @@ async fn start<F: PodForm>(sim: &SimServer) -> (Informer<F>, Record) {
     ])
     .unwrap();
     let client = Client::new(kinformer::client::Config::new(sim.url())).unwrap();
-    let record = Record::default();
+    let record = record::<F>();
     let informer = Informer::<F>::builder()
         .list_watch(Api::<F>::all(client))
         .cache(Arc::new(cache))
@@ -97,16 +98,18 @@ fn small_dictionary() {
 /// What a handler hears, one line per call: `add key rv`, `update key rv>rv`, `delete key rv`,
 /// `tombstone key rv`, plus the pod's phase read from the typed object (so every form pays for
 /// what a real handler reads).
-#[derive(Clone, Default)]
-struct Record(Arc<Mutex<Vec<String>>>);
-
-impl Record {
-    fn lines(&self) -> Vec<String> {
-        self.0.lock().unwrap().clone()
-    }
-    fn push(&self, line: String) {
-        self.0.lock().unwrap().push(line);
-    }
+fn record<F: PodForm>() -> Recorder<F> {
+    Recorder::with_format(|heard: &Heard<'_, F>| match heard {
+        Heard::Add { object, .. } => {
+            format!(
+                "add {} {} {}",
+                object.key(),
+                rv(&***object),
+                phase(&***object)
+            )
+        }
+        other => other.to_string(),
+    })
 }
 
 fn rv<F: Object>(o: &F) -> &str {
@@ -116,28 +119,6 @@ fn rv<F: Object>(o: &F) -> &str {
 fn phase<F: Form<Pod>>(o: &F) -> String {
     let pod = o.typed().expect("every cached object types");
     pod.status.and_then(|s| s.phase).unwrap_or_default()
-}
-
-impl<F: Form<Pod>> ResourceEventHandler<F> for Record {
-    fn on_add(&self, o: &Arc<F>, _: bool) {
-        self.push(format!("add {} {} {}", o.key(), rv(&**o), phase(&**o)));
-    }
-    fn on_update(&self, old: &Arc<F>, new: &Arc<F>) {
-        self.push(format!(
-            "update {} {}>{}",
-            new.key(),
-            rv(&**old),
-            rv(&**new)
-        ));
-    }
-    fn on_delete(&self, o: &DeltaObject<F>) {
-        self.push(match o {
-            DeltaObject::Object(p) => format!("delete {} {}", p.key(), rv(&**p)),
-            DeltaObject::DeletedFinalStateUnknown(t) => {
-                format!("tombstone {} {}", t.key, rv(&*t.last_known))
-            }
-        });
-    }
 }
 
 /// Waits, in bounded steps, until `cond` holds.

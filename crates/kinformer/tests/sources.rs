@@ -1,7 +1,7 @@
 //! Where an informer's events come from: any stream of store events (the reflector is a layer
 //! like the others), streaming lists by default with a fallback, and the factory's informers.
 
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use futures_util::{StreamExt as _, stream};
@@ -9,6 +9,7 @@ use k8s_openapi::api::core::v1::Pod;
 use kinformer::core::{CacheRead, ObjectKey, StoreEvent};
 use kinformer::prelude::*;
 use kinformer_sim::{RequestKind, SimConfig, SimServer};
+use kinformer_test_support::{Heard, Recorder};
 
 fn pod(name: &str, version: u64) -> Pod {
     let mut p = Pod::default();
@@ -39,22 +40,13 @@ fn adapt(event: Foreign) -> StoreEvent<Pod> {
     }
 }
 
-#[derive(Clone, Default)]
-struct Lines(Arc<Mutex<Vec<String>>>);
-
-impl ResourceEventHandler<Pod> for Lines {
-    fn on_add(&self, o: &Arc<Pod>, initial: bool) {
-        self.0
-            .lock()
-            .unwrap()
-            .push(format!("add {} {initial}", o.key()));
-    }
-    fn on_update(&self, _: &Arc<Pod>, new: &Arc<Pod>) {
-        self.0.lock().unwrap().push(format!("update {}", new.key()));
-    }
-    fn on_delete(&self, o: &DeltaObject<Pod>) {
-        self.0.lock().unwrap().push(format!("delete {}", o.key()));
-    }
+/// Writes down every call, one line each: `add key initial`, `update key`, `delete key`.
+fn recorder() -> Recorder<Pod> {
+    Recorder::with_format(|heard: &Heard<'_, Pod>| match heard {
+        Heard::Add { object, initial } => format!("add {} {initial}", object.key()),
+        Heard::Update { new, .. } => format!("update {}", new.key()),
+        Heard::Delete(o) => format!("delete {}", o.key()),
+    })
 }
 
 async fn eventually(what: &str, mut cond: impl FnMut() -> bool) {
@@ -79,7 +71,7 @@ async fn an_informer_runs_from_another_watchers_events_through_a_map() {
         Foreign::Delete(pod("b", 5)),
     ])
     .chain(stream::pending());
-    let lines = Lines::default();
+    let lines = recorder();
     let pods = Informer::<Pod>::builder()
         .events(foreign.map(adapt))
         .handler(lines.clone())
@@ -87,9 +79,9 @@ async fn an_informer_runs_from_another_watchers_events_through_a_map() {
         .unwrap();
     pods.start();
     assert!(pods.wait_synced(Some(Duration::from_secs(10))).await);
-    eventually("every event", || lines.0.lock().unwrap().len() == 5).await;
+    eventually("every event", || lines.len() == 5).await;
     assert_eq!(
-        *lines.0.lock().unwrap(),
+        lines.lines(),
         [
             "add ns/a true",
             "add ns/b true",
@@ -205,7 +197,7 @@ async fn the_factory_shares_one_informer_per_type_and_options_and_stops_them_all
         "other options, another informer"
     );
 
-    let lines = Lines::default();
+    let lines = recorder();
     pods.add_handler(lines.clone()).unwrap();
     factory.start();
     assert!(factory.wait_synced(Some(Duration::from_secs(20))).await);
@@ -227,15 +219,15 @@ async fn the_factory_shares_one_informer_per_type_and_options_and_stops_them_all
             .iter()
             .all(|k| k.namespace() == Some("shop"))
     );
-    eventually("the handler", || lines.0.lock().unwrap().len() == all.len()).await;
+    eventually("the handler", || lines.len() == all.len()).await;
 
     factory.shutdown().await;
     // Every informer is stopped: no handler can be added, and waits end at once.
     assert!(matches!(
-        pods.add_handler(Lines::default()),
+        pods.add_handler(recorder()),
         Err(kinformer::Error::Informer(_))
     ));
-    assert!(scoped.add_handler(Lines::default()).is_err());
+    assert!(scoped.add_handler(recorder()).is_err());
 }
 
 #[tokio::test]

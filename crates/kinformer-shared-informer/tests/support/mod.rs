@@ -1,5 +1,5 @@
 //! What the informer's in-memory tests share: a fake server that sends each write to the open
-//! watch, and a handler that writes down and checks its history.
+//! watch, and a handler that writes down and checks its history (test-support's `Recorder`).
 
 #![allow(dead_code, unreachable_pub)]
 
@@ -10,10 +10,8 @@ use std::time::Duration;
 use async_trait::async_trait;
 use k8s_openapi::api::core::v1::Pod;
 use kinformer_core::list_watch::{self, ErrorKind, ListWatch, WatchStream};
-use kinformer_core::{
-    CacheRead, DeltaObject, ListParams, Object, ObjectList, WatchEvent, WatchParams,
-};
-use kinformer_shared_informer::{Registration, ResourceEventHandler};
+use kinformer_core::{CacheRead, ListParams, Object, ObjectList, WatchEvent, WatchParams};
+use kinformer_shared_informer::Registration;
 use tokio::sync::mpsc::{UnboundedSender, unbounded_channel};
 
 pub type Sender = UnboundedSender<Result<WatchEvent<Pod>, list_watch::Error>>;
@@ -99,68 +97,8 @@ impl ListWatch<Pod> for Fake {
     }
 }
 
-/// One handler call: key, what, old version, new version.
-pub type Call = (String, &'static str, u64, u64);
-
-/// Writes down each call.
-#[derive(Clone, Default)]
-pub struct History(pub Arc<Mutex<Vec<Call>>>);
-
-pub fn v(p: &Pod) -> u64 {
-    p.resource_version().unwrap().parse().unwrap()
-}
-
-impl ResourceEventHandler<Pod> for History {
-    fn on_add(&self, o: &Arc<Pod>, _: bool) {
-        let key = o.key().to_string();
-        self.0.lock().unwrap().push((key, "add", 0, v(o)));
-    }
-    fn on_update(&self, old: &Arc<Pod>, new: &Arc<Pod>) {
-        let key = new.key().to_string();
-        self.0.lock().unwrap().push((key, "update", v(old), v(new)));
-    }
-    fn on_delete(&self, o: &DeltaObject<Pod>) {
-        let key = o.key().to_string();
-        self.0
-            .lock()
-            .unwrap()
-            .push((key, "delete", v(o.object()), 0));
-    }
-}
-
-impl History {
-    /// Checks the history per key and returns the state it leads to.
-    pub fn replay(&self) -> Result<BTreeMap<String, String>, String> {
-        let mut state: BTreeMap<String, u64> = BTreeMap::new();
-        let mut last_version: BTreeMap<String, u64> = BTreeMap::new();
-        for (key, what, old, new) in self.0.lock().unwrap().iter() {
-            let held = state.get(key).copied();
-            match (*what, held) {
-                ("add", None) => {}
-                // An update's old object is what the handler last heard.
-                ("update", Some(h)) if h == *old => {}
-                // A delete carries the server's final state (a version at or after the last
-                // heard), or a tombstone with the last state the informer knew.
-                ("delete", Some(h)) if h <= *old => {}
-                _ => {
-                    return Err(format!(
-                        "{what} {key} ({old}->{new}) while holding {held:?}"
-                    ));
-                }
-            }
-            if *what != "delete" {
-                if last_version.get(key).is_some_and(|l| *l >= *new) {
-                    return Err(format!("{what} {key} went back or repeated to {new}"));
-                }
-                last_version.insert(key.clone(), *new);
-                state.insert(key.clone(), *new);
-            } else {
-                state.remove(key);
-            }
-        }
-        Ok(state.into_iter().map(|(k, v)| (k, v.to_string())).collect())
-    }
-}
+/// Writes down each call, and checks the history per key ([`Recorder::replay`]).
+pub type History = kinformer_test_support::Recorder<Pod>;
 
 pub fn settle(regs: &[Registration<Pod>]) {
     for _ in 0..5000 {
