@@ -100,6 +100,8 @@ mod tests {
         for flag in [
             "--scenario",
             "--client",
+            "--shape",
+            "--pod",
             "--quick",
             "--reps",
             "--json",
