@@ -17,6 +17,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitCode, Stdio};
 use std::time::{Duration, Instant, SystemTime};
 
+use clap::builder::PossibleValuesParser;
+
 /// Every target, with the parser it drives, in the order they run.
 const TARGETS: &[(&str, &str)] = &[
     (
@@ -47,6 +49,27 @@ const TIMEOUT_SECONDS: u32 = 10;
 const BEGIN: &str = "<!-- fuzz:begin -->";
 const END: &str = "<!-- fuzz:end -->";
 
+/// The flags of `cargo xtask fuzz`.
+#[derive(Debug, clap::Args)]
+pub(crate) struct Args {
+    /// How long each target runs, in seconds.
+    #[arg(long, value_name = "N", default_value_t = 60)]
+    seconds: u64,
+    /// How many targets run at a time.
+    #[arg(long, value_name = "J", default_value_t = 1)]
+    jobs: usize,
+    /// Runs only this target (repeatable); all of them by default.
+    #[arg(
+        long = "target",
+        value_name = "NAME",
+        value_parser = PossibleValuesParser::new(TARGETS.iter().map(|(t, _)| *t).collect::<Vec<_>>())
+    )]
+    targets: Vec<String>,
+    /// Runs nothing: records the runs whose logs are in target/fuzz/logs.
+    #[arg(long = "record-logs")]
+    record_only: bool,
+}
+
 /// What the command line asked for.
 #[derive(Debug)]
 struct Options {
@@ -58,56 +81,24 @@ struct Options {
     record_only: bool,
 }
 
-fn parse(args: &[String]) -> Result<Options, String> {
-    let mut options = Options {
-        seconds: 60,
-        jobs: 1,
-        targets: Vec::new(),
-        record_only: false,
-    };
-    let mut args = args.iter();
-    while let Some(arg) = args.next() {
-        let mut value = |name: &str| {
-            args.next()
-                .cloned()
-                .ok_or_else(|| format!("{name} needs a value"))
-        };
-        match arg.as_str() {
-            "--seconds" => {
-                options.seconds = value("--seconds")?
-                    .parse()
-                    .map_err(|e| format!("--seconds: {e}"))?;
-            }
-            "--jobs" => {
-                options.jobs = value("--jobs")?
-                    .parse::<usize>()
-                    .map_err(|e| format!("--jobs: {e}"))?
-                    .max(1);
-            }
-            "--record-logs" => options.record_only = true,
-            "--target" => {
-                let name = value("--target")?;
-                let known = TARGETS
-                    .iter()
-                    .find(|(t, _)| *t == name)
-                    .ok_or_else(|| format!("no fuzz target {name:?}; the targets: {}", names()))?;
-                options.targets.push(known.0);
-            }
-            other => return Err(format!("unknown argument {other:?}")),
+impl From<&Args> for Options {
+    fn from(args: &Args) -> Options {
+        // In the order given; clap has checked the names.
+        let mut targets: Vec<&'static str> = args
+            .targets
+            .iter()
+            .filter_map(|a| TARGETS.iter().find(|(t, _)| t == a).map(|(t, _)| *t))
+            .collect();
+        if targets.is_empty() {
+            targets = TARGETS.iter().map(|(t, _)| *t).collect();
+        }
+        Options {
+            seconds: args.seconds,
+            jobs: args.jobs.max(1),
+            targets,
+            record_only: args.record_only,
         }
     }
-    if options.targets.is_empty() {
-        options.targets = TARGETS.iter().map(|(t, _)| *t).collect();
-    }
-    Ok(options)
-}
-
-fn names() -> String {
-    TARGETS
-        .iter()
-        .map(|(t, _)| *t)
-        .collect::<Vec<_>>()
-        .join(", ")
 }
 
 /// The outcome of one target's run.
@@ -120,19 +111,10 @@ struct Outcome {
     findings: Vec<String>,
 }
 
-/// Runs the task; the exit code says whether every target ran clean.
-pub(crate) fn run(root: &Path, args: &[String]) -> ExitCode {
-    let options = match parse(args) {
-        Ok(o) => o,
-        Err(e) => {
-            eprintln!("xtask fuzz: {e}");
-            eprintln!(
-                "usage: cargo xtask fuzz [--seconds N] [--jobs J] [--target NAME]...\ntargets: {}",
-                names()
-            );
-            return ExitCode::FAILURE;
-        }
-    };
+/// Runs the task with `args`; `typed` is what followed `fuzz` on the command line, for the
+/// record. The exit code says whether every target ran clean.
+pub(crate) fn run(root: &Path, args: &Args, typed: &[String]) -> ExitCode {
+    let options = Options::from(args);
     let target_dir = root.join("target/fuzz");
     if options.record_only {
         let outcomes: Vec<Outcome> = options
@@ -224,7 +206,7 @@ pub(crate) fn run(root: &Path, args: &[String]) -> ExitCode {
             outcomes.push(outcome);
         }
     }
-    let command = command_line(args);
+    let command = command_line(typed);
     if let Err(e) = record(root, &outcomes, &command) {
         eprintln!("xtask fuzz: cannot write docs/reliability.md: {e}");
         return ExitCode::FAILURE;
@@ -470,23 +452,28 @@ fn today() -> String {
 mod tests {
     use super::*;
 
+    #[derive(Debug, clap::Parser)]
+    struct Fuzz {
+        #[command(flatten)]
+        args: Args,
+    }
+
+    fn parse(args: &[&str]) -> Result<Options, clap::Error> {
+        use clap::Parser as _;
+        Fuzz::try_parse_from(std::iter::once("fuzz").chain(args.iter().copied()))
+            .map(|f| Options::from(&f.args))
+    }
+
     #[test]
     fn arguments_select_targets_and_reject_unknown_ones() {
-        let args = |a: &[&str]| a.iter().map(|s| (*s).to_owned()).collect::<Vec<_>>();
-        let o = parse(&args(&[
-            "--seconds",
-            "600",
-            "--target",
-            "list",
-            "--jobs",
-            "2",
-        ]))
-        .unwrap();
+        let o = parse(&["--seconds", "600", "--target", "list", "--jobs", "2"]).unwrap();
         assert_eq!((o.seconds, o.jobs, o.targets), (600, 2, vec!["list"]));
-        assert_eq!(parse(&[]).unwrap().targets.len(), TARGETS.len());
-        assert!(parse(&args(&["--target", "nope"])).is_err());
-        assert!(parse(&args(&["--seconds"])).is_err());
-        assert!(parse(&args(&["--frobnicate"])).is_err());
+        let all = parse(&[]).unwrap();
+        assert_eq!((all.seconds, all.jobs), (60, 1));
+        assert_eq!(all.targets.len(), TARGETS.len());
+        assert!(parse(&["--target", "nope"]).is_err());
+        assert!(parse(&["--seconds"]).is_err());
+        assert!(parse(&["--frobnicate"]).is_err());
     }
 
     #[test]

@@ -8,10 +8,11 @@ const END: &str = "<!-- chaos:end -->";
 /// What the chaos section says above the per-seed blocks.
 const INTRO: &str = "## Chaos soak
 
-`cargo xtask chaos [--seconds N] [--seed S]` runs a seeded workload on the simulated API server
-over HTTP on 127.0.0.1 (creates, updates and deletes of pods across four namespaces; graceful
-deletions with grace periods of 1-3 s; finalizers taken off after the delete; names of deleted
-pods used again; pods moving into and out of a label selector) while a seeded schedule fires
+`cargo xtask chaos [--seconds N] [--seed S] [--docs]` (`--docs` writes its report here) runs a
+seeded workload on the simulated API server over HTTP on 127.0.0.1 (creates, updates and
+deletes of pods across four namespaces; graceful deletions with grace periods of 1-3 s;
+finalizers taken off after the delete; names of deleted pods used again; pods moving into and
+out of a label selector) while a seeded schedule fires
 every fault class the server has (a stream cut mid-line, watches closed, stalls, 410 on a watch
 and on a continue token, compaction, 429/500/503 bursts with and without Retry-After, malformed,
 large and over-the-limit lines, slow chunks, and a restart that drops every connection).

@@ -21,8 +21,9 @@
 //!   believes: a delete that never reached a handler leaves it holding the key. The panicking
 //!   handler's panics were all caught and counted.
 //!
-//! `cargo xtask chaos [--seconds N] [--seed S]` runs it and writes the report into
-//! `docs/reliability.md`; `tests/chaos.rs` runs a few seconds of it under `cargo test`.
+//! `cargo xtask chaos [--seconds N] [--seed S]` runs it and prints the report (with `--docs`, it
+//! also writes it into `docs/reliability.md`); `tests/chaos.rs` runs a few seconds of it under
+//! `cargo test`.
 
 pub mod doc;
 mod faults;

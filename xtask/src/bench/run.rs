@@ -5,13 +5,15 @@
 //! smoke test compiles the very same code (`#[path]`) and runs it against the freshly built
 //! `bench-sim` and `bench-client` binaries.
 //!
-//! The conversation with the two binaries is line-based. `bench-sim --pods N` prints
-//! `url <URL>` once it serves N pods, then answers each command on its stdin (`update <n>`,
-//! `churn <n>`, `relist`) with one `done <events>` line, and exits when its stdin closes.
-//! `bench-client <client> --url .. --kind .. --pods .. --events ..` prints `synced <ms>` once
-//! its cache holds every pod and its handler has seen them, `steady` when asked to settle (the
-//! relist scenario), and `result <json>` at the end; it then waits for its stdin to close, so
-//! that its peak RSS and CPU time can be read from `/proc/<pid>` while it still exists.
+//! The conversation with the two binaries is line-based. `bench-sim --pods N --shape S --pod P`
+//! prints `url <URL>` once it serves N pods, then answers each command on its stdin
+//! (`update <n>`, `churn <n>`, `stream`, `relist`) with one `done <events>` line, and exits when
+//! its stdin closes. With the paced shape, `update` and `churn` are sent once the client has
+//! synced; with the burst shape, before the client starts, so that every event is queued before
+//! its watch connects. `bench-client <client> --url .. --kind .. --pods .. --events ..` prints
+//! `synced <ms>` once its cache holds every pod and its handler has seen them, `steady` when asked
+//! to settle (the relist scenario), and `result <json>` at the end; it then waits for its stdin to
+//! close, so that its peak RSS and CPU time can be read from `/proc/<pid>` while it still exists.
 
 use std::collections::BTreeMap;
 use std::io::{BufRead as _, BufReader, Write as _};
@@ -29,7 +31,7 @@ pub enum Kind {
     Sync,
     /// Nothing, but the client lists with a streaming list (`sendInitialEvents`).
     Stream,
-    /// `events` MODIFIED events, all queued before the watch may deliver them.
+    /// `events` MODIFIED events, all queued for the watch at once.
     Update,
     /// `events / 2` pods deleted and added again (so `events` watch events).
     Churn,
@@ -53,6 +55,62 @@ impl Kind {
             Kind::Relist => "relist",
             Kind::Lister => "lister",
         }
+    }
+}
+
+/// How the simulated server delivers the events of a scenario.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Shape {
+    /// Every event rendered ahead of time and queued before the watch connects, then written
+    /// back to back in 128 KiB writes, as a real API server's watch handler writes a backlog.
+    Burst,
+    /// Events written while the open watches are held back, then released and handed to the
+    /// connection one line per frame.
+    Paced,
+}
+
+impl Shape {
+    /// Both shapes, the headline first.
+    pub const ALL: [Shape; 2] = [Shape::Burst, Shape::Paced];
+
+    /// The name on the command line and in the output.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Shape::Burst => "burst",
+            Shape::Paced => "paced",
+        }
+    }
+
+    /// The shape of a name.
+    pub fn parse(name: &str) -> Option<Shape> {
+        Shape::ALL.into_iter().find(|s| s.as_str() == name)
+    }
+}
+
+/// How large and nested the served pods are.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PodSize {
+    /// 10-15 KB of JSON: several containers, many env vars, volumes, probes, `managedFields`.
+    Dense,
+    /// About 5 KB of JSON: two containers.
+    Realistic,
+}
+
+impl PodSize {
+    /// Both sizes, the headline first.
+    pub const ALL: [PodSize; 2] = [PodSize::Dense, PodSize::Realistic];
+
+    /// The name on the command line and in the output.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PodSize::Dense => "dense",
+            PodSize::Realistic => "realistic",
+        }
+    }
+
+    /// The size of a name.
+    pub fn parse(name: &str) -> Option<PodSize> {
+        PodSize::ALL.into_iter().find(|s| s.as_str() == name)
     }
 }
 
@@ -82,6 +140,17 @@ pub struct Scenario {
     pub about: &'static str,
 }
 
+impl Scenario {
+    /// The command that makes the scenario's events on the server, if it has any.
+    pub fn command(&self) -> Option<String> {
+        match self.kind {
+            Kind::Update | Kind::Fanout => Some(format!("update {}", self.events)),
+            Kind::Churn => Some(format!("churn {}", self.events / 2)),
+            Kind::Sync | Kind::Stream | Kind::Relist | Kind::Lister => None,
+        }
+    }
+}
+
 /// Every scenario, at `size`, in the order they run.
 pub fn scenarios(size: Size) -> Vec<Scenario> {
     // (full, quick, tiny) counts.
@@ -96,7 +165,7 @@ pub fn scenarios(size: Size) -> Vec<Scenario> {
             kind: Kind::Update,
             pods: n(10_000, 5_000, 40),
             events: n(100_000, 20_000, 100),
-            about: "MODIFIED events queued at once after the sync: the sustained rate",
+            about: "MODIFIED events (status updates), all queued for the watch: the sustained rate",
         },
         Scenario {
             name: "sync-100k",
@@ -199,12 +268,17 @@ pub const CLIENTS: &[ClientSpec] = &[
 pub struct Row {
     /// The scenario's name.
     pub scenario: String,
+    /// The server's shape (`burst`, `paced`).
+    pub shape: String,
     /// The client's name.
     pub client: String,
     /// Wall time from the client's start to its cache holding every pod, in milliseconds.
     pub sync_ms: f64,
     /// Watch events per second after the sync (`None` where the scenario has none).
     pub events_per_s: Option<f64>,
+    /// CPU seconds per 1,000 watch events: the client's CPU time from its sync to its end over
+    /// the scenario's events (`None` where the scenario has none).
+    pub cpu_per_k_events: Option<f64>,
     /// The client process's peak resident set (`VmHWM`), in MiB; for `relist`, the peak during
     /// the relist.
     pub peak_rss_mb: f64,
@@ -221,12 +295,14 @@ pub struct Row {
 
 impl Row {
     /// A failed measurement.
-    pub fn failed(scenario: &str, client: &str, note: impl Into<String>) -> Row {
+    pub fn failed(scenario: &str, shape: Shape, client: &str, note: impl Into<String>) -> Row {
         Row {
             scenario: scenario.to_owned(),
+            shape: shape.as_str().to_owned(),
             client: client.to_owned(),
             sync_ms: f64::NAN,
             events_per_s: None,
+            cpu_per_k_events: None,
             peak_rss_mb: f64::NAN,
             cpu_s: f64::NAN,
             ok: false,
@@ -240,9 +316,11 @@ impl Row {
         let num = |v: f64| if v.is_finite() { json!(v) } else { Value::Null };
         let mut o = json!({
             "scenario": self.scenario,
+            "shape": self.shape,
             "client": self.client,
             "sync_ms": num(self.sync_ms),
             "events_per_s": self.events_per_s.map_or(Value::Null, num),
+            "cpu_per_k_events": self.cpu_per_k_events.map_or(Value::Null, num),
             "peak_rss_mb": num(self.peak_rss_mb),
             "cpu_s": num(self.cpu_s),
             "ok": self.ok,
@@ -311,13 +389,22 @@ pub struct Sim {
     stdin: Option<ChildStdin>,
     lines: Lines,
     url: String,
+    shape: Shape,
 }
 
 impl Sim {
-    /// Starts `bench-sim` holding `pods` pods, and waits (at most `timeout`) until it serves them.
-    pub fn start(bin: &Path, pods: usize, timeout: Duration) -> Result<Sim, String> {
+    /// Starts `bench-sim` holding `pods` pods of `size`, serving them with `shape`, and waits (at
+    /// most `timeout`) until it serves them.
+    pub fn start(
+        bin: &Path,
+        pods: usize,
+        shape: Shape,
+        size: PodSize,
+        timeout: Duration,
+    ) -> Result<Sim, String> {
         let mut child = Command::new(bin)
             .args(["--pods", &pods.to_string()])
+            .args(["--shape", shape.as_str(), "--pod", size.as_str()])
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .spawn()
@@ -331,6 +418,7 @@ impl Sim {
             stdin,
             lines,
             url: String::new(),
+            shape,
         };
         sim.url = url?;
         Ok(sim)
@@ -339,6 +427,11 @@ impl Sim {
     /// The server's URL.
     pub fn url(&self) -> &str {
         &self.url
+    }
+
+    /// The server's shape.
+    pub fn shape(&self) -> Shape {
+        self.shape
     }
 
     /// Sends one command and waits for its `done` line.
@@ -392,7 +485,7 @@ pub fn run_client(
 ) -> Row {
     match try_run_client(bin, sim, scenario, client, timeout) {
         Ok(row) => row,
-        Err(e) => Row::failed(scenario.name, client, e),
+        Err(e) => Row::failed(scenario.name, sim.shape(), client, e),
     }
 }
 
@@ -404,6 +497,15 @@ fn try_run_client(
     timeout: Duration,
 ) -> Result<Row, String> {
     let deadline = Instant::now() + timeout;
+    if sim.shape() == Shape::Burst {
+        // Every event is written, rendered and queued before the client connects.
+        if let Some(command) = scenario.command() {
+            sim.command(&command, timeout)?;
+        }
+        if scenario.kind == Kind::Stream {
+            sim.command("stream", timeout)?;
+        }
+    }
     let mut child = Command::new(bin)
         .args([
             client,
@@ -428,7 +530,7 @@ fn try_run_client(
     let outcome = drive(&lines, sim, scenario, pid, deadline);
     let (peak_kib, cpu) = (status_kib(pid, "VmHWM:"), cpu_seconds(pid));
     drop(stdin);
-    let (sync_ms, result, steady_kib) = match outcome {
+    let (sync_ms, result, steady_kib, cpu_at_sync) = match outcome {
         Ok(v) => v,
         Err(e) => {
             let _ = child.kill();
@@ -459,40 +561,51 @@ fn try_run_client(
     if !status.success() {
         note = format!("{note} (exit: {status})").trim().to_owned();
     }
+    let cpu = cpu.ok_or("cannot read the client's CPU time")?;
+    let cpu_per_k_events = match (scenario.command(), cpu_at_sync) {
+        (Some(_), Some(at_sync)) if scenario.events > 0 => {
+            Some((cpu - at_sync).max(0.0) / scenario.events as f64 * 1000.0)
+        }
+        _ => None,
+    };
     Ok(Row {
         scenario: scenario.name.to_owned(),
+        shape: sim.shape().as_str().to_owned(),
         client: client.to_owned(),
         sync_ms,
         events_per_s: result.get("events_per_s").and_then(Value::as_f64),
+        cpu_per_k_events,
         peak_rss_mb: peak_kib / 1024.0,
-        cpu_s: cpu.ok_or("cannot read the client's CPU time")?,
+        cpu_s: cpu,
         ok,
         extra,
         note,
     })
 }
 
-/// The conversation with one client: its sync time, its result, and for `relist` the RSS it
-/// held before the relist.
+/// The conversation with one client: its sync time, its result, for `relist` the RSS it held
+/// before the relist, and its CPU time when it had synced.
 fn drive(
     lines: &Lines,
     sim: &mut Sim,
     scenario: &Scenario,
     pid: u32,
     deadline: Instant,
-) -> Result<(f64, Value, Option<f64>), String> {
+) -> Result<(f64, Value, Option<f64>, Option<f64>), String> {
     let left = || deadline.saturating_duration_since(Instant::now());
     let sync_ms: f64 = lines
         .expect("synced ", deadline)?
         .parse()
         .map_err(|_| "a malformed `synced` line")?;
+    let cpu_at_sync = cpu_seconds(pid);
     let mut steady_kib = None;
     match scenario.kind {
-        Kind::Update | Kind::Fanout => {
-            sim.command(&format!("update {}", scenario.events), left())?;
-        }
-        Kind::Churn => {
-            sim.command(&format!("churn {}", scenario.events / 2), left())?;
+        Kind::Update | Kind::Fanout | Kind::Churn => {
+            if sim.shape() == Shape::Paced
+                && let Some(command) = scenario.command()
+            {
+                sim.command(&command, left())?;
+            }
         }
         Kind::Relist => {
             lines.expect("steady", deadline)?;
@@ -507,5 +620,5 @@ fn drive(
     let result = lines.expect("result ", deadline)?;
     let result: Value =
         serde_json::from_str(&result).map_err(|e| format!("a malformed result: {e}"))?;
-    Ok((sync_ms, result, steady_kib))
+    Ok((sync_ms, result, steady_kib, cpu_at_sync))
 }
