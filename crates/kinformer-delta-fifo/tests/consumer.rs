@@ -13,7 +13,7 @@ use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
 
 use kinformer_core::{
-    CacheOp, CacheRead, CacheWrite, DynamicObject, Notification, Object, ObjectKey,
+    CacheOp, CacheRead, CacheWrite, DeltaQueue, DynamicObject, Notification, Object, ObjectKey,
     ReflectorStoreExt, Replaced, StoreError,
 };
 use kinformer_delta_fifo::{DeltaFifo, Mode};
