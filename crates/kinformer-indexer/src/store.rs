@@ -1,6 +1,7 @@
 //! The cache: objects by key plus named indexes, behind one reader-writer lock, and a staged
 //! relist beside it.
 
+use derive_where::derive_where;
 use foldhash::{HashMap, HashMapExt, HashSet, HashSetExt};
 use std::fmt;
 use std::sync::Arc;
@@ -80,16 +81,9 @@ pub struct Indexer<K> {
 /// [`by_index`](IndexRead::by_index) are those of [`CacheRead`] and [`IndexRead`] (import the
 /// traits); its inherent methods are the reads the traits lack (the count, a lookup by object,
 /// sorted index keys, client-go's `Index` and `ListIndexFuncValues`).
+#[derive_where(Clone)]
 pub struct IndexerReader<K> {
     shared: Arc<Shared<K>>,
-}
-
-impl<K> Clone for IndexerReader<K> {
-    fn clone(&self) -> Self {
-        Self {
-            shared: Arc::clone(&self.shared),
-        }
-    }
 }
 
 impl<K> fmt::Debug for Indexer<K> {
