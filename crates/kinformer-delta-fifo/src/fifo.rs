@@ -20,7 +20,7 @@ use crate::in_order::InOrder;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Mode {
     /// client-go's `DeltaFIFO`: one entry per key holding that key's deltas; a key keeps its
-    /// place while more deltas arrive; [`pop`](DeltaFifo::pop) hands out all deltas of the oldest
+    /// place while more deltas arrive; [`pop`](DeltaQueue::pop) hands out all deltas of the oldest
     /// key as [`Popped::Key`].
     Classic,
     /// client-go's current default (`RealFIFO`), and ours: a flat queue of single deltas in
@@ -192,45 +192,9 @@ impl<K: Object> DeltaFifo<K> {
         self.mode
     }
 
-    /// How many items wait: keys in classic mode, deltas and steps in in-order mode.
-    pub fn depth(&self) -> usize {
-        self.state.lock().queue.depth()
-    }
-
-    /// How long the oldest waiting item has waited (`None` when empty). In classic mode a key's
-    /// age counts from its first queued delta.
-    pub fn oldest_age(&self) -> Option<Duration> {
-        let state = self.state.lock();
-        let since = match &state.queue {
-            Queue::Classic(c) => c.oldest(),
-            Queue::InOrder(q) => q.oldest(),
-        };
-        since.map(|s| s.elapsed())
-    }
-
-    /// Whether [`close`](Self::close) has been called.
+    /// Whether [`close`](DeltaQueue::close) has been called.
     pub fn is_closed(&self) -> bool {
         self.state.lock().closed
-    }
-
-    /// `true` once every delta of the first relist has been popped; see [`DeltaQueue::has_synced`].
-    pub fn has_synced(&self) -> bool {
-        let state = self.state.lock();
-        state.populated && state.initial_remaining == 0
-    }
-
-    /// Closes the queue: writes fail with [`StoreError::Closed`] from now on, pops drain what is
-    /// queued and then end.
-    pub fn close(&self) {
-        let wakers = {
-            let mut state = self.state.lock();
-            state.closed = true;
-            state.relist = None;
-            let mut w = std::mem::take(&mut state.consumers);
-            w.append(&mut state.writers);
-            w
-        };
-        wakers.into_iter().for_each(Waker::wake);
     }
 
     /// Takes the next item if there is one, without waiting and without applying it anywhere.
@@ -249,20 +213,6 @@ impl<K: Object> DeltaFifo<K> {
             out = Some(PoppedItem { popped, applied });
         });
         out
-    }
-
-    /// Waits for the next item and takes it off the queue without applying it; `None` once the
-    /// queue is closed and drained. Cancel-safe.
-    pub async fn pop(&self) -> Option<Popped<K>> {
-        let mut out = None;
-        let open = std::future::poll_fn(|cx| self.poll_pop(cx, &mut |p| out = Some(p))).await;
-        if open { out } else { None }
-    }
-
-    /// Waits for the next item and applies it to `cache` by the consumer contract before any
-    /// write can reach the queue; `None` once the queue is closed and drained. Cancel-safe.
-    pub async fn pop_into(&self, cache: &dyn CacheWrite<K>) -> Option<PoppedItem<K>> {
-        kinformer_core::PopIntoFuture::new(self, cache).await
     }
 
     /// One pop under the lock: the item, if any, goes to `apply` before the lock is released.
@@ -301,35 +251,6 @@ impl<K: Object> DeltaFifo<K> {
         };
         wake.into_iter().for_each(Waker::wake);
         result
-    }
-
-    /// Hands back the deltas of one key for a retry; see [`DeltaQueue::requeue`].
-    pub fn requeue(&self, deltas: Vec<Delta<K>>) -> bool {
-        let Some(first) = deltas.first() else {
-            return false;
-        };
-        let key = first.key();
-        if deltas[1..].iter().any(|d| d.key() != key) {
-            tracing::warn!(%key, "requeue refused: the deltas are not all of one key");
-            return false;
-        }
-        let wake = {
-            let mut state = self.state.lock();
-            if state.closed {
-                return false;
-            }
-            let back = match &mut state.queue {
-                Queue::Classic(c) => c.requeue(key, deltas),
-                Queue::InOrder(q) => q.requeue(key, deltas),
-            };
-            if !back {
-                return false;
-            }
-            state.populated = true;
-            std::mem::take(&mut state.consumers)
-        };
-        wake.into_iter().for_each(Waker::wake);
-        true
     }
 
     fn writers_to_wake(&self, state: &mut State<K>) -> Vec<Waker> {
@@ -487,6 +408,9 @@ impl<K: Object> ReflectorStore<K> for DeltaFifo<K> {
     }
 }
 
+/// The informer's side: pops that apply under the lock, requeue, close, and the sync and
+/// metrics reads. [`pop`](DeltaQueue::pop) and [`pop_into`](DeltaQueue::pop_into) are the
+/// trait's own, over [`poll_pop`](DeltaQueue::poll_pop).
 impl<K: Object> DeltaQueue<K> for DeltaFifo<K> {
     fn poll_pop(&self, cx: &mut Context<'_>, apply: &mut dyn FnMut(Popped<K>)) -> Poll<bool> {
         match self.pop_step(Some(cx), apply) {
@@ -496,23 +420,66 @@ impl<K: Object> DeltaQueue<K> for DeltaFifo<K> {
     }
 
     fn requeue(&self, deltas: Vec<Delta<K>>) -> bool {
-        DeltaFifo::requeue(self, deltas)
+        let Some(first) = deltas.first() else {
+            return false;
+        };
+        let key = first.key();
+        if deltas[1..].iter().any(|d| d.key() != key) {
+            tracing::warn!(%key, "requeue refused: the deltas are not all of one key");
+            return false;
+        }
+        let wake = {
+            let mut state = self.state.lock();
+            if state.closed {
+                return false;
+            }
+            let back = match &mut state.queue {
+                Queue::Classic(c) => c.requeue(key, deltas),
+                Queue::InOrder(q) => q.requeue(key, deltas),
+            };
+            if !back {
+                return false;
+            }
+            state.populated = true;
+            std::mem::take(&mut state.consumers)
+        };
+        wake.into_iter().for_each(Waker::wake);
+        true
     }
 
     fn has_synced(&self) -> bool {
-        DeltaFifo::has_synced(self)
+        let state = self.state.lock();
+        state.populated && state.initial_remaining == 0
     }
 
+    /// Closes the queue: writes fail with [`StoreError::Closed`] from now on, pops drain what is
+    /// queued and then end.
     fn close(&self) {
-        DeltaFifo::close(self)
+        let wakers = {
+            let mut state = self.state.lock();
+            state.closed = true;
+            state.relist = None;
+            let mut w = std::mem::take(&mut state.consumers);
+            w.append(&mut state.writers);
+            w
+        };
+        wakers.into_iter().for_each(Waker::wake);
     }
 
+    /// How many items wait: keys in classic mode, deltas and steps in in-order mode.
     fn depth(&self) -> usize {
-        DeltaFifo::depth(self)
+        self.state.lock().queue.depth()
     }
 
+    /// How long the oldest waiting item has waited (`None` when empty). In classic mode a key's
+    /// age counts from its first queued delta.
     fn oldest_age(&self) -> Option<Duration> {
-        DeltaFifo::oldest_age(self)
+        let state = self.state.lock();
+        let since = match &state.queue {
+            Queue::Classic(c) => c.oldest(),
+            Queue::InOrder(q) => q.oldest(),
+        };
+        since.map(|s| s.elapsed())
     }
 }
 

@@ -23,21 +23,25 @@
 //!
 //! In both modes a delete of a key that is neither queued nor held by the consumer's store is
 //! ignored (without known objects it is queued, and the store decides), and
-//! [`has_synced`](DeltaFifo::has_synced) turns true once everything queued by the first relist
-//! has been popped. A consumer whose processing fails hands the deltas back with
-//! [`requeue`](DeltaFifo::requeue); they go back only if nothing newer is queued for the key.
+//! [`has_synced`](kinformer_core::DeltaQueue::has_synced) turns true once everything queued by
+//! the first relist has been popped. A consumer whose processing fails hands the deltas back with
+//! [`requeue`](kinformer_core::DeltaQueue::requeue); they go back only if nothing newer is queued
+//! for the key.
 //!
 //! # The consumer contract
 //! A pop hands the item to the consumer *while the queue is locked*
 //! ([`DeltaQueue::poll_pop`](kinformer_core::DeltaQueue::poll_pop),
-//! [`pop_into`](DeltaFifo::pop_into), [`try_pop_into`](DeltaFifo::try_pop_into)), and the
-//! consumer applies it to its store by [`apply_popped`](kinformer_core::apply_popped) before
-//! any write can reach the queue. So a write never lands between a pop and the store update: a
-//! delete that arrives then finds the popped object in the store and is queued, never lost, and a
-//! relist's tombstones are computed against a store that holds everything popped before it
-//! (client-go's `Pop(process)` holds its lock the same way). [`pop`](DeltaFifo::pop) and
+//! [`pop_into`](kinformer_core::DeltaQueue::pop_into),
+//! [`try_pop_into`](DeltaFifo::try_pop_into)), and the consumer applies it to its store by
+//! [`apply_popped`](kinformer_core::apply_popped) before any write can reach the queue. So a
+//! write never lands between a pop and the store update: a delete that arrives then finds the
+//! popped object in the store and is queued, never lost, and a relist's tombstones are computed
+//! against a store that holds everything popped before it (client-go's `Pop(process)` holds its
+//! lock the same way). [`pop`](kinformer_core::DeltaQueue::pop) and
 //! [`try_pop`](DeltaFifo::try_pop) take items out without applying them, for consumers whose
-//! store the queue does not consult.
+//! store the queue does not consult. The queue's consumer side is the
+//! [`DeltaQueue`](kinformer_core::DeltaQueue) trait: import it to pop, requeue, close or ask
+//! whether the queue has synced.
 //!
 //! # Relists, page by page
 //! [`ReflectorStore`](kinformer_core::ReflectorStore)'s relist protocol gathers the pages and
@@ -48,8 +52,8 @@
 //!
 //! The queue is unbounded unless built with a [`capacity`](DeltaFifoBuilder::capacity): then a
 //! full queue makes [`poll_ready`](kinformer_core::ReflectorStore::poll_ready) pending, so the
-//! writer slows down; nothing is ever dropped. [`depth`](DeltaFifo::depth) and
-//! [`oldest_age`](DeltaFifo::oldest_age) are there for metrics.
+//! writer slows down; nothing is ever dropped. [`depth`](kinformer_core::DeltaQueue::depth) and
+//! [`oldest_age`](kinformer_core::DeltaQueue::oldest_age) are there for metrics.
 //!
 //! # What it does not do
 //! No IO, no store of its own: what the consumer has applied is known only through the
@@ -62,7 +66,9 @@
 //! ```
 //! use std::collections::BTreeMap;
 //! use std::sync::{Arc, Mutex};
-//! use kinformer_core::{DynamicObject, Notification, ObjectKey, Popped, ReflectorStoreExt};
+//! use kinformer_core::{
+//!     DeltaQueue, DynamicObject, Notification, ObjectKey, Popped, ReflectorStoreExt,
+//! };
 //! use kinformer_delta_fifo::DeltaFifo;
 //!
 //! fn pod(name: &str, rv: &str) -> Arc<DynamicObject> {

@@ -13,8 +13,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use kinformer_core::{
-    CacheRead, CacheWrite, DynamicObject, Notification, Object, ObjectKey, ReflectorStoreExt,
-    Replaced, StoreError,
+    CacheRead, CacheWrite, DeltaQueue, DynamicObject, Notification, Object, ObjectKey,
+    ReflectorStoreExt, Replaced, StoreError,
 };
 use kinformer_delta_fifo::{DeltaFifo, Mode};
 use kinformer_test_support::{GatedCache, Pause};

@@ -10,8 +10,8 @@ use std::collections::{BTreeMap, HashSet};
 use std::sync::Arc;
 
 use kinformer_core::{
-    DeletedFinalStateUnknown, Delta, DeltaObject, DeltaType, DynamicObject, Object, ObjectKey,
-    Popped, ReflectorStoreExt, ReplaceStep,
+    DeletedFinalStateUnknown, Delta, DeltaObject, DeltaQueue, DeltaType, DynamicObject, Object,
+    ObjectKey, Popped, ReflectorStoreExt, ReplaceStep,
 };
 use kinformer_delta_fifo::{DeltaFifo, Mode};
 use proptest::prelude::*;

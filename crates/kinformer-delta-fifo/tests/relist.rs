@@ -6,7 +6,7 @@ mod support;
 
 use std::sync::Arc;
 
-use kinformer_core::{DynamicObject, Popped, ReflectorStoreExt};
+use kinformer_core::{DeltaQueue, DynamicObject, Popped, ReflectorStoreExt};
 use kinformer_delta_fifo::{DeltaFifo, Mode};
 use support::{Store, obj, render};
 

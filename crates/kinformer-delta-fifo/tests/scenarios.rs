@@ -7,7 +7,7 @@ mod support;
 
 use std::sync::Arc;
 
-use kinformer_core::{Delta, DynamicObject, Popped, ReflectorStoreExt};
+use kinformer_core::{Delta, DeltaQueue, DynamicObject, Popped, ReflectorStoreExt};
 use kinformer_delta_fifo::{DeltaFifo, Mode};
 use support::{Store, obj, render, render_notification};
 

@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use criterion::{Criterion, Throughput};
 use k8s_openapi::api::core::v1::Pod;
-use kinformer_core::{CacheWrite, Object, ReflectorStoreExt};
+use kinformer_core::{CacheRead, CacheWrite, IndexRead, Object, ReflectorStoreExt};
 use kinformer_indexer::{Indexer, IndexerReader, index};
 
 const PODS: usize = 100_000;

@@ -17,10 +17,12 @@
 //!   of the objects;
 //! - [`CacheRead`](kinformer_core::CacheRead) and [`IndexRead`](kinformer_core::IndexRead) on
 //!   both handles: what the delta FIFO asks about the consumer's objects and what the lister
-//!   reads. [`IndexerReader`] also has inherent reads: [`get_by_key`](IndexerReader::get_by_key),
-//!   [`list`](IndexerReader::list), [`list_keys`](IndexerReader::list_keys) (sorted),
+//!   reads ([`get_by_key`](kinformer_core::CacheRead::get_by_key),
+//!   [`list`](kinformer_core::CacheRead::list), [`list_keys`](kinformer_core::CacheRead::list_keys)
+//!   (sorted here), [`by_index`](kinformer_core::IndexRead::by_index)...). [`IndexerReader`] adds
+//!   the reads the traits lack: [`get`](IndexerReader::get), [`len`](IndexerReader::len),
 //!   [`index`](IndexerReader::index) (objects sharing any of an object's values),
-//!   [`by_index`](IndexerReader::by_index), [`index_keys`](IndexerReader::index_keys) (sorted) and
+//!   [`index_keys`](IndexerReader::index_keys) (sorted) and
 //!   [`list_index_func_values`](IndexerReader::list_index_func_values); an unknown index is
 //!   [`StoreError::UnknownIndex`](kinformer_core::StoreError::UnknownIndex), never a panic;
 //! - [`add_indexers`](Indexer::add_indexers) works at any time and indexes what is cached; a
@@ -44,7 +46,7 @@
 //! An indexer with no informer:
 //! ```
 //! use std::sync::Arc;
-//! use kinformer_core::{CacheWrite, DynamicObject, IndexRead, ReflectorStoreExt};
+//! use kinformer_core::{CacheRead, CacheWrite, DynamicObject, IndexRead, ReflectorStoreExt};
 //! use kinformer_indexer::{Indexer, index};
 //!
 //! fn obj(ns: &str, name: &str, app: &str, rv: &str) -> Arc<DynamicObject> {

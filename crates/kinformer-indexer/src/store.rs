@@ -1,6 +1,7 @@
 //! The cache: objects by key plus named indexes, behind one reader-writer lock, and a staged
 //! relist beside it.
 
+use derive_where::derive_where;
 use foldhash::{HashMap, HashMapExt, HashSet, HashSetExt};
 use std::fmt;
 use std::sync::Arc;
@@ -76,19 +77,13 @@ pub struct Indexer<K> {
 }
 
 /// A read handle on the cache; clone it freely. Reads never block each other; they wait only
-/// while a writer applies one update (or swaps a relist in). It implements [`CacheRead`] and
-/// [`IndexRead`]; its inherent methods are the same reads, usable without importing the traits,
-/// plus a few more (sorted keys, client-go's `Index`, `ListIndexFuncValues`).
+/// while a writer applies one update (or swaps a relist in). Its reads by key, the list and
+/// [`by_index`](IndexRead::by_index) are those of [`CacheRead`] and [`IndexRead`] (import the
+/// traits); its inherent methods are the reads the traits lack (the count, a lookup by object,
+/// sorted index keys, client-go's `Index` and `ListIndexFuncValues`).
+#[derive_where(Clone)]
 pub struct IndexerReader<K> {
     shared: Arc<Shared<K>>,
-}
-
-impl<K> Clone for IndexerReader<K> {
-    fn clone(&self) -> Self {
-        Self {
-            shared: Arc::clone(&self.shared),
-        }
-    }
 }
 
 impl<K> fmt::Debug for Indexer<K> {
@@ -462,6 +457,10 @@ macro_rules! reads_through_shared {
             fn for_each(&self, f: &mut dyn FnMut(&Arc<K>)) {
                 self.shared.for_each(f)
             }
+
+            fn list(&self) -> Vec<Arc<K>> {
+                self.shared.list()
+            }
         }
 
         impl<K: Object> IndexRead<K> for $handle<K> {
@@ -474,6 +473,7 @@ macro_rules! reads_through_shared {
                 self.shared.for_each_indexed(index, value, f)
             }
 
+            /// In the order they were added.
             fn index_names(&self) -> Vec<String> {
                 self.shared.index_names()
             }
@@ -715,6 +715,15 @@ impl<K> Shared<K> {
         self.inner.read().items.values().for_each(|e| f(&e.object));
     }
 
+    fn list(&self) -> Vec<Arc<K>> {
+        self.inner
+            .read()
+            .items
+            .values()
+            .map(|e| Arc::clone(&e.object))
+            .collect()
+    }
+
     fn for_each_indexed(
         &self,
         index: &str,
@@ -741,30 +750,9 @@ impl<K> Shared<K> {
 }
 
 impl<K: Object> IndexerReader<K> {
-    /// The object cached under `key` (`namespace/name` or `name`).
-    pub fn get_by_key(&self, key: &str) -> Option<Arc<K>> {
-        self.shared.get_by_key(key)
-    }
-
     /// The cached state of `object` (looked up by its key).
     pub fn get(&self, object: &K) -> Option<Arc<K>> {
         self.get_by_key(object.key().as_str())
-    }
-
-    /// Every cached object, in no particular order.
-    pub fn list(&self) -> Vec<Arc<K>> {
-        self.shared
-            .inner
-            .read()
-            .items
-            .values()
-            .map(|e| Arc::clone(&e.object))
-            .collect()
-    }
-
-    /// Every cached key, sorted.
-    pub fn list_keys(&self) -> Vec<ObjectKey> {
-        self.shared.list_keys()
     }
 
     /// How many objects are cached.
@@ -775,11 +763,6 @@ impl<K: Object> IndexerReader<K> {
     /// `true` when nothing is cached.
     pub fn is_empty(&self) -> bool {
         self.len() == 0
-    }
-
-    /// The names of the indexes, in the order they were added.
-    pub fn index_names(&self) -> Vec<String> {
-        self.shared.index_names()
     }
 
     /// The cached objects that share any value of index `name` with `object` (client-go's
@@ -802,15 +785,6 @@ impl<K: Object> IndexerReader<K> {
             .filter_map(|k| inner.items.get(k).map(|e| &e.object))
             .cloned()
             .collect())
-    }
-
-    /// The cached objects whose index `name` produced `value`, in no particular order; an
-    /// unknown index is [`StoreError::UnknownIndex`].
-    pub fn by_index(&self, name: &str, value: &str) -> Result<Vec<Arc<K>>, StoreError> {
-        let mut out = Vec::new();
-        self.shared
-            .for_each_indexed(name, value, &mut |o| out.push(Arc::clone(o)))?;
-        Ok(out)
     }
 
     /// The keys whose index `name` produced `value`, sorted; an unknown index is

@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use kinformer_core::{
-    CacheOp, CacheWrite, DynamicObject, Object, ObjectKey, ReflectorStoreExt, StoreError,
+    CacheOp, CacheRead, CacheWrite, DynamicObject, Object, ObjectKey, ReflectorStoreExt, StoreError,
 };
 use kinformer_indexer::{Error, IndexFunc, Indexer, index};
 use proptest::prelude::*;
