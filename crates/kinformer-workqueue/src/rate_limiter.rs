@@ -88,41 +88,24 @@ pub trait RateLimiter<T>: Send + Sync {
 /// ```
 pub type BoxRateLimiter<T> = Box<dyn RateLimiter<T>>;
 
-impl<T, R: RateLimiter<T> + ?Sized> RateLimiter<T> for &R {
-    fn when(&self, item: &T) -> Duration {
-        (**self).when(item)
-    }
-    fn forget(&self, item: &T) {
-        (**self).forget(item)
-    }
-    fn num_requeues(&self, item: &T) -> u32 {
-        (**self).num_requeues(item)
-    }
+/// A limiter behind a reference or a pointer is the limiter itself.
+macro_rules! forward_limiter {
+    ($($ptr:ty),*) => {$(
+        impl<T, R: RateLimiter<T> + ?Sized> RateLimiter<T> for $ptr {
+            fn when(&self, item: &T) -> Duration {
+                (**self).when(item)
+            }
+            fn forget(&self, item: &T) {
+                (**self).forget(item)
+            }
+            fn num_requeues(&self, item: &T) -> u32 {
+                (**self).num_requeues(item)
+            }
+        }
+    )*};
 }
 
-impl<T, R: RateLimiter<T> + ?Sized> RateLimiter<T> for Box<R> {
-    fn when(&self, item: &T) -> Duration {
-        (**self).when(item)
-    }
-    fn forget(&self, item: &T) {
-        (**self).forget(item)
-    }
-    fn num_requeues(&self, item: &T) -> u32 {
-        (**self).num_requeues(item)
-    }
-}
-
-impl<T, R: RateLimiter<T> + ?Sized> RateLimiter<T> for Arc<R> {
-    fn when(&self, item: &T) -> Duration {
-        (**self).when(item)
-    }
-    fn forget(&self, item: &T) {
-        (**self).forget(item)
-    }
-    fn num_requeues(&self, item: &T) -> u32 {
-        (**self).num_requeues(item)
-    }
-}
+forward_limiter!(&R, Box<R>, Arc<R>);
 
 fn lock<S>(state: &Mutex<S>) -> MutexGuard<'_, S> {
     // Every change under these locks is a single step: a poisoned lock holds nothing half-done.
