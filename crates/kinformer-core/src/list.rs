@@ -154,6 +154,16 @@ pub struct ListPage {
     remaining_item_count: Option<i64>,
 }
 
+/// Decodes `bytes` as text when they are UTF-8 (checked once, as a whole, rather than string by
+/// string as a parse of bytes does; see [`WatchEvent::from_json`](crate::WatchEvent::from_json)),
+/// and as bytes otherwise, so that the error names the place.
+fn decode_text_first<K: DeserializeOwned>(bytes: &[u8]) -> Result<K, serde_json::Error> {
+    match std::str::from_utf8(bytes) {
+        Ok(text) => serde_json::from_str(text),
+        Err(_) => serde_json::from_slice(bytes),
+    }
+}
+
 impl ListPage {
     /// Reads a list body's metadata and finds its items, checking that the body is one JSON
     /// list object, without decoding any item.
@@ -214,7 +224,7 @@ impl ListPage {
         let first = run.start;
         let mut out = Vec::with_capacity(run.len());
         for (i, bytes) in (first..).zip(&self.items[run]) {
-            let object: K = serde_json::from_slice(&body[bytes.clone()]).map_err(|e| {
+            let object: K = decode_text_first(&body[bytes.clone()]).map_err(|e| {
                 decode_error(serde::de::Error::custom(format_args!("items[{i}]: {e}")))
             })?;
             if let Some(field) = missing_identity(&object, namespaced) {
