@@ -160,6 +160,10 @@ pub enum BufferPolicy {
     CoalescePerKey,
 }
 
+/// How long a handler thread leaves the notifications it is done with for the informer's next
+/// push to drop, before it drops them itself.
+const RECLAIM_WAIT: Duration = Duration::from_millis(50);
+
 /// What a listener's buffer holds: a notification, whether it counts towards the registration's
 /// initial sync, and when it was queued.
 struct Item<K> {
@@ -176,6 +180,9 @@ struct Buffer<K> {
     last_of_key: std::collections::HashMap<kinformer_core::ObjectKey, u64>,
     /// Stop after the buffer is empty (drain) or at once (drop).
     stopping: Option<bool>,
+    /// Notifications the handler is done with, left for the informer to drop on its next push
+    /// (see [`Listener::push`]).
+    spent: Vec<Notification<K>>,
 }
 
 fn key_of<K: Object>(n: &Notification<K>) -> kinformer_core::ObjectKey {
@@ -235,6 +242,8 @@ pub(crate) struct Listener<K> {
     backlog_gauge: metrics::Gauge,
     lag_gauge: metrics::Gauge,
     thread: Mutex<Option<JoinHandle<()>>>,
+    /// How long the thread leaves spent notifications for a push to take ([`RECLAIM_WAIT`]).
+    reclaim_wait: Duration,
 }
 
 impl<K: Object + Send + Sync + 'static> Listener<K> {
@@ -245,6 +254,26 @@ impl<K: Object + Send + Sync + 'static> Listener<K> {
         resync_period: Option<Duration>,
         abort_on_panic: bool,
         policy: BufferPolicy,
+    ) -> Arc<Self> {
+        Self::spawn_reclaiming_after(
+            id,
+            name,
+            handler,
+            resync_period,
+            abort_on_panic,
+            policy,
+            RECLAIM_WAIT,
+        )
+    }
+
+    fn spawn_reclaiming_after(
+        id: u64,
+        name: String,
+        handler: Arc<dyn ResourceEventHandler<K>>,
+        resync_period: Option<Duration>,
+        abort_on_panic: bool,
+        policy: BufferPolicy,
+        reclaim_wait: Duration,
     ) -> Arc<Self> {
         let backlog_gauge =
             metrics::gauge!(crate::metric_names::HANDLER_BACKLOG, "handler" => name.clone());
@@ -258,6 +287,7 @@ impl<K: Object + Send + Sync + 'static> Listener<K> {
                 head: 0,
                 last_of_key: std::collections::HashMap::new(),
                 stopping: None,
+                spent: Vec::new(),
             }),
             wake: Condvar::new(),
             initial_pending: AtomicUsize::new(0),
@@ -274,6 +304,7 @@ impl<K: Object + Send + Sync + 'static> Listener<K> {
             backlog_gauge,
             lag_gauge,
             thread: Mutex::new(None),
+            reclaim_wait,
         });
         let worker = Arc::clone(&listener);
         let thread = std::thread::Builder::new()
@@ -285,8 +316,25 @@ impl<K: Object + Send + Sync + 'static> Listener<K> {
     }
 
     /// Queues a notification; never blocks on the handler.
-    pub(crate) fn push(&self, notification: Notification<K>, initial: bool) {
+    ///
+    /// It also takes back the notifications the handler is done with, into `reclaimed`, for the
+    /// caller to drop once it holds no lock. The object an update replaces usually dies with its
+    /// notification, and the informer's side is where objects are decoded: freeing a pod there
+    /// reuses the decoding threads' allocator caches, while freeing it on the handler's thread
+    /// made the threads contend for the same allocator arenas (on dense pods, a decode took
+    /// twice as long with another thread freeing the pods before it; docs/benchmarks.md).
+    pub(crate) fn push(
+        &self,
+        notification: Notification<K>,
+        initial: bool,
+        reclaimed: &mut Vec<Notification<K>>,
+    ) {
         let mut buffer = self.buffer.lock();
+        if reclaimed.is_empty() {
+            std::mem::swap(reclaimed, &mut buffer.spent);
+        } else {
+            reclaimed.append(&mut buffer.spent);
+        }
         if self.policy == BufferPolicy::CoalescePerKey {
             let key = key_of(&notification);
             if let Some(&seq) = buffer.last_of_key.get(&key) {
@@ -401,8 +449,18 @@ impl<K: Object + Send + Sync + 'static> Listener<K> {
 
     /// Everything buffered, taken in one go (so the writer and this thread meet on the lock once
     /// per batch, not once per event); `None` once stopped and drained.
-    fn next_batch(&self, batch: &mut VecDeque<Item<K>>) -> bool {
+    ///
+    /// The notifications of the last batch (`spent`) are left in the buffer for the next push
+    /// to drop (see [`push`](Self::push)). If no push comes within [`RECLAIM_WAIT`], the
+    /// informer is idle and this thread drops them itself, so that an idle informer does not
+    /// hold the replaced objects of its last batch.
+    fn next_batch(&self, batch: &mut VecDeque<Item<K>>, spent: &mut Vec<Notification<K>>) -> bool {
         let mut buffer = self.buffer.lock();
+        if buffer.spent.is_empty() {
+            std::mem::swap(&mut buffer.spent, spent);
+        } else {
+            buffer.spent.append(spent);
+        }
         loop {
             if !buffer.items.is_empty() {
                 // What the handler takes can no longer be merged into.
@@ -412,15 +470,31 @@ impl<K: Object + Send + Sync + 'static> Listener<K> {
                 return true;
             }
             if buffer.stopping.is_some() {
+                let left = std::mem::take(&mut buffer.spent);
+                drop(buffer);
+                drop(left);
                 return false;
             }
-            self.wake.wait(&mut buffer);
+            if buffer.spent.is_empty() {
+                self.wake.wait(&mut buffer);
+            } else if self
+                .wake
+                .wait_for(&mut buffer, self.reclaim_wait)
+                .timed_out()
+                && buffer.items.is_empty()
+            {
+                let left = std::mem::take(&mut buffer.spent);
+                drop(buffer);
+                drop(left);
+                buffer = self.buffer.lock();
+            }
         }
     }
 
     fn work(&self, handler: &dyn ResourceEventHandler<K>) {
         let mut batch = VecDeque::new();
-        while self.next_batch(&mut batch) {
+        let mut spent = Vec::new();
+        while self.next_batch(&mut batch, &mut spent) {
             while let Some(item) = batch.pop_front() {
                 if self.dropping.load(Ordering::Acquire) {
                     // Removed, or shut down without draining: drop the rest.
@@ -428,12 +502,13 @@ impl<K: Object + Send + Sync + 'static> Listener<K> {
                     batch.clear();
                     break;
                 }
-                self.handle(handler, item);
+                spent.push(self.handle(handler, item));
             }
         }
     }
 
-    fn handle(&self, handler: &dyn ResourceEventHandler<K>, item: Item<K>) {
+    /// Hands `item` to the handler; returns its notification, done with.
+    fn handle(&self, handler: &dyn ResourceEventHandler<K>, item: Item<K>) -> Notification<K> {
         {
             *self.in_hand.lock() = Some(item.queued);
             self.lag_gauge.set(item.queued.elapsed().as_secs_f64());
@@ -479,6 +554,7 @@ impl<K: Object + Send + Sync + 'static> Listener<K> {
                 waker.wake();
             }
         }
+        item.notification
     }
 }
 
@@ -588,5 +664,113 @@ impl<K: Send + Sync + 'static> ResourceEventHandler<K> for ChannelHandler<K> {
         let _ = self.0.send(Notification::Deleted {
             object: object.clone(),
         });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Weak;
+
+    use k8s_openapi::api::core::v1::Pod;
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+
+    use super::*;
+
+    fn pod(rv: &str) -> Arc<Pod> {
+        Arc::new(Pod {
+            metadata: ObjectMeta {
+                name: Some("p".into()),
+                namespace: Some("ns".into()),
+                resource_version: Some(rv.into()),
+                ..ObjectMeta::default()
+            },
+            ..Pod::default()
+        })
+    }
+
+    struct Ignore;
+    impl ResourceEventHandler<Pod> for Ignore {}
+
+    fn listener(reclaim_wait: Duration) -> Arc<Listener<Pod>> {
+        Listener::spawn_reclaiming_after(
+            1,
+            "test".into(),
+            Arc::new(Ignore),
+            None,
+            false,
+            BufferPolicy::Unbounded,
+            reclaim_wait,
+        )
+    }
+
+    /// Pushes an update whose notification holds the last reference to its old object, and
+    /// waits until the handler is done with it; returns the old object, weakly.
+    fn handled_update(l: &Listener<Pod>, reclaimed: &mut Vec<Notification<Pod>>) -> Weak<Pod> {
+        let old = pod("1");
+        let weak = Arc::downgrade(&old);
+        let before = l.handled();
+        l.push(
+            Notification::Updated { old, new: pod("2") },
+            false,
+            reclaimed,
+        );
+        for _ in 0..10_000 {
+            if l.handled() > before {
+                return weak;
+            }
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        panic!("the handler never handled the update");
+    }
+
+    #[test]
+    fn the_next_push_takes_back_what_the_handler_is_done_with() {
+        let l = listener(Duration::from_secs(3600));
+        let mut reclaimed = Vec::new();
+        let old = handled_update(&l, &mut reclaimed);
+        assert!(reclaimed.is_empty());
+        // Handled, and neither freed on the handler's thread nor lost.
+        assert!(old.upgrade().is_some());
+        l.push(
+            Notification::Added {
+                object: pod("3"),
+                is_in_initial_list: false,
+            },
+            false,
+            &mut reclaimed,
+        );
+        assert_eq!(reclaimed.len(), 1, "the spent update came back");
+        assert!(old.upgrade().is_some());
+        reclaimed.clear();
+        assert!(
+            old.upgrade().is_none(),
+            "it died where the pusher dropped it"
+        );
+        l.stop(true);
+    }
+
+    #[test]
+    fn an_idle_handler_drops_what_it_is_done_with_itself() {
+        let l = listener(Duration::from_millis(10));
+        let mut reclaimed = Vec::new();
+        let old = handled_update(&l, &mut reclaimed);
+        for _ in 0..10_000 {
+            if old.upgrade().is_none() {
+                assert!(reclaimed.is_empty());
+                l.stop(true);
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        panic!("an idle handler thread held its spent notification");
+    }
+
+    #[test]
+    fn stopping_drops_what_the_handler_is_done_with() {
+        let l = listener(Duration::from_secs(3600));
+        let mut reclaimed = Vec::new();
+        let old = handled_update(&l, &mut reclaimed);
+        l.stop(true);
+        assert!(old.upgrade().is_none());
     }
 }

@@ -333,6 +333,8 @@ where
         if handlers.started {
             // The cache and the distribution both change under the handlers' lock, so the
             // replay and the live events meet with no gap and no duplicate.
+            // The new handler gives back only replayed objects, which the cache holds too.
+            let mut reclaimed = Vec::new();
             self.cache.for_each(&mut |object| {
                 listener.push(
                     Notification::Added {
@@ -340,6 +342,7 @@ where
                         is_in_initial_list: true,
                     },
                     true,
+                    &mut reclaimed,
                 );
             });
         }
@@ -514,6 +517,8 @@ where
         let queue: &Q = &self.queue;
         let cache: &C = &self.cache;
         let inner = &self.inner;
+        // What the handlers are done with, dropped here after each pop, outside every lock.
+        let mut reclaimed = Vec::new();
         loop {
             // Backpressure: wait while a bounded handler buffer is full.
             poll_fn(|cx: &mut Context<'_>| {
@@ -529,10 +534,18 @@ where
                 Poll::Ready(())
             })
             .await;
+            let mut done = None;
             let open = poll_fn(|cx: &mut Context<'_>| -> Poll<bool> {
-                queue.poll_pop(cx, &mut |popped| distribute(inner, cache, &popped))
+                queue.poll_pop(cx, &mut |popped| {
+                    distribute(inner, cache, &popped, &mut reclaimed);
+                    done = Some(popped);
+                })
             })
             .await;
+            // The queue's lock is released: drop what was popped and what the handlers gave back
+            // here, where the writer cannot be waiting on it.
+            drop(done);
+            reclaimed.clear();
             if !open {
                 return;
             }
@@ -562,6 +575,7 @@ fn distribute<K: Object + Send + Sync + 'static>(
     inner: &Inner<K>,
     cache: &dyn CacheWrite<K>,
     popped: &Popped<K>,
+    reclaimed: &mut Vec<Notification<K>>,
 ) {
     let handlers = inner.handlers.lock();
     let applied = apply_popped(popped, cache);
@@ -585,7 +599,11 @@ fn distribute<K: Object + Send + Sync + 'static>(
             if is_sync && !handlers.syncing.contains(&listener.id) {
                 continue;
             }
-            listener.push(notification.clone(), initial && !handlers.initial_done);
+            listener.push(
+                notification.clone(),
+                initial && !handlers.initial_done,
+                reclaimed,
+            );
         }
     }
 }
