@@ -497,8 +497,10 @@ mod tests {
     fn every_variant_says_what_to_do() {
         let secs = |s| Some(Duration::from_secs(s));
         let source = || -> BoxError { "boom".into() };
-        let decode =
-            || kinformer_core::WatchEvent::<serde_json::Value>::from_json(b"{").unwrap_err();
+        let decode = || {
+            kinformer_core::WatchEvent::<kinformer_core::DynamicObject>::from_json(b"{")
+                .unwrap_err()
+        };
         let m = || "m".to_owned();
         #[rustfmt::skip]
         let table: Vec<(Error, bool, bool, bool, Option<Duration>)> = vec![
@@ -569,7 +571,8 @@ mod tests {
 
     #[test]
     fn decode_errors_say_where() {
-        let source = kinformer_core::WatchEvent::<serde_json::Value>::from_json(b"{").unwrap_err();
+        let source = kinformer_core::WatchEvent::<kinformer_core::DynamicObject>::from_json(b"{")
+            .unwrap_err();
         let e = Error::Decode {
             what: "watch event",
             line: Some(3),

@@ -49,6 +49,7 @@ mod cache;
 mod delta;
 mod dynamic;
 mod error;
+mod json;
 mod key;
 mod list;
 pub mod list_watch;
@@ -66,6 +67,7 @@ pub use cache::{CacheOp, CacheRead, CacheWrite, IndexRead, NAMESPACE_INDEX, Repl
 pub use delta::{DeletedFinalStateUnknown, Delta, DeltaObject, DeltaType};
 pub use dynamic::{DynamicObject, PartialObjectMetadata, TypeMeta};
 pub use error::{Error, StoreError};
+pub use json::JsonDecoder;
 pub use key::ObjectKey;
 pub use list::{ListPage, ListParams, ObjectList, ResourceVersionMatch, WatchParams};
 pub use list_watch::{BoxListWatch, ListWatch, WatchStream};

@@ -154,16 +154,6 @@ pub struct ListPage {
     remaining_item_count: Option<i64>,
 }
 
-/// Decodes `bytes` as text when they are UTF-8 (checked once, as a whole, rather than string by
-/// string as a parse of bytes does; see [`WatchEvent::from_json`](crate::WatchEvent::from_json)),
-/// and as bytes otherwise, so that the error names the place.
-fn decode_text_first<K: DeserializeOwned>(bytes: &[u8]) -> Result<K, serde_json::Error> {
-    match std::str::from_utf8(bytes) {
-        Ok(text) => serde_json::from_str(text),
-        Err(_) => serde_json::from_slice(bytes),
-    }
-}
-
 impl ListPage {
     /// Reads a list body's metadata and finds its items, checking that the body is one JSON
     /// list object, without decoding any item.
@@ -224,7 +214,7 @@ impl ListPage {
         let first = run.start;
         let mut out = Vec::with_capacity(run.len());
         for (i, bytes) in (first..).zip(&self.items[run]) {
-            let object: K = decode_text_first(&body[bytes.clone()]).map_err(|e| {
+            let object: K = crate::json::object(&body[bytes.clone()]).map_err(|e| {
                 decode_error(serde::de::Error::custom(format_args!("items[{i}]: {e}")))
             })?;
             if let Some(field) = missing_identity(&object, namespaced) {
@@ -416,6 +406,20 @@ mod tests {
     use super::*;
     use crate::{DynamicObject, Object, PartialObjectMetadata};
     use k8s_openapi::api::core::v1::Pod;
+
+    #[test]
+    fn typed_list_items_get_no_spare_capacity() {
+        let c = serde_json::json!({"name": "c", "image": "i"});
+        let pod = serde_json::json!({"metadata": {"name": "p", "namespace": "ns"}, "spec": {"containers": [c, c, c]}});
+        let body =
+            serde_json::json!({"metadata": {"resourceVersion": "7"}, "items": [pod]}).to_string();
+        let page = ListPage::locate(body.as_bytes()).unwrap();
+        let items: Vec<Arc<Pod>> = page
+            .decode_items(body.as_bytes(), 0..1, Some(Scope::Namespaced))
+            .unwrap();
+        let containers = &items[0].spec.as_ref().unwrap().containers;
+        assert_eq!((containers.len(), containers.capacity()), (3, 3));
+    }
 
     #[test]
     fn decodes_a_real_pod_list() {

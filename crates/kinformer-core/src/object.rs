@@ -37,6 +37,11 @@ static NO_LABELS: BTreeMap<String, String> = BTreeMap::new();
 /// assert!(lease.owner_references().is_empty());
 /// ```
 pub trait Object: Send + Sync + 'static {
+    /// Which parser kinformer's decoders use for this type's JSON. `serde_json` unless the type
+    /// says otherwise; k8s-openapi's types use [`JsonDecoder::Tape`](crate::JsonDecoder::Tape),
+    /// which gives their `Vec`s no spare capacity.
+    const JSON_DECODER: crate::JsonDecoder = crate::JsonDecoder::SerdeJson;
+
     /// `metadata.name` (empty if the object has none).
     fn name(&self) -> &str;
 
@@ -108,7 +113,17 @@ pub(crate) mod meta {
 /// Implements [`Object`] for a type from the way it reaches its `ObjectMeta`.
 macro_rules! object_from_meta {
     (impl$(<$g:ident>)? for $ty:ty where $($bounds:tt)*) => {
+        $crate::object::object_from_meta!(@ [] impl$(<$g>)? for $ty where $($bounds)*);
+    };
+    (tape impl$(<$g:ident>)? for $ty:ty where $($bounds:tt)*) => {
+        $crate::object::object_from_meta!(
+            @ [const JSON_DECODER: $crate::JsonDecoder = $crate::JsonDecoder::Tape;]
+            impl$(<$g>)? for $ty where $($bounds)*
+        );
+    };
+    (@ [$($extra:tt)*] impl$(<$g:ident>)? for $ty:ty where $($bounds:tt)*) => {
         impl$(<$g>)? $crate::Object for $ty where $($bounds)* {
+            $($extra)*
             fn name(&self) -> &str {
                 $crate::object::meta::name(self.object_meta())
             }
@@ -146,7 +161,8 @@ where
     }
 }
 
-object_from_meta!(impl<T> for T where T: k8s_openapi::Metadata<Ty = ObjectMeta> + Send + Sync + 'static);
+// k8s-openapi's types keep no `RawValue`: they take the tape parser, which sizes their `Vec`s.
+object_from_meta!(tape impl<T> for T where T: k8s_openapi::Metadata<Ty = ObjectMeta> + Send + Sync + 'static);
 
 /// What `object` lacks that every object the API server sends has: a `metadata.name`, and for a
 /// namespaced resource (`namespaced`) a `metadata.namespace`. `None` when nothing is missing. A
