@@ -714,13 +714,19 @@ mod tests {
             false,
             reclaimed,
         );
+        eventually("the handler handles the update", || l.handled() > before);
+        weak
+    }
+
+    /// Waits, up to ten seconds, until `done`; panics naming `what` if it never is.
+    fn eventually(what: &str, done: impl Fn() -> bool) {
         for _ in 0..10_000 {
-            if l.handled() > before {
-                return weak;
+            if done() {
+                return;
             }
             std::thread::sleep(Duration::from_millis(1));
         }
-        panic!("the handler never handled the update");
+        panic!("never: {what}");
     }
 
     #[test]
@@ -754,15 +760,12 @@ mod tests {
         let l = listener(Duration::from_millis(10));
         let mut reclaimed = Vec::new();
         let old = handled_update(&l, &mut reclaimed);
-        for _ in 0..10_000 {
-            if old.upgrade().is_none() {
-                assert!(reclaimed.is_empty());
-                l.stop(true);
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(1));
-        }
-        panic!("an idle handler thread held its spent notification");
+        eventually(
+            "an idle handler thread drops its spent notification",
+            || old.upgrade().is_none(),
+        );
+        assert!(reclaimed.is_empty());
+        l.stop(true);
     }
 
     #[test]
