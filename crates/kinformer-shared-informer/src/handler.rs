@@ -703,19 +703,23 @@ mod tests {
         )
     }
 
-    /// Pushes an update whose notification holds the last reference to its old object, and
-    /// waits until the handler is done with it; returns the old object, weakly.
-    fn handled_update(l: &Listener<Pod>, reclaimed: &mut Vec<Notification<Pod>>) -> Weak<Pod> {
+    /// A listener that waits `reclaim_wait` before it drops spent notifications itself, after it
+    /// handled an update whose notification held the last reference to its old object; returns
+    /// the listener, what its push took back (nothing yet) and the old object, weakly.
+    fn handled_update(
+        reclaim_wait: Duration,
+    ) -> (Arc<Listener<Pod>>, Vec<Notification<Pod>>, Weak<Pod>) {
+        let l = listener(reclaim_wait);
+        let mut reclaimed = Vec::new();
         let old = pod("1");
         let weak = Arc::downgrade(&old);
-        let before = l.handled();
         l.push(
             Notification::Updated { old, new: pod("2") },
             false,
-            reclaimed,
+            &mut reclaimed,
         );
-        eventually("the handler handles the update", || l.handled() > before);
-        weak
+        eventually("the handler handles the update", || l.handled() == 1);
+        (l, reclaimed, weak)
     }
 
     /// Waits, up to ten seconds, until `done`; panics naming `what` if it never is.
@@ -731,9 +735,7 @@ mod tests {
 
     #[test]
     fn the_next_push_takes_back_what_the_handler_is_done_with() {
-        let l = listener(Duration::from_secs(3600));
-        let mut reclaimed = Vec::new();
-        let old = handled_update(&l, &mut reclaimed);
+        let (l, mut reclaimed, old) = handled_update(Duration::from_secs(3600));
         assert!(reclaimed.is_empty());
         // Handled, and neither freed on the handler's thread nor lost.
         assert!(old.upgrade().is_some());
@@ -757,9 +759,7 @@ mod tests {
 
     #[test]
     fn an_idle_handler_drops_what_it_is_done_with_itself() {
-        let l = listener(Duration::from_millis(10));
-        let mut reclaimed = Vec::new();
-        let old = handled_update(&l, &mut reclaimed);
+        let (l, reclaimed, old) = handled_update(Duration::from_millis(10));
         eventually(
             "an idle handler thread drops its spent notification",
             || old.upgrade().is_none(),
@@ -770,9 +770,7 @@ mod tests {
 
     #[test]
     fn stopping_drops_what_the_handler_is_done_with() {
-        let l = listener(Duration::from_secs(3600));
-        let mut reclaimed = Vec::new();
-        let old = handled_update(&l, &mut reclaimed);
+        let (l, _, old) = handled_update(Duration::from_secs(3600));
         l.stop(true);
         assert!(old.upgrade().is_none());
     }
