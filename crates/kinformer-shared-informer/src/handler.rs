@@ -162,7 +162,7 @@ pub enum BufferPolicy {
 
 /// How long a handler thread leaves the notifications it is done with for the informer's next
 /// push to drop, before it drops them itself.
-const RECLAIM_WAIT: Duration = Duration::from_millis(50);
+pub(crate) const RECLAIM_WAIT: Duration = Duration::from_millis(50);
 
 /// What a listener's buffer holds: a notification, whether it counts towards the registration's
 /// initial sync, and when it was queued.
@@ -247,26 +247,9 @@ pub(crate) struct Listener<K> {
 }
 
 impl<K: Object + Send + Sync + 'static> Listener<K> {
+    /// Starts the handler's thread. `reclaim_wait` is how long it leaves the notifications it is
+    /// done with for the next push to take back ([`RECLAIM_WAIT`] in an informer).
     pub(crate) fn spawn(
-        id: u64,
-        name: String,
-        handler: Arc<dyn ResourceEventHandler<K>>,
-        resync_period: Option<Duration>,
-        abort_on_panic: bool,
-        policy: BufferPolicy,
-    ) -> Arc<Self> {
-        Self::spawn_reclaiming_after(
-            id,
-            name,
-            handler,
-            resync_period,
-            abort_on_panic,
-            policy,
-            RECLAIM_WAIT,
-        )
-    }
-
-    fn spawn_reclaiming_after(
         id: u64,
         name: String,
         handler: Arc<dyn ResourceEventHandler<K>>,
@@ -692,7 +675,7 @@ mod tests {
     impl ResourceEventHandler<Pod> for Ignore {}
 
     fn listener(reclaim_wait: Duration) -> Arc<Listener<Pod>> {
-        Listener::spawn_reclaiming_after(
+        Listener::spawn(
             1,
             "test".into(),
             Arc::new(Ignore),

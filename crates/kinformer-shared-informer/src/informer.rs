@@ -329,6 +329,7 @@ where
             period,
             self.inner.abort_on_panic,
             self.inner.buffer_policy,
+            crate::handler::RECLAIM_WAIT,
         );
         if handlers.started {
             // The cache and the distribution both change under the handlers' lock, so the
