@@ -13,6 +13,12 @@
 //! A streaming list (`sendInitialEvents=true`) is served the same way from
 //! [`Front::queue_initial`]. Every other request, and any watch the front holds no events for,
 //! goes through to the simulated server unchanged, its body written in [`CHUNK`]-byte writes.
+//!
+//! The paced shape uses the front too, holding no events ([`Front::list_at`]): lists are still
+//! served at the version before the scenario's events, and the watch that follows goes through to
+//! the simulated server, which replays those events from its history one line per frame. Either
+//! way a scenario's events are written once, and every client after the first lists at the same
+//! version and receives the very same events.
 
 use std::convert::Infallible;
 use std::net::SocketAddr;
@@ -154,8 +160,10 @@ impl Queued {
 #[derive(Debug)]
 struct State {
     upstream: SocketAddr,
-    /// Events after `.0`, for the watch that follows a list at `.0`.
-    events: Mutex<Option<(u64, Arc<Queued>)>>,
+    /// The version lists at version 0 (or with none) are served at exactly, if any.
+    base: Mutex<Option<u64>>,
+    /// Events after the base, for the watch that follows a list at the base.
+    events: Mutex<Option<Arc<Queued>>>,
     /// A streaming list's initial events.
     initial: Mutex<Option<Arc<Queued>>>,
     /// Bumped to end every watch the front serves.
@@ -176,6 +184,7 @@ impl Front {
         let addr = listener.local_addr()?;
         let state = Arc::new(State {
             upstream,
+            base: Mutex::new(None),
             events: Mutex::new(None),
             initial: Mutex::new(None),
             close: watch::channel(0).0,
@@ -220,7 +229,16 @@ impl Front {
     /// then served at exactly `base`, and a watch from `base` or later gets the events after its
     /// version in one burst.
     pub fn queue_events(&self, base: u64, events: Rendered) {
-        *self.state.events.lock() = Some((base, Arc::new(events.freeze())));
+        *self.state.events.lock() = Some(Arc::new(events.freeze()));
+        *self.state.base.lock() = Some(base);
+    }
+
+    /// Serves lists at version 0 (or with no version) at exactly `base`, and lets every watch
+    /// through: the simulated server then replays the events after the list's version from its
+    /// history, one line per frame (the paced shape).
+    pub fn list_at(&self, base: u64) {
+        *self.state.events.lock() = None;
+        *self.state.base.lock() = Some(base);
     }
 
     /// Queues the initial events of a streaming list (ending with its bookmark).
@@ -230,6 +248,7 @@ impl Front {
 
     /// Forgets what was queued: every request then goes through.
     pub fn clear(&self) {
+        *self.state.base.lock() = None;
         *self.state.events.lock() = None;
         *self.state.initial.lock() = None;
     }
@@ -292,9 +311,9 @@ async fn handle(state: &Arc<State>, req: Request<Incoming>) -> Response<Body> {
         && !watching
         && param(&query, "continue").is_none()
         && matches!(param(&query, "resourceVersion"), None | Some("0" | ""))
-        && let Some((base, _)) = &*state.events.lock()
+        && let Some(base) = *state.base.lock()
     {
-        query = exact_at(&query, *base);
+        query = exact_at(&query, base);
     }
     match forward(state, req, &path, &query, watching).await {
         Ok(r) => r,
@@ -308,9 +327,10 @@ fn queued_watch(state: &State, query: &str, meta: bool) -> Option<Bytes> {
         return state.initial.lock().as_ref().map(|q| q.all(meta));
     }
     let rv: u64 = param(query, "resourceVersion")?.parse().ok()?;
+    let base = (*state.base.lock())?;
     let events = state.events.lock();
-    let (base, queued) = events.as_ref()?;
-    (rv >= *base).then(|| queued.after(rv, meta))
+    let queued = events.as_ref()?;
+    (rv >= base).then(|| queued.after(rv, meta))
 }
 
 /// A watch response: `body` in [`CHUNK`]-byte writes back to back, then nothing until the

@@ -469,6 +469,26 @@ pub fn dense_pod(index: usize, seed: u64) -> Value {
 
 const PHASES: [&str; 4] = ["Running", "Pending", "Succeeded", "Failed"];
 
+/// What [`update_patch`] reads of `pod`: its conditions, container statuses and `managedFields`.
+/// A writer that updates the same pods again and again can keep these instead of the pods, and
+/// gets the same patches from them.
+///
+/// ```
+/// use kinformer_benches::pods::{PodSize, pod, update_base, update_patch};
+///
+/// let dense = pod(PodSize::Dense, 3, 1);
+/// assert_eq!(update_patch(&update_base(&dense), 8), update_patch(&dense, 8));
+/// ```
+pub fn update_base(pod: &Value) -> Value {
+    json!({
+        "metadata": {"managedFields": pod["metadata"]["managedFields"]},
+        "status": {
+            "conditions": pod["status"]["conditions"],
+            "containerStatuses": pod["status"]["containerStatuses"],
+        },
+    })
+}
+
 /// A merge patch (RFC 7386) that makes the `revision`-th update of `pod` (the pod as generated,
 /// of either size), as a kubelet's status update and a controller's touch make it together:
 ///

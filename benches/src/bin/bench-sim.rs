@@ -11,29 +11,25 @@
 //! - `stream`: (burst) renders the current pods as a streaming list's initial events;
 //! - `relist`: the open watches end and the next watch gets 410 Gone, so clients list again.
 //!
-//! How the events of `update` and `churn` reach a client is the server's shape:
+//! The commands are sent before a scenario's first client starts, and their events are written
+//! once: every client lists at the version just before them (a front server before the simulated
+//! one, `kinformer_benches::burst`, serves lists at version 0 exactly there) and its watch then
+//! receives them all. How they reach the client is the server's shape:
 //!
-//! - `paced`: the command is sent once the client has synced; the events are written to the store
-//!   while the open watches are held back, then released, and the simulated server hands them to
-//!   the connection one line per frame;
-//! - `burst` (`kinformer_benches::burst`): the command is sent before the client starts; the
-//!   events are written and rendered ahead of time, the client lists at the version before them,
-//!   and its watch receives them all at once, back to back in 128 KiB writes.
+//! - `burst`: the events are rendered ahead of time, and the watch receives them all at once,
+//!   back to back in 128 KiB writes, as a real API server's watch handler writes a backlog;
+//! - `paced`: the watch goes through to the simulated server, which replays the events from its
+//!   history and hands them to the connection one line per frame, which is kinder to a client.
 //!
 //! It exits when its stdin closes.
 
 use std::io::{BufRead as _, Write as _};
-use std::time::Duration;
 
 use kinformer_benches::burst::{Front, Rendered};
 use kinformer_benches::pods::{self, PodSize};
 use kinformer_core::{ApiResource, Scope};
 use kinformer_sim::{SimConfig, SimServer, Store, generate_pod};
 use serde_json::Value;
-
-/// How long each renewal holds the watches back; renewed every fifth of it while writing, so
-/// that the watches resume at most this long after the last write.
-const HOLD: Duration = Duration::from_millis(500);
 
 fn pods() -> ApiResource {
     ApiResource::new("", "v1", "Pod", "pods", Scope::Namespaced)
@@ -89,18 +85,9 @@ struct Writer {
     revision: u64,
     /// The namespace and name of the seeded pods, made on first use.
     ids: Vec<(String, String)>,
-}
-
-/// Holds the open watches back until the returned task is aborted.
-fn hold(sim: &SimServer) -> tokio::task::JoinHandle<()> {
-    let faults = sim.faults();
-    faults.stall_watches(HOLD);
-    tokio::spawn(async move {
-        loop {
-            tokio::time::sleep(HOLD / 5).await;
-            faults.stall_watches(HOLD);
-        }
-    })
+    /// What an update of each seeded pod reads of it (its conditions, container statuses and
+    /// `managedFields`), made on first use rather than the whole pod again for every update.
+    bases: Vec<Value>,
 }
 
 impl Writer {
@@ -119,7 +106,11 @@ impl Writer {
             self.revision += 1;
             let index = i % self.pods;
             let (ns, name) = self.id(index);
-            let patch = pods::update_patch(&pods::pod(self.size, index, self.seed), self.revision);
+            while self.bases.len() <= index {
+                let pod = pods::pod(self.size, self.bases.len(), self.seed);
+                self.bases.push(pods::update_base(&pod));
+            }
+            let patch = pods::update_patch(&self.bases[index], self.revision);
             if let Ok(after) = self.store.patch(&res, Some(&ns), &name, patch) {
                 done += 1;
                 if let Some(r) = rendered.as_deref_mut() {
@@ -155,12 +146,6 @@ impl Writer {
     }
 }
 
-/// How events reach the clients.
-enum Shape {
-    Paced,
-    Burst(Front),
-}
-
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let n = number(&args, "--pods", 1000) as usize;
@@ -190,19 +175,10 @@ fn main() {
             .await
             .expect("the simulated server starts");
         seed_pods(&sim.store(), n, seed, size);
-        let shape = if burst {
-            Shape::Burst(
-                Front::start(sim.addr())
-                    .await
-                    .expect("the front server starts"),
-            )
-        } else {
-            Shape::Paced
-        };
-        let url = match &shape {
-            Shape::Paced => sim.url(),
-            Shape::Burst(front) => front.url(),
-        };
+        let front = Front::start(sim.addr())
+            .await
+            .expect("the front server starts");
+        let url = front.url();
         println!("url {url}");
         std::io::stdout().flush().expect("stdout");
         let mut writer = Writer {
@@ -212,6 +188,7 @@ fn main() {
             seed,
             revision: 0,
             ids: Vec::new(),
+            bases: Vec::new(),
         };
         let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
         std::thread::spawn(move || {
@@ -234,30 +211,25 @@ fn main() {
                 // command's.
                 sim.faults().compact_now();
             }
-            let events = match (command, &shape) {
-                (Some("update" | "churn"), Shape::Paced) => {
-                    let held = hold(&sim);
-                    let n = if command == Some("update") {
-                        writer.update(count, None)
-                    } else {
-                        writer.churn(count, None)
-                    };
-                    held.abort();
-                    n
-                }
-                (Some("update" | "churn"), Shape::Burst(front)) => {
+            let events = match command {
+                Some(c @ ("update" | "churn")) => {
                     front.clear();
                     let base = writer.store.resource_version();
                     let mut rendered = Rendered::default();
-                    let n = if command == Some("update") {
-                        writer.update(count, Some(&mut rendered))
+                    let render = burst.then_some(&mut rendered);
+                    let n = if c == "update" {
+                        writer.update(count, render)
                     } else {
-                        writer.churn(count, Some(&mut rendered))
+                        writer.churn(count, render)
                     };
-                    front.queue_events(base, rendered);
+                    if burst {
+                        front.queue_events(base, rendered);
+                    } else {
+                        front.list_at(base);
+                    }
                     n
                 }
-                (Some("stream"), Shape::Burst(front)) => {
+                Some("stream") if burst => {
                     front.clear();
                     let rv = writer.store.resource_version();
                     let mut rendered = Rendered::default();
@@ -268,12 +240,10 @@ fn main() {
                     front.queue_initial(rendered);
                     0
                 }
-                (Some("stream"), Shape::Paced) => 0,
-                (Some("relist"), _) => {
-                    if let Shape::Burst(front) = &shape {
-                        front.clear();
-                        front.close_watches();
-                    }
+                Some("stream") => 0,
+                Some("relist") => {
+                    front.clear();
+                    front.close_watches();
                     sim.faults().gone_next_watch();
                     sim.faults().close_all_watches_now();
                     0

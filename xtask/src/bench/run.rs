@@ -8,9 +8,10 @@
 //! The conversation with the two binaries is line-based. `bench-sim --pods N --shape S --pod P`
 //! prints `url <URL>` once it serves N pods, then answers each command on its stdin
 //! (`update <n>`, `churn <n>`, `stream`, `relist`) with one `done <events>` line, and exits when
-//! its stdin closes. With the paced shape, `update` and `churn` are sent once the client has
-//! synced; with the burst shape, before the client starts, so that every event is queued before
-//! its watch connects. `bench-client <client> --url .. --kind .. --pods .. --events ..` prints
+//! its stdin closes. `update` and `churn` are sent before the first client of the scenario
+//! starts, so that every event is written before its watch connects, and every client after it
+//! lists at the same version and gets the same events (with the burst shape in 128 KiB writes,
+//! with the paced one replayed from the server's history one line per frame). `bench-client <client> --url .. --kind .. --pods .. --events ..` prints
 //! `synced <ms>` once its cache holds every pod and its handler has seen them, `steady` when asked
 //! to settle (the relist scenario), and `result <json>` at the end; it then waits for its stdin to
 //! close, so that its peak RSS and CPU time can be read from `/proc/<pid>` while it still exists.
@@ -64,8 +65,8 @@ pub enum Shape {
     /// Every event rendered ahead of time and queued before the watch connects, then written
     /// back to back in 128 KiB writes, as a real API server's watch handler writes a backlog.
     Burst,
-    /// Events written while the open watches are held back, then released and handed to the
-    /// connection one line per frame.
+    /// Every event written before the watch connects, then replayed from the server's history
+    /// and handed to the connection one line per frame.
     Paced,
 }
 
@@ -390,6 +391,8 @@ pub struct Sim {
     lines: Lines,
     url: String,
     shape: Shape,
+    /// The scenario whose events the server has written (and queued), if any.
+    prepared: Option<&'static str>,
 }
 
 impl Sim {
@@ -419,6 +422,7 @@ impl Sim {
             lines,
             url: String::new(),
             shape,
+            prepared: None,
         };
         sim.url = url?;
         Ok(sim)
@@ -432,6 +436,25 @@ impl Sim {
     /// The server's shape.
     pub fn shape(&self) -> Shape {
         self.shape
+    }
+
+    /// Has the server write the events of `scenario` (and, with the burst shape, render and queue
+    /// them and a streaming list's initial events) unless it already holds them: once per
+    /// scenario, not once per client. Clients only read, so every client and repetition after the
+    /// first lists at the same version and receives the very same events.
+    pub fn prepare(&mut self, scenario: &Scenario, timeout: Duration) -> Result<(), String> {
+        if self.prepared == Some(scenario.name) {
+            return Ok(());
+        }
+        self.prepared = None;
+        if let Some(command) = scenario.command() {
+            self.command(&command, timeout)?;
+        }
+        if scenario.kind == Kind::Stream && self.shape == Shape::Burst {
+            self.command("stream", timeout)?;
+        }
+        self.prepared = Some(scenario.name);
+        Ok(())
     }
 
     /// Sends one command and waits for its `done` line.
@@ -496,16 +519,10 @@ fn try_run_client(
     client: &str,
     timeout: Duration,
 ) -> Result<Row, String> {
+    // Every event is written (and, with the burst shape, rendered and queued) before the client
+    // connects, once for all the clients of the scenario.
+    sim.prepare(scenario, timeout)?;
     let deadline = Instant::now() + timeout;
-    if sim.shape() == Shape::Burst {
-        // Every event is written, rendered and queued before the client connects.
-        if let Some(command) = scenario.command() {
-            sim.command(&command, timeout)?;
-        }
-        if scenario.kind == Kind::Stream {
-            sim.command("stream", timeout)?;
-        }
-    }
     let mut child = Command::new(bin)
         .args([
             client,
@@ -600,13 +617,6 @@ fn drive(
     let cpu_at_sync = cpu_seconds(pid);
     let mut steady_kib = None;
     match scenario.kind {
-        Kind::Update | Kind::Fanout | Kind::Churn => {
-            if sim.shape() == Shape::Paced
-                && let Some(command) = scenario.command()
-            {
-                sim.command(&command, left())?;
-            }
-        }
         Kind::Relist => {
             lines.expect("steady", deadline)?;
             steady_kib = Some(status_kib(pid, "VmRSS:").ok_or("cannot read the client's RSS")?);
@@ -615,7 +625,7 @@ fn drive(
                 .map_err(|e| format!("cannot reset the client's peak RSS: {e}"))?;
             sim.command("relist", left())?;
         }
-        Kind::Sync | Kind::Stream | Kind::Lister => {}
+        Kind::Update | Kind::Fanout | Kind::Churn | Kind::Sync | Kind::Stream | Kind::Lister => {}
     }
     let result = lines.expect("result ", deadline)?;
     let result: Value =
