@@ -242,10 +242,13 @@ pub(crate) struct SimArgs {
     /// Write the kubeconfig here (it must not exist yet; it is removed on exit)
     #[arg(long, value_name = "PATH")]
     pub(crate) kubeconfig: Option<PathBuf>,
-    /// The Kubernetes release to behave like: 1.32, 1.33 or 1.34 (up to 1.33, lists at
-    /// resourceVersion=0 ignore limit, as the watch cache did)
+    /// The Kubernetes release /version reports: 1.32, 1.33 or 1.34
     #[arg(long, value_name = "VERSION", default_value = "1.34", value_parser = parse_kube_version)]
     pub(crate) kube_version: kinformer_sim::KubeVersion,
+    /// Behave like an API server started with --watch-cache=false: lists at
+    /// resourceVersion=0 honour limit (paged), and watches get no periodic bookmarks
+    #[arg(long)]
+    pub(crate) no_watch_cache: bool,
     /// Serve fault-injection endpoints under /kinformer-sim/admin/ (POST compact,
     /// close-watches, drop-connections, gone-next-watch, fail?code=429&count=2&retryAfter=1,
     /// stall?ms=5000, churn?rate=50/s, clear)

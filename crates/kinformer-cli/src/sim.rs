@@ -189,6 +189,7 @@ pub(crate) async fn run(args: SimArgs) -> Result<(), Error> {
         auth: args.token.clone().map_or(Auth::None, Auth::BearerToken),
         port: args.port,
         version: args.kube_version,
+        watch_cache: !args.no_watch_cache,
         admin: args.admin,
         ..SimConfig::default()
     })

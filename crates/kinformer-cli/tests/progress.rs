@@ -34,7 +34,13 @@ fn require_script() {
 /// at least that, and the whole list well over the 300 ms after which the progress line
 /// appears.
 async fn slow_sim() -> (SimServer, tempfile::TempDir, std::path::PathBuf) {
-    let sim = SimServer::start(SimConfig::default()).await.unwrap();
+    // A server without a watch cache, so that the first list comes in pages to count.
+    let sim = SimServer::start(SimConfig {
+        watch_cache: false,
+        ..SimConfig::default()
+    })
+    .await
+    .unwrap();
     let pods = ApiResource::new("", "v1", "Pod", "pods", Scope::Namespaced);
     // A kilobyte per pod: a page of 500 is several of the server's chunks.
     let padding = "x".repeat(1024);

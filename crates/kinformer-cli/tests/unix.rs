@@ -360,15 +360,15 @@ fn http_get(base: &str, path: &str) -> String {
 
 #[cfg(unix)]
 #[test]
-fn sim_kube_version_selects_how_resource_version_zero_lists_page() {
-    for (version, items) in [("1.33", 10), ("1.34", 3)] {
+fn sim_kube_version_is_reported_and_only_no_watch_cache_pages_resource_version_zero_lists() {
+    for (version, cache, items) in [("1.33", true, 10), ("1.34", true, 10), ("1.34", false, 3)] {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("kubeconfig");
-        let (mut child, printed) = start_sim(
-            dir.path(),
-            &["--pods", "10", "--kube-version", version],
-            &path,
-        );
+        let mut args = vec!["--pods", "10", "--kube-version", version];
+        if !cache {
+            args.push("--no-watch-cache");
+        }
+        let (mut child, printed) = start_sim(dir.path(), &args, &path);
         let url = printed[0]
             .strip_prefix("kinformer sim listening on ")
             .unwrap()
@@ -378,7 +378,11 @@ fn sim_kube_version_selects_how_resource_version_zero_lists_page() {
         let l: serde_json::Value =
             serde_json::from_str(&http_get(&url, "/api/v1/pods?resourceVersion=0&limit=3"))
                 .unwrap();
-        assert_eq!(l["items"].as_array().unwrap().len(), items, "{version}");
+        assert_eq!(
+            l["items"].as_array().unwrap().len(),
+            items,
+            "{version}, watch cache {cache}"
+        );
         signal(&child.0, "INT");
         assert!(wait_bounded(&mut child.0).success());
     }

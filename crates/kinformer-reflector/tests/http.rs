@@ -13,8 +13,34 @@ use kinformer_sim::RequestKind;
 use support::*;
 
 #[tokio::test]
-async fn the_first_list_is_paged_from_the_watch_cache_then_the_watch_starts_at_its_version() {
+async fn the_first_list_is_served_whole_from_the_watch_cache_then_the_watch_starts_at_its_version()
+{
+    // A real server's watch cache ignores `limit` at "0": one response, however many pods.
     let rig = Rig::start(1200, config()).await;
+    let (sim, store, handle) = (&rig.sim, &rig.store, &rig.handle);
+    eventually("the watch", || watches(sim) == 1).await;
+
+    let listed = sim.store().resource_version().to_string();
+    assert_eq!(
+        pod_requests(sim),
+        ["list rv=0 limit=500", &format!("watch rv={listed}")]
+    );
+    let watch = last_watch(sim);
+    assert_eq!(watch.param("allowWatchBookmarks"), Some("true"));
+    let timeout: u64 = watch.param("timeoutSeconds").unwrap().parse().unwrap();
+    assert!((300..600).contains(&timeout), "timeout {timeout}");
+    assert_eq!(store.log()[..3], ["begin", "page 1200", "end"]);
+    assert_eq!(store.state(), server_state(sim));
+    assert_eq!(
+        handle.last_sync_resource_version().unwrap().as_str(),
+        listed
+    );
+    rig.stop().await;
+}
+
+#[tokio::test]
+async fn a_server_without_a_watch_cache_pages_the_first_list_and_the_watch_starts_at_its_version() {
+    let rig = Rig::start_on(paging_sim().await, 1200, config(), |_| {});
     let (sim, store, handle) = (&rig.sim, &rig.store, &rig.handle);
     eventually("the watch", || watches(sim) == 1).await;
 
@@ -28,10 +54,6 @@ async fn the_first_list_is_paged_from_the_watch_cache_then_the_watch_starts_at_i
             &format!("watch rv={listed}"),
         ]
     );
-    let watch = last_watch(sim);
-    assert_eq!(watch.param("allowWatchBookmarks"), Some("true"));
-    let timeout: u64 = watch.param("timeoutSeconds").unwrap().parse().unwrap();
-    assert!((300..600).contains(&timeout), "timeout {timeout}");
     assert_eq!(
         store.log()[..5],
         ["begin", "page 500", "page 500", "page 200", "end"]
@@ -128,12 +150,13 @@ async fn a_watch_that_ends_at_once_with_nothing_is_followed_by_a_relist() {
 
 #[tokio::test]
 async fn a_410_relists_from_the_last_version_then_with_a_consistent_read_when_that_is_gone_too() {
-    // Pages of two, so the first list is paged and relists stay paged.
+    // Pages of two from a server without a watch cache, so the first list is paged and relists
+    // stay paged.
     let config = Config {
         page_size: 2,
         ..config()
     };
-    let rig = Rig::start(5, config).await;
+    let rig = Rig::start_on(paging_sim().await, 5, config, |_| {});
     let (sim, store, handle) = (&rig.sim, &rig.store, &rig.handle);
     eventually("the watch", || watches(sim) == 1).await;
     let listed = handle.last_sync_resource_version().unwrap();
@@ -321,7 +344,8 @@ async fn a_refused_streaming_list_falls_back_to_list_and_watch() {
 
 #[tokio::test]
 async fn a_streaming_list_cut_before_its_end_bookmark_is_abandoned_and_the_cycle_lists() {
-    let sim = sim().await;
+    // Without a watch cache, so that the list that follows is paged.
+    let sim = paging_sim().await;
     sim.store().seed_pods(6, 1);
     let store = Arc::new(Recorder::default());
     let faults = sim.faults();
@@ -426,7 +450,8 @@ impl kinformer_core::ListWatch<k8s_openapi::api::core::v1::Pod> for CompactsAfte
 
 #[tokio::test]
 async fn a_continue_token_that_expires_mid_list_restarts_the_list_whole() {
-    let sim = Arc::new(sim().await);
+    // Without a watch cache, so that the first list is paged.
+    let sim = Arc::new(paging_sim().await);
     sim.store().seed_pods(5, 1);
     let store = Arc::new(Recorder::default());
     let source = CompactsAfterFirstPage {
@@ -456,13 +481,11 @@ async fn a_continue_token_that_expires_mid_list_restarts_the_list_whole() {
 }
 
 #[tokio::test]
-async fn relists_are_paged_only_when_the_server_paged_the_first_list_under_both_server_profiles() {
-    for version in [
-        kinformer_sim::KubeVersion::V1_33,
-        kinformer_sim::KubeVersion::V1_34,
-    ] {
+async fn relists_are_paged_only_when_the_server_paged_the_first_list_with_and_without_a_watch_cache()
+ {
+    for watch_cache in [true, false] {
         let sim = kinformer_sim::SimServer::start(kinformer_sim::SimConfig {
-            version,
+            watch_cache,
             ..kinformer_sim::SimConfig::default()
         })
         .await
@@ -486,7 +509,7 @@ async fn relists_are_paged_only_when_the_server_paged_the_first_list_under_both_
         eventually("the watch after the relist", || watches(&sim) == 3).await;
 
         let now = sim.store().resource_version();
-        let expected: Vec<String> = if version.pages_rv0_lists() {
+        let expected: Vec<String> = if !watch_cache {
             // Paged at "0", so the relist at the last version is paged: an exact read there,
             // which the compaction has made 410, and then the consistent read, paged.
             vec![
@@ -512,8 +535,12 @@ async fn relists_are_paged_only_when_the_server_paged_the_first_list_under_both_
                 format!("watch rv={now}"),
             ]
         };
-        assert_eq!(pod_requests(&sim), expected, "{version:?}");
-        assert_eq!(store.state(), server_state(&sim), "{version:?}");
+        assert_eq!(pod_requests(&sim), expected, "watch cache {watch_cache}");
+        assert_eq!(
+            store.state(),
+            server_state(&sim),
+            "watch cache {watch_cache}"
+        );
         handle.stop();
         run.await.unwrap().unwrap();
     }

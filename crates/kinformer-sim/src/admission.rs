@@ -1,6 +1,7 @@
 //! What the API server does to a created object before storing it, for the kinds the sim
-//! serves: the namespace must exist (NamespaceLifecycle), and pods and namespaces get the
-//! defaults and initial status a real server gives them.
+//! serves: the namespace must exist (NamespaceLifecycle), pods and namespaces get the defaults
+//! and initial status a real server gives them, and the other kinds with a status subresource
+//! start without a status.
 
 use kinformer_core::{ApiResource, Scope, Status, StatusDetails};
 use serde_json::{Map, Value, json};
@@ -36,6 +37,15 @@ pub(crate) fn admit_create(
     match (api.group.as_str(), api.plural.as_str()) {
         ("", "pods") => default_pod(object),
         ("", "namespaces") => default_namespace(object),
+        // Nodes keep the status they are created with (a kubelet registers its node that way).
+        ("", "nodes") => {}
+        // Every other kind with a status subresource starts with none (its strategy's
+        // PrepareForCreate; apiextensions' for custom resources with `subresources.status`).
+        _ if info.status_subresource => {
+            if let Some(map) = object.as_object_mut() {
+                map.remove("status");
+            }
+        }
         _ => {}
     }
     Ok(())
@@ -145,16 +155,11 @@ fn qos_class(spec: &Value) -> &'static str {
 /// ServiceAccount and DefaultTolerationSeconds admission plugins), and the status of a new pod:
 /// whatever status the client sent is replaced by `phase: Pending` and its QoS class.
 fn default_pod(pod: &mut Value) {
+    default_pod_spec(pod);
     if let Some(spec) = object_mut(pod, "spec") {
-        default_field(spec, "restartPolicy", json!("Always"));
-        default_field(spec, "terminationGracePeriodSeconds", json!(30));
-        default_field(spec, "dnsPolicy", json!("ClusterFirst"));
-        default_field(spec, "securityContext", json!({}));
-        default_field(spec, "schedulerName", json!("default-scheduler"));
         default_field(spec, "serviceAccountName", json!("default"));
         let sa = spec["serviceAccountName"].clone();
         default_field(spec, "serviceAccount", sa);
-        default_field(spec, "enableServiceLinks", json!(true));
         default_field(spec, "preemptionPolicy", json!("PreemptLowerPriority"));
         default_field(spec, "priority", json!(0));
         default_field(
@@ -165,6 +170,36 @@ fn default_pod(pod: &mut Value) {
                 {"key": "node.kubernetes.io/unreachable", "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 300},
             ]),
         );
+    }
+    let qos = qos_class(&pod["spec"]);
+    if let Some(map) = pod.as_object_mut() {
+        map.insert(
+            "status".into(),
+            json!({"phase": "Pending", "qosClass": qos}),
+        );
+    }
+}
+
+/// The defaults every decode of a pod gets, on updates as on creates (`SetDefaults_PodSpec` and
+/// `SetDefaults_Container` in `pkg/apis/core/v1/defaults.go`; an empty `resources` is how the
+/// typed object serialises), and `serviceAccount` mirroring `serviceAccountName` as conversion
+/// writes it. The admission plugins' defaults (service account, priority, tolerations) are a
+/// create's only.
+fn default_pod_spec(pod: &mut Value) {
+    if let Some(spec) = object_mut(pod, "spec") {
+        default_field(spec, "restartPolicy", json!("Always"));
+        default_field(spec, "terminationGracePeriodSeconds", json!(30));
+        default_field(spec, "dnsPolicy", json!("ClusterFirst"));
+        default_field(spec, "securityContext", json!({}));
+        default_field(spec, "schedulerName", json!("default-scheduler"));
+        default_field(spec, "enableServiceLinks", json!(true));
+        if let Some(sa) = spec
+            .get("serviceAccountName")
+            .filter(|v| !v.is_null())
+            .cloned()
+        {
+            default_field(spec, "serviceAccount", sa);
+        }
         for list in ["initContainers", "containers"] {
             let Some(containers) = spec.get_mut(list).and_then(Value::as_array_mut) else {
                 continue;
@@ -184,12 +219,13 @@ fn default_pod(pod: &mut Value) {
             }
         }
     }
-    let qos = qos_class(&pod["spec"]);
-    if let Some(map) = pod.as_object_mut() {
-        map.insert(
-            "status".into(),
-            json!({"phase": "Pending", "qosClass": qos}),
-        );
+}
+
+/// Defaults an object written over HTTP by an update or a patch, as every decode defaults it.
+pub(crate) fn default_update(info: &ResourceInfo, object: &mut Value) {
+    if object.is_object() && !info.custom && info.api.group.is_empty() && info.api.plural == "pods"
+    {
+        default_pod_spec(object);
     }
 }
 

@@ -15,25 +15,38 @@ use serde_json::Value;
 
 use crate::admission;
 use crate::faults::FaultState;
-use crate::render::{GZIP_THRESHOLD, ListChunks, ListMeta, status_json, status_json_with_continue};
-use crate::request::{Filter, Query, Target, parse_rv, wait_for_version};
+use crate::render::{GZIP_THRESHOLD, ListChunks, ListMeta, status_json_with_continue};
+use crate::request::{Filter, Query, Target, parse_rv, timeout_seconds, wait_for_version};
 use crate::response::{
     Body, chunked_response, json_response, maybe_gzip_response, object_response, yaml_response,
 };
 use crate::state::Shared;
-use crate::store::{DeleteOptions, Stored, invalid, not_found, status, too_large};
+use crate::store::{DeleteOptions, Deletion, Stored, invalid, not_found, status, too_large};
 use crate::table::{self, Form, IncludeObject};
+use crate::validation;
 
 /// The largest request body accepted, as the real server's default.
 const MAX_BODY: usize = 3 * 1024 * 1024;
 
-pub(crate) fn get(
+pub(crate) async fn get(
     shared: &Shared,
     t: &Target,
     q: &Query,
     form: Form,
     gzip: bool,
 ) -> Result<Response<Body>, Status> {
+    // "" reads the latest, "0" any version; a number reads the cache once it has reached that
+    // version, waiting for it and answering 504 "Too large resource version" if it does not come
+    // (the cacher's `Get`, `storage/cacher/cacher.go`).
+    if let Some(r) = q
+        .get("resourceVersion")
+        .filter(|r| !r.is_empty() && *r != "0")
+    {
+        let r = parse_rv(r)?;
+        if r > shared.store.resource_version() && !wait_for_version(shared, r).await {
+            return Err(too_large(r, shared.store.resource_version()));
+        }
+    }
     let name = t.name.as_deref().unwrap_or_default();
     let o = shared
         .store
@@ -53,8 +66,37 @@ pub(crate) fn get(
     Ok(maybe_gzip_response(StatusCode::OK, body, gzip))
 }
 
-async fn read_json(body: Body) -> Result<Value, Status> {
-    let bytes = http_body_util::Limited::new(body, MAX_BODY)
+/// A create's or an update's body, with the warnings its duplicate fields earn under the
+/// request's `fieldValidation` (400 under `Strict`).
+async fn read_checked_json(body: Body, q: &Query) -> Result<(Value, Vec<String>), Status> {
+    let directive = validation::FieldValidation::parse(q.get("fieldValidation"))?;
+    let bytes = read_body(body).await?;
+    let (v, duplicates) = validation::parse_body(&bytes).map_err(unknown_format)?;
+    let warnings = validation::duplicate_fields(directive, &duplicates)?;
+    Ok((v, warnings))
+}
+
+/// Adds a `Warning` header for each warning, as the API server's warning recorder writes them.
+fn with_warnings(mut r: Response<Body>, warnings: &[String]) -> Response<Body> {
+    for w in warnings {
+        let text = format!("299 - {:?}", w);
+        if let Ok(v) = http::HeaderValue::from_str(&text) {
+            r.headers_mut().append(header::WARNING, v);
+        }
+    }
+    r
+}
+
+fn unknown_format(e: serde_json::Error) -> Status {
+    status(
+        400,
+        "BadRequest",
+        format!("the body of the request was in an unknown format: {e}"),
+    )
+}
+
+async fn read_body(body: Body) -> Result<Bytes, Status> {
+    Ok(http_body_util::Limited::new(body, MAX_BODY)
         .collect()
         .await
         .map_err(|e| {
@@ -64,14 +106,12 @@ async fn read_json(body: Body) -> Result<Value, Status> {
                 format!("cannot read the request body: {e}"),
             )
         })?
-        .to_bytes();
-    serde_json::from_slice(&bytes).map_err(|e| {
-        status(
-            400,
-            "BadRequest",
-            format!("the body of the request was in an unknown format: {e}"),
-        )
-    })
+        .to_bytes())
+}
+
+async fn read_json(body: Body) -> Result<Value, Status> {
+    let bytes = read_body(body).await?;
+    serde_json::from_slice(&bytes).map_err(unknown_format)
 }
 
 /// `dryRun=All` (the only value the API accepts): validate, answer, store nothing.
@@ -99,12 +139,18 @@ pub(crate) async fn create(
     body: Body,
 ) -> Result<Response<Body>, Status> {
     let dry = dry_run(q)?;
-    let mut v = read_json(body).await?;
+    let (mut v, warnings) = read_checked_json(body, q).await?;
+    validation::check_kind_and_version(&t.info.api, &v)?;
+    validation::check_no_version_on_create(&v)?;
     admission::admit_create(&shared.store, &t.info, &mut v, t.namespace.as_deref())?;
+    validation::check_create(&t.info, &v)?;
     let out = shared
         .store
         .write_create(&t.info.api, v, t.namespace.as_deref(), dry)?;
-    Ok(object_response(StatusCode::CREATED, &out))
+    Ok(with_warnings(
+        object_response(StatusCode::CREATED, &out),
+        &warnings,
+    ))
 }
 
 pub(crate) async fn update(
@@ -114,13 +160,21 @@ pub(crate) async fn update(
     body: Body,
 ) -> Result<Response<Body>, Status> {
     let dry = dry_run(q)?;
-    let v = read_json(body).await?;
+    let (v, warnings) = read_checked_json(body, q).await?;
+    validation::check_kind_and_version(&t.info.api, &v)?;
     let name = t.name.as_deref().unwrap_or_default();
-    let out =
-        shared
-            .store
-            .write_update(&t.info.api, v, Some((t.namespace.as_deref(), name)), dry)?;
-    Ok(object_response(StatusCode::OK, &out))
+    let out = shared.store.write_update(
+        &t.info.api,
+        v,
+        Some((t.namespace.as_deref(), name)),
+        t.write(),
+        &|old, new| default_and_check_update(t, old, new),
+        dry,
+    )?;
+    Ok(with_warnings(
+        object_response(StatusCode::OK, &out),
+        &warnings,
+    ))
 }
 
 pub(crate) async fn patch(
@@ -159,11 +213,27 @@ pub(crate) async fn patch(
     let dry = dry_run(q)?;
     let p = read_json(body).await?;
     let name = t.name.as_deref().unwrap_or_default();
-    let out =
-        shared
-            .store
-            .write_patch(&t.info.api, t.namespace.as_deref(), name, p, strategic, dry)?;
+    let out = shared.store.write_patch(
+        &t.info.api,
+        t.namespace.as_deref(),
+        name,
+        p,
+        strategic,
+        t.write(),
+        &|old, new| default_and_check_update(t, old, new),
+        dry,
+    )?;
     Ok(object_response(StatusCode::OK, &out))
+}
+
+/// What an update or patch over HTTP goes through before it is stored: the defaults every decode
+/// applies, then the update's validation. The stored object is compared as defaulted too, so an
+/// object written in-process without the defaults is not taken for a changed one.
+fn default_and_check_update(t: &Target, old: &Value, new: &mut Value) -> Result<(), Status> {
+    admission::default_update(&t.info, new);
+    let mut old = old.clone();
+    admission::default_update(&t.info, &mut old);
+    validation::check_update(&t.info, &old, new)
 }
 
 /// `DeleteOptions` from a DELETE's body (if any) and query.
@@ -221,9 +291,29 @@ pub(crate) async fn delete(
 ) -> Result<Response<Body>, Status> {
     let opts = delete_options(q, body).await?;
     let name = t.name.as_deref().unwrap_or_default();
-    let (out, _) = shared
-        .store
-        .delete_with(&t.info.api, t.namespace.as_deref(), name, &opts)?;
+    let (out, deletion) =
+        shared
+            .store
+            .delete_with(&t.info.api, t.namespace.as_deref(), name, &opts)?;
+    // An object still marked for deletion, and a deleted pod (its storage returns the deleted
+    // object), answer the object; any other deleted object a `Status` naming it
+    // (`registry/generic/registry/store.go`, `finalizeDelete`).
+    let pod = t.info.api.group.is_empty() && t.info.api.plural == "pods";
+    if deletion == Deletion::Gone && !pod {
+        let deleted = serde_json::json!({
+            "kind": "Status",
+            "apiVersion": "v1",
+            "metadata": {},
+            "status": "Success",
+            "details": {
+                "name": name,
+                "group": t.info.api.group,
+                "kind": t.info.api.plural,
+                "uid": out["metadata"]["uid"],
+            },
+        });
+        return Ok(object_response(StatusCode::OK, &deleted));
+    }
     Ok(object_response(StatusCode::OK, &out))
 }
 
@@ -237,15 +327,25 @@ pub(crate) async fn delete_collection(
     let filter = Filter::from_query(&t.info, t.namespace.clone(), q)?;
     let (rv, _) = shared.store.versions();
     let snap = shared.store.snapshot(&t.info.key, rv)?;
+    let mut items = Vec::new();
     for o in snap.iter().filter(|o| filter.matches(o)) {
         // Objects deleted concurrently are simply gone already.
-        let _ = shared
-            .store
-            .delete_with(&t.info.api, Some(&o.namespace), &o.name, &opts);
+        if let Ok((out, _)) =
+            shared
+                .store
+                .delete_with(&t.info.api, Some(&o.namespace), &o.name, &opts)
+        {
+            items.push(out);
+        }
     }
-    let mut s = Status::failure(200, "", "");
-    s.status = "Success".to_owned();
-    Ok(json_response(StatusCode::OK, status_json(&s)))
+    // The list of what was deleted (`registry/generic/registry/store.go`, `DeleteCollection`).
+    let list = serde_json::json!({
+        "kind": format!("{}List", t.info.api.kind),
+        "apiVersion": t.info.api.api_version,
+        "metadata": {"resourceVersion": shared.store.resource_version().to_string()},
+        "items": items,
+    });
+    Ok(object_response(StatusCode::OK, &list))
 }
 
 #[derive(serde::Serialize, serde::Deserialize)]
@@ -347,6 +447,8 @@ pub(crate) async fn list(
 ) -> Result<Response<Body>, Status> {
     let include = IncludeObject::parse(q.get("includeObject"))?;
     let filter = Filter::from_query(&t.info, t.namespace.clone(), q)?;
+    // Decoded with the rest of the list options, so malformed even where it means nothing.
+    timeout_seconds(q)?;
     let rv = q.get("resourceVersion");
     let rv_match = q.get("resourceVersionMatch");
     let continue_token = q.get("continue");
@@ -407,8 +509,9 @@ pub(crate) async fn list(
         let at = match rv {
             None => current,
             Some("0") => {
-                // Served from the watch cache, which ignores `limit` before 1.34's snapshots.
-                if !shared.config.version.pages_rv0_lists() {
+                // Served whole from the watch cache, which ignores `limit` at "0" on every
+                // release (cacher.go, `computeListLimit`); storage pages it.
+                if shared.config.watch_cache {
                     limit = None;
                 }
                 current

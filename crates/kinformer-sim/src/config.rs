@@ -6,31 +6,29 @@ use std::time::Duration;
 
 use crate::auth::Auth;
 
-/// The Kubernetes release a [`SimServer`](crate::SimServer) claims to be (`/version`), and whose
-/// list behaviour it follows where releases differ.
+/// The Kubernetes release a [`SimServer`](crate::SimServer) claims to be in `/version`.
 ///
-/// The one difference modelled: a list at `resourceVersion=0` is served from the watch cache.
-/// Up to 1.33 the watch cache ignores `limit` (one full response, no continue token); from 1.34
-/// its snapshots (`ListFromCacheSnapshot`, beta and on by default) page such lists like any
-/// other. client-go's reflector decides from its first list whether later relists are paged,
-/// so informers should be tested against both.
+/// The releases modelled list alike: a list at `resourceVersion=0` is served whole from the watch
+/// cache on every one of them, `limit` ignored (the apiserver's
+/// `staging/src/k8s.io/apiserver/pkg/storage/cacher/cacher.go`, `computeListLimit`, unchanged by
+/// 1.34's cache snapshots). A server pages such a list only with its watch cache off
+/// ([`SimConfig::watch_cache`]).
 ///
 /// ```
 /// use kinformer_sim::{KubeVersion, SimConfig};
 ///
 /// let old = SimConfig { version: KubeVersion::V1_33, ..SimConfig::default() };
-/// assert!(!old.version.pages_rv0_lists());
-/// assert!(SimConfig::default().version.pages_rv0_lists());
+/// assert_eq!(old.version.minor(), 33);
+/// assert_eq!(SimConfig::default().version, KubeVersion::V1_34);
 /// assert_eq!(KubeVersion::parse("1.32"), Some(KubeVersion::V1_32));
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
 pub enum KubeVersion {
-    /// Kubernetes 1.32: `resourceVersion=0` lists ignore `limit`.
+    /// Kubernetes 1.32.
     V1_32,
-    /// Kubernetes 1.33: `resourceVersion=0` lists ignore `limit` (cache snapshots are alpha, off).
+    /// Kubernetes 1.33.
     V1_33,
-    /// Kubernetes 1.34 (the default): `resourceVersion=0` lists honour `limit` and page from a
-    /// cache snapshot.
+    /// Kubernetes 1.34 (the default).
     #[default]
     V1_34,
 }
@@ -43,12 +41,6 @@ impl KubeVersion {
             Self::V1_33 => 33,
             Self::V1_34 => 34,
         }
-    }
-
-    /// Whether a list at `resourceVersion=0` with a `limit` is paged (1.34 and later) rather
-    /// than answered in full without a continue token (1.33 and earlier).
-    pub fn pages_rv0_lists(self) -> bool {
-        self >= Self::V1_34
     }
 
     /// Parses `1.33`, `v1.33` or `33`; `None` for a release the sim does not model.
@@ -91,8 +83,22 @@ pub struct SimConfig {
     pub tls: bool,
     /// The credentials requests must present. Default [`Auth::None`].
     pub auth: Auth,
-    /// The Kubernetes release the server claims to be and behaves like. Default 1.34.
+    /// The Kubernetes release the server claims to be. Default 1.34.
     pub version: KubeVersion,
+    /// Serve lists at `resourceVersion=0` and periodic bookmarks from a watch cache, as the API
+    /// server does by default (`--watch-cache=true`). Default `true`.
+    ///
+    /// Off, the server behaves like one started with `--watch-cache=false`: every list is read
+    /// from storage, which honours `limit` at `resourceVersion=0` too (the one way a real server
+    /// pages a first list at `0`, and so the way to test a reflector's paged relists), and
+    /// watches get no periodic bookmarks (storage sends only a streaming list's closing one).
+    pub watch_cache: bool,
+    /// How long the watch cache keeps each resource's events (besides its last 100 whatever
+    /// their age, and up to 102 400 of them for the default): a watch from a version older than
+    /// that answers 410, however much history storage keeps for lists. Default 75 s, the
+    /// apiserver's `DefaultEventFreshDuration`; the cache's capacity bound grows with a longer
+    /// one, as the cacher's does.
+    pub watch_cache_window: Duration,
     /// At most this many past events are kept, whatever their age (the oldest are compacted
     /// first); older versions answer 410. Default 100 000. Tests set a small number to make a
     /// resume fail after a few writes.
@@ -123,6 +129,8 @@ impl Default for SimConfig {
             tls: false,
             auth: Auth::None,
             version: KubeVersion::default(),
+            watch_cache: true,
+            watch_cache_window: Duration::from_secs(75),
             history_window: 100_000,
             compaction_interval: Some(Duration::from_secs(300)),
             bookmark_interval: Duration::from_secs(60),

@@ -59,6 +59,21 @@ fn resource_entry(r: &ResourceInfo) -> Value {
     v
 }
 
+/// A resource's discovery entries: itself, and its `/status` subresource where it has one.
+fn resource_entries(r: &ResourceInfo) -> Vec<Value> {
+    let mut entries = vec![resource_entry(r)];
+    if r.status_subresource {
+        entries.push(json!({
+            "name": format!("{}/status", r.api.plural),
+            "singularName": "",
+            "namespaced": r.api.scope == Scope::Namespaced,
+            "kind": r.api.kind,
+            "verbs": ["get", "patch", "update"],
+        }));
+    }
+    entries
+}
+
 /// `/openapi/v3/...` path of a group version.
 fn openapi_path(group: &str, version: &str) -> String {
     if group.is_empty() {
@@ -177,7 +192,7 @@ pub(crate) fn route(
                     "kind": "APIResourceList",
                     "apiVersion": "v1",
                     "groupVersion": if g.is_empty() { (*v).to_owned() } else { format!("{g}/{v}") },
-                    "resources": rs.iter().map(resource_entry).collect::<Vec<_>>(),
+                    "resources": rs.iter().flat_map(resource_entries).collect::<Vec<_>>(),
                 })),
                 None => status_response(&status(
                     404,

@@ -8,6 +8,7 @@ use parking_lot::Mutex;
 use tokio::sync::watch;
 use tokio::time::Instant;
 
+use crate::progress::WatchProgress;
 use crate::store::Store;
 
 /// Which requests a [`Faults::fail_next`] failure applies to.
@@ -46,6 +47,9 @@ pub(crate) struct FaultState {
     pub(crate) oversized_next_line: AtomicUsize,
     pub(crate) cut_next_line: AtomicBool,
     pub(crate) slow_chunks: Mutex<Option<Duration>>,
+    /// Not a fault: how far each open watch stream has got. It lives here because the server
+    /// handle and every watch stream already share this state.
+    pub(crate) watches: WatchProgress,
 }
 
 impl FaultState {
@@ -63,6 +67,7 @@ impl FaultState {
             oversized_next_line: AtomicUsize::new(0),
             cut_next_line: AtomicBool::new(false),
             slow_chunks: Mutex::new(None),
+            watches: WatchProgress::new(),
         }
     }
 

@@ -14,10 +14,13 @@
 //! - **The REST API**: list with label and field selectors, `limit`/`continue` pages from one
 //!   snapshot, every `resourceVersion`/`resourceVersionMatch` mode as the real server reads it
 //!   (exact reads for limited legacy lists, 410 when too old, 504 when too new, `resourceVersion=0`
-//!   paging by [`KubeVersion`]); watch with bookmarks shaped and timed like the watch cache's,
+//!   served whole from the watch cache, or paged by a server without one,
+//!   [`SimConfig::watch_cache`]); watch with bookmarks shaped and timed like the watch cache's,
 //!   timeouts, selector transitions, streaming lists (`sendInitialEvents`); create, replace, merge
 //!   and strategic merge patch, delete with preconditions, `dryRun`, graceful deletion of pods
-//!   and finalizers; namespace checks and pod defaults on create; content negotiation with
+//!   and finalizers; the status subresource and `metadata.generation` kind by kind, as the
+//!   registry's strategies keep them; namespace checks and pod defaults on create; content
+//!   negotiation with
 //!   metadata-only, `Table` and YAML responses (406 otherwise); gzip for large responses;
 //!   discovery for `kubectl`; `Status` bodies for every error.
 //! - **TLS and authentication**: HTTPS with a generated CA, bearer tokens, basic auth, client
@@ -25,6 +28,11 @@
 //! - **Fault injection** ([`Faults`], and over HTTP with [`SimConfig::admin`]): closed, stalled,
 //!   cut, malformed or oversized watch streams, 429/500/503 answers, forced 410s, compaction,
 //!   slow chunks, dropped connections.
+//! - **A test kit**: typed writes and reads of any k8s-openapi type ([`Store::create_typed`]
+//!   and friends), bounded waits until the store holds what a client wrote
+//!   ([`Store::wait_until`]) and until every open watch has been sent a version
+//!   ([`SimServer::wait_until_watches_reach`]), and the log of requests received
+//!   ([`SimServer::requests`]). `docs/testing.md` tests a controller with them.
 //! - **Workloads**: realistic pods ([`Store::seed_pods`], [`generate_pod`]) and a deterministic
 //!   churn of creates, updates and graceful deletes ([`Store::churn`], [`SimServer::set_churn`]).
 //! - **A cluster that looks real** ([`Cluster`], [`SimServer::seed_cluster`]): nodes, namespaces,
@@ -44,6 +52,7 @@
 //!
 //! Each module uses only the modules listed after it, so a request's path through the code
 //! runs one way, and nothing below the router knows a router or a server exists:
+//! - `kit`: the test kit's typed store methods and waits, on top of the server and the store;
 //! - `server`: the listener, TLS, connections and authentication of [`SimServer`], which hand
 //!   every request to the `router`;
 //! - `router`: picks the handler for a path, injects failures, negotiates the content type;
@@ -53,8 +62,9 @@
 //!   `response` (the body type, JSON and `Status` answers, gzip, streamed lists), `state` (what
 //!   every handler shares), `config` ([`SimConfig`]);
 //! - below HTTP: `cluster` (a folder of its own, layered the same way) and `workload` (seeded
-//!   objects and their churn), `faults`, `table`, `render`, `admission`, `auth`, and at the
-//!   bottom `store` (with `smp`) and `error`.
+//!   objects and their churn), `faults` (with `progress`, how far each open watch has got),
+//!   `table`, `render`, `admission`, `validation`, `auth`,
+//!   and at the bottom `store` (with `smp`) and `error`.
 //!
 //! # Example
 //! ```
@@ -91,6 +101,8 @@ mod config;
 mod discovery;
 mod error;
 mod faults;
+mod kit;
+mod progress;
 mod render;
 mod request;
 mod response;
@@ -100,6 +112,7 @@ mod smp;
 mod state;
 mod store;
 mod table;
+mod validation;
 mod watch;
 mod workload;
 

@@ -80,11 +80,12 @@ fn is_builtin(api_version: &str) -> bool {
     matches!(api_version, "v1" | "apps/v1" | "meta.k8s.io/v1")
 }
 
-/// A `BOOKMARK` line shaped as the watch cache sends it: an empty object of the watched kind
-/// whose `metadata` holds only `resourceVersion` (plus the initial-events-end annotation when it
-/// ends a streaming list). Built-in kinds carry their Go zero values (`"creationTimestamp":null`,
-/// `"spec":{"containers":null}` for a pod); custom resources carry only the three fields.
-pub(crate) fn bookmark_line(
+/// The object of a `BOOKMARK` shaped as the watch cache sends it: an empty object of the watched
+/// kind whose `metadata` holds only `resourceVersion` (plus the initial-events-end annotation when
+/// it ends a streaming list). Built-in kinds carry their Go zero values
+/// (`"creationTimestamp":null`, `"spec":{"containers":null}` for a pod); custom resources carry
+/// only the three fields.
+pub(crate) fn bookmark_object(
     kind: &str,
     api_version: &str,
     rv: u64,
@@ -102,8 +103,21 @@ pub(crate) fn bookmark_line(
     };
     let rest = empty_object_fields(kind, api_version);
     Bytes::from(format!(
-        "{{\"type\":\"BOOKMARK\",\"object\":{{\"kind\":\"{kind}\",\"apiVersion\":\"{api_version}\",\"metadata\":{{\"resourceVersion\":\"{rv}\"{created}{annotations}}}{rest}}}}}\n"
+        "{{\"kind\":\"{kind}\",\"apiVersion\":\"{api_version}\",\"metadata\":{{\"resourceVersion\":\"{rv}\"{created}{annotations}}}{rest}}}"
     ))
+}
+
+/// A `BOOKMARK` line whose object is [`bookmark_object`].
+pub(crate) fn bookmark_line(
+    kind: &str,
+    api_version: &str,
+    rv: u64,
+    initial_events_end: bool,
+) -> Bytes {
+    event_line(
+        "BOOKMARK",
+        &bookmark_object(kind, api_version, rv, initial_events_end),
+    )
 }
 
 /// An `ERROR` line carrying a status.

@@ -8,7 +8,7 @@ use http::header;
 use kinformer_core::{FieldSelector, LabelSelector, Scope, Status};
 
 use crate::state::Shared;
-use crate::store::{ResourceInfo, Stored, status};
+use crate::store::{ResourceInfo, Stored, Write, status};
 
 /// A decoded URL query.
 #[derive(Debug, Default)]
@@ -72,6 +72,19 @@ pub(crate) struct Target {
     pub(crate) namespace: Option<String>,
     pub(crate) name: Option<String>,
     pub(crate) watch_path: bool,
+    /// The request names the object's `/status` subresource.
+    pub(crate) status: bool,
+}
+
+impl Target {
+    /// Which write a PUT or PATCH of this target is.
+    pub(crate) fn write(&self) -> Write {
+        if self.status {
+            Write::Status
+        } else {
+            Write::Object
+        }
+    }
 }
 
 fn not_served() -> Status {
@@ -109,9 +122,13 @@ pub(crate) fn parse_target(
         [plural, tail @ ..] => (lookup(plural).ok_or_else(not_served)?, None, tail),
         [] => return Err(not_served()),
     };
-    let name = match tail {
-        [] => None,
-        [name] | [name, "status"] => Some((*name).to_owned()),
+    let (name, status) = match tail {
+        [] => (None, false),
+        [name] => (Some((*name).to_owned()), false),
+        // Only kinds served with a status subresource have the path.
+        [name, "status"] if info.status_subresource && !watch_path => {
+            (Some((*name).to_owned()), true)
+        }
         _ => return Err(not_served()),
     };
     Ok(Target {
@@ -119,6 +136,7 @@ pub(crate) fn parse_target(
         namespace,
         name,
         watch_path,
+        status,
     })
 }
 
@@ -204,6 +222,23 @@ pub(crate) fn parse_rv(s: &str) -> Result<u64, Status> {
             format!("invalid resource version: {s:?}"),
         )
     })
+}
+
+/// `timeoutSeconds`, if given: a whole number of seconds, or 400 as the parameter codec answers
+/// anything else (`endpoints/handlers/get.go`, `listOpts`). Zero and negative numbers are
+/// accepted; what they mean is the watch's business.
+pub(crate) fn timeout_seconds(q: &Query) -> Result<Option<i64>, Status> {
+    q.get("timeoutSeconds")
+        .map(|t| {
+            t.parse::<i64>().map_err(|_| {
+                status(
+                    400,
+                    "BadRequest",
+                    format!("timeoutSeconds: invalid value {t:?}: not an integer"),
+                )
+            })
+        })
+        .transpose()
 }
 
 /// Whether the client accepts gzip (`Accept-Encoding: gzip`, not with `q=0`).

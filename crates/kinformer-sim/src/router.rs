@@ -65,10 +65,24 @@ pub(crate) async fn route(
         Some(Ok(f)) => f,
         None => Form::Full,
     };
+    let status_target = target.status;
     let result = match (&parts.method, target.name.is_some(), is_watch) {
+        // A `/status` subresource can be read, replaced and patched, nothing else.
+        (m, _, w)
+            if status_target && (w || !matches!(*m, Method::GET | Method::PUT | Method::PATCH)) =>
+        {
+            Err(status(
+                405,
+                "MethodNotAllowed",
+                format!(
+                    "the server does not allow this method on the requested resource ({})",
+                    parts.method
+                ),
+            ))
+        }
         (&Method::GET, _, true) => watch::handle(shared, target, &query, form).await,
         (&Method::GET, false, false) => api::list(shared, &target, &query, form, gzip).await,
-        (&Method::GET, true, false) => api::get(shared, &target, &query, form, gzip),
+        (&Method::GET, true, false) => api::get(shared, &target, &query, form, gzip).await,
         (&Method::POST | &Method::PUT, _, _) if let Err(s) = check_body_type(&parts) => Err(s),
         (&Method::POST, false, _) => api::create(shared, &target, &query, body).await,
         (&Method::PUT, true, _) => api::update(shared, &target, &query, body).await,

@@ -297,6 +297,18 @@ async fn accept_loop(
     }
 }
 
+/// The `SETTINGS_MAX_CONCURRENT_STREAMS` a kube-apiserver advertises: it leaves
+/// `--http2-max-streams-per-connection` at 0, so its secure server sets 100, what Go's HTTP/2
+/// clients assume before they see the server's settings, rather than Go's server default of 250
+/// (`staging/src/k8s.io/apiserver/pkg/server/secure_serving.go`, `Serve`). Aggregated API
+/// servers built from `RecommendedOptions` set 1000.
+const HTTP2_MAX_CONCURRENT_STREAMS: u32 = 100;
+
+/// The apiserver's per-stream HTTP/2 receive window and largest frame it reads: 256 KiB
+/// (`resourceBody99Percentile` in `secure_serving.go`), instead of Go's 1 MiB; its connection
+/// window is that times [`HTTP2_MAX_CONCURRENT_STREAMS`].
+const HTTP2_STREAM_BUFFER: u32 = 256 * 1024;
+
 async fn serve<IO>(
     io: IO,
     shared: Arc<Shared>,
@@ -310,7 +322,13 @@ async fn serve<IO>(
         let shared = Arc::clone(&shared);
         async move { Ok::<_, Infallible>(handle(shared, client_cert, req).await) }
     });
-    let builder = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new());
+    let mut builder = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new());
+    builder
+        .http2()
+        .max_concurrent_streams(HTTP2_MAX_CONCURRENT_STREAMS)
+        .initial_stream_window_size(HTTP2_STREAM_BUFFER)
+        .initial_connection_window_size(HTTP2_STREAM_BUFFER * HTTP2_MAX_CONCURRENT_STREAMS)
+        .max_frame_size(HTTP2_STREAM_BUFFER);
     let conn = builder.serve_connection(TokioIo::new(io), service);
     tokio::select! {
         r = conn => if let Err(e) = r {

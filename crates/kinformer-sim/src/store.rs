@@ -3,6 +3,7 @@
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::{Arc, OnceLock};
+use std::time::Duration;
 
 use bytes::Bytes;
 use kinformer_core::{ApiResource, Scope, Status, StatusDetails};
@@ -173,6 +174,8 @@ pub(crate) struct Event {
     pub(crate) prev: Option<Arc<Stored>>,
     /// Watch lines, rendered once per event on first use and shared by every watcher.
     pub(crate) lines: [OnceLock<Bytes>; 8],
+    /// When it was written: how long the watch cache keeps it.
+    pub(crate) at: tokio::time::Instant,
 }
 
 /// A resource the store serves, with what discovery and field selectors need.
@@ -183,10 +186,72 @@ pub(crate) struct ResourceInfo {
     pub(crate) singular: String,
     pub(crate) short_names: Vec<&'static str>,
     pub(crate) field_paths: Vec<&'static str>,
+    /// Served with a `/status` subresource: writes to the object keep its stored status, writes
+    /// to `/status` keep the rest (per kind, as the registry's strategies do).
+    pub(crate) status_subresource: bool,
+    /// The kind has `metadata.generation` (set to 1 on create, bumped by spec changes).
+    pub(crate) generation: bool,
+    /// A custom resource (registered with [`Store::register_crd`]).
+    pub(crate) custom: bool,
+}
+
+/// The fewest events of a resource its watch cache holds, however old
+/// (`storage/cacher/watch_cache_history.go`, `defaultLowerBoundCapacity`).
+pub(crate) const WATCH_CACHE_MIN_EVENTS: usize = 100;
+
+/// The most events a watch cache keeping `window` of history holds: 102 400 for the default
+/// window of 75 s, doubled for each doubling of a longer one (`capacityUpperBound`).
+fn watch_cache_capacity(window: Duration) -> usize {
+    const DEFAULT: Duration = Duration::from_secs(75);
+    const UPPER: usize = 100 * 1024;
+    if window <= DEFAULT {
+        return UPPER;
+    }
+    let exponent = (window.as_secs_f64() / DEFAULT.as_secs_f64()).log2().ceil();
+    // Kept within a 32-bit count, as the cacher caps it.
+    let exponent = exponent.clamp(0.0, 14.0) as u32;
+    UPPER << exponent
+}
+
+/// What an update goes through before it is stored, given the stored object and the object
+/// about to be stored: the API layer's defaulting and validation (storage does neither).
+pub(crate) type Check<'a> = &'a dyn Fn(&Value, &mut Value) -> Result<(), Status>;
+
+/// Which write of an object the request is, for the rules the registry's strategies apply.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Write {
+    /// An in-process write to storage: stored as sent.
+    Storage,
+    /// A write to the object itself over HTTP.
+    Object,
+    /// A write to its `/status` subresource over HTTP.
+    Status,
 }
 
 impl ResourceInfo {
     pub(crate) fn new(api: ApiResource) -> Self {
+        let builtin = |plurals: &[&str]| {
+            matches!(api.group.as_str(), "" | "apps") && plurals.contains(&api.plural.as_str())
+        };
+        // pkg/registry/{core,apps}/<kind>/strategy.go: the kinds with a status strategy, and
+        // the kinds whose PrepareForCreate sets a generation.
+        let status_subresource = builtin(&[
+            "pods",
+            "services",
+            "namespaces",
+            "nodes",
+            "deployments",
+            "replicasets",
+            "statefulsets",
+            "daemonsets",
+        ]);
+        let generation = builtin(&[
+            "pods",
+            "deployments",
+            "replicasets",
+            "statefulsets",
+            "daemonsets",
+        ]);
         let field_paths = match (api.group.as_str(), api.plural.as_str()) {
             ("", "pods") => vec![
                 "spec.nodeName",
@@ -231,7 +296,45 @@ impl ResourceInfo {
             singular: api.kind.to_ascii_lowercase(),
             short_names,
             field_paths,
+            status_subresource,
+            generation,
+            custom: false,
             api,
+        }
+    }
+
+    /// A custom resource, with or without a status subresource; custom resources always have
+    /// `metadata.generation`.
+    pub(crate) fn custom(api: ApiResource, status_subresource: bool) -> Self {
+        Self {
+            status_subresource,
+            generation: true,
+            custom: true,
+            ..Self::new(api)
+        }
+    }
+
+    /// Whether `after` differs from `before` in what bumps `metadata.generation`: the spec of a
+    /// built-in kind; everything but metadata (and status, with a status subresource) of a
+    /// custom resource, as the apiextensions strategy compares.
+    fn spec_changed(&self, before: &Value, after: &Value) -> bool {
+        if self.custom {
+            let relevant = |v: &Value| -> Vec<(String, Value)> {
+                v.as_object()
+                    .map(|m| {
+                        m.iter()
+                            .filter(|(k, _)| {
+                                !matches!(k.as_str(), "metadata" | "kind" | "apiVersion")
+                                    && (!self.status_subresource || k.as_str() != "status")
+                            })
+                            .map(|(k, v)| (k.clone(), v.clone()))
+                            .collect()
+                    })
+                    .unwrap_or_default()
+            };
+            relevant(before) != relevant(after)
+        } else {
+            before.get("spec") != after.get("spec")
         }
     }
 
@@ -330,7 +433,7 @@ pub(crate) fn status(code: u16, reason: &str, message: impl Into<String>) -> Sta
     Status::failure(code, reason, message)
 }
 
-fn object_status(
+pub(crate) fn object_status(
     code: u16,
     reason: &str,
     message: String,
@@ -398,12 +501,15 @@ pub(crate) fn invalid(res: &ApiResource, name: &str, field: &str, message: &str)
     s
 }
 
-/// The "too old resource version" status, as the API server words it.
-pub(crate) fn too_old(requested: u64, current: u64) -> Status {
+/// The watch cache's "too old resource version: R (O)" status, where `O` is the oldest version a
+/// watch can still start from: one below the oldest event the cache holds, not the current version
+/// (`staging/src/k8s.io/apiserver/pkg/storage/cacher/watch_cache.go`,
+/// `getAllEventsSinceLocked`, `oldest-1`). Here that is the compacted version.
+pub(crate) fn too_old(requested: u64, oldest: u64) -> Status {
     status(
         410,
         "Expired",
-        format!("too old resource version: {requested} ({current})"),
+        format!("too old resource version: {requested} ({oldest})"),
     )
 }
 
@@ -521,17 +627,153 @@ pub(crate) enum Deletion {
     Pending,
 }
 
-/// Everything but metadata and status: what bumps `metadata.generation` when it changes.
-fn generation_relevant(v: &Value) -> Vec<(&String, &Value)> {
-    v.as_object()
-        .map(|m| {
-            m.iter()
-                .filter(|(k, _)| {
-                    !matches!(k.as_str(), "metadata" | "status" | "kind" | "apiVersion")
-                })
-                .collect()
-        })
+/// The status a kubelet reports for a pod whose containers it has stopped for its deletion, as a
+/// merge patch: every container terminated (exit code 0, `Completed`, started when it last
+/// started), not ready, and the terminal phase, which a deleted pod always reaches before its
+/// final delete (`pkg/kubelet/kubelet_pods.go`, `getPhase`, and `status/status_manager.go`).
+/// `None` for a pod already in a terminal phase.
+fn stopped_status(pod: &Value) -> Option<Value> {
+    if matches!(
+        pod["status"]["phase"].as_str(),
+        Some("Succeeded" | "Failed")
+    ) {
+        return None;
+    }
+    let now = now_rfc3339();
+    let containers: Vec<Value> = pod["status"]["containerStatuses"]
+        .as_array()
+        .map(Vec::as_slice)
         .unwrap_or_default()
+        .iter()
+        .map(|c| {
+            let started = c["state"]["running"]["startedAt"].clone();
+            let mut c = c.clone();
+            c["ready"] = Value::Bool(false);
+            c["started"] = Value::Bool(false);
+            c["state"] = serde_json::json!({"terminated": {
+                "exitCode": 0,
+                "reason": "Completed",
+                "startedAt": started,
+                "finishedAt": now,
+            }});
+            c
+        })
+        .collect();
+    let conditions: Vec<Value> = pod["status"]["conditions"]
+        .as_array()
+        .map(Vec::as_slice)
+        .unwrap_or_default()
+        .iter()
+        .map(|c| {
+            let mut c = c.clone();
+            if matches!(c["type"].as_str(), Some("Ready" | "ContainersReady"))
+                && c["status"] != "False"
+            {
+                c["status"] = Value::from("False");
+                c["reason"] = Value::from("PodCompleted");
+                c["lastTransitionTime"] = Value::from(now.clone());
+            }
+            c
+        })
+        .collect();
+    let mut status = serde_json::json!({"phase": "Succeeded"});
+    if pod["status"].get("conditions").is_some() {
+        status["conditions"] = Value::Array(conditions);
+    }
+    if pod["status"].get("containerStatuses").is_some() {
+        status["containerStatuses"] = Value::Array(containers);
+    }
+    Some(serde_json::json!({ "status": status }))
+}
+
+/// A write to an object with a status subresource keeps the stored status (every kind's
+/// `PrepareForUpdate`), and a namespace's write keeps its `spec.finalizers` (changed only through
+/// `/finalize`).
+fn keep_stored_status(info: &ResourceInfo, object: &mut Value, old: &Value) {
+    let Some(obj) = object.as_object_mut() else {
+        return;
+    };
+    match old.get("status") {
+        Some(status) => obj.insert("status".into(), status.clone()),
+        None => obj.remove("status"),
+    };
+    if !info.custom && info.api.plural == "namespaces" {
+        let finalizers = old["spec"].get("finalizers").cloned();
+        if let Some(spec) = obj
+            .entry("spec")
+            .or_insert_with(|| Value::Object(Map::new()))
+            .as_object_mut()
+        {
+            match finalizers {
+                Some(f) => spec.insert("finalizers".into(), f),
+                None => spec.remove("finalizers"),
+            };
+        }
+    }
+}
+
+/// A write to `/status` keeps what the kind's status strategy keeps: a custom resource
+/// everything but its status and `managedFields` (apiextensions' `statusStrategy`); a built-in
+/// kind its spec, and pods their owner references (and QoS class, if the write drops it),
+/// deployments their labels (`pkg/registry/{core,apps}/<kind>/strategy.go`).
+fn keep_all_but_status(info: &ResourceInfo, object: Value, old: &Value) -> Value {
+    if info.custom {
+        let mut kept = old.clone();
+        if let Some(k) = kept.as_object_mut() {
+            match object.get("status") {
+                Some(status) => k.insert("status".into(), status.clone()),
+                None => k.remove("status"),
+            };
+            if let (Some(m), Some(fields)) = (
+                k.get_mut("metadata").and_then(Value::as_object_mut),
+                object["metadata"].get("managedFields"),
+            ) {
+                m.insert("managedFields".into(), fields.clone());
+            }
+        }
+        return kept;
+    }
+    let mut object = object;
+    let Some(obj) = object.as_object_mut() else {
+        return object;
+    };
+    match old.get("spec") {
+        Some(spec) => obj.insert("spec".into(), spec.clone()),
+        None => obj.remove("spec"),
+    };
+    let keep_meta = |obj: &mut Map<String, Value>, field: &str| {
+        let kept = old["metadata"].get(field).cloned();
+        if let Some(m) = obj
+            .entry("metadata")
+            .or_insert_with(|| Value::Object(Map::new()))
+            .as_object_mut()
+        {
+            match kept {
+                Some(v) => m.insert(field.into(), v),
+                None => m.remove(field),
+            };
+        }
+    };
+    match info.api.plural.as_str() {
+        "pods" => {
+            keep_meta(obj, "ownerReferences");
+            let qos = &old["status"]["qosClass"];
+            if !qos.is_null()
+                && obj
+                    .get("status")
+                    .is_none_or(|s| s.get("qosClass").is_none_or(Value::is_null))
+                && let Some(status) = obj
+                    .entry("status")
+                    .or_insert_with(|| Value::Object(Map::new()))
+                    .as_object_mut()
+            {
+                status.insert("qosClass".into(), qos.clone());
+            }
+        }
+        "deployments" => keep_meta(obj, "labels"),
+        _ => {}
+    }
+    object
 }
 
 impl Store {
@@ -568,10 +810,23 @@ impl Store {
         self.inner.state.lock().rv
     }
 
-    /// Makes a custom resource (or any resource not built in) servable over HTTP and writable here.
+    /// Makes a custom resource (or any resource not built in) servable over HTTP and writable here,
+    /// as a CustomResourceDefinition without a status subresource: its status is written with
+    /// the rest of the object, and every change outside `metadata` bumps `metadata.generation`.
     /// Registering a resource again changes nothing.
     pub fn register_crd(&self, resource: ApiResource) {
-        let info = ResourceInfo::new(resource);
+        self.register(ResourceInfo::custom(resource, false));
+    }
+
+    /// As [`register_crd`](Self::register_crd), for a CustomResourceDefinition with
+    /// `subresources.status`: writes to the object over HTTP keep its stored status, writes to
+    /// its `/status` keep everything but the status, and only changes outside `metadata` and
+    /// `status` bump `metadata.generation`. In-process writes store what they are given.
+    pub fn register_crd_with_status(&self, resource: ApiResource) {
+        self.register(ResourceInfo::custom(resource, true));
+    }
+
+    fn register(&self, info: ResourceInfo) {
         self.inner
             .state
             .lock()
@@ -590,7 +845,14 @@ impl Store {
     /// Replaces an object (PUT semantics): 404 if missing; 409 `Conflict` if `metadata.resourceVersion`
     /// is set and is not the stored one. A replace that changes nothing writes nothing.
     pub fn update(&self, resource: &ApiResource, object: Value) -> Result<Value, Status> {
-        self.write_update(resource, object, None, false)
+        self.write_update(
+            resource,
+            object,
+            None,
+            Write::Storage,
+            &|_, _| Ok(()),
+            false,
+        )
     }
 
     /// Applies a JSON merge patch (RFC 7386) to an object. A `metadata.resourceVersion` in the patch
@@ -602,9 +864,19 @@ impl Store {
         name: &str,
         merge_patch: Value,
     ) -> Result<Value, Status> {
-        self.write_patch(resource, namespace, name, merge_patch, false, false)
+        self.write_patch(
+            resource,
+            namespace,
+            name,
+            merge_patch,
+            false,
+            Write::Storage,
+            &|_, _| Ok(()),
+            false,
+        )
     }
 
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn write_patch(
         &self,
         resource: &ApiResource,
@@ -612,6 +884,8 @@ impl Store {
         name: &str,
         merge_patch: Value,
         strategic: bool,
+        write: Write,
+        check: Check<'_>,
         dry_run: bool,
     ) -> Result<Value, Status> {
         let mut state = self.inner.state.lock();
@@ -639,7 +913,7 @@ impl Store {
         } else {
             self::merge_patch(&mut value, &patch);
         }
-        let out = state.replace(&info, value, &current, dry_run)?;
+        let out = state.replace(&info, value, &current, write, check, dry_run)?;
         drop(state);
         self.notify();
         Ok(out)
@@ -718,11 +992,17 @@ impl Store {
                 continue;
             };
             let ns = (!ns.is_empty()).then_some(ns.as_str());
+            // The kubelet first reports the stopped containers and the terminal phase, then
+            // deletes with no grace period. The pod may have been deleted meanwhile.
+            if let Some(pod) = self.get(&info.api, ns, &name)
+                && let Some(patch) = stopped_status(&pod)
+            {
+                let _ = self.patch(&info.api, ns, &name, patch);
+            }
             let force = DeleteOptions {
                 grace_period_seconds: Some(0),
                 ..DeleteOptions::default()
             };
-            // The pod may have been deleted meanwhile.
             let _ = self.delete_with(&info.api, ns, &name, &force);
         }
     }
@@ -789,6 +1069,8 @@ impl Store {
         resource: &ApiResource,
         object: Value,
         path: Option<(Option<&str>, &str)>,
+        write: Write,
+        check: Check<'_>,
         dry_run: bool,
     ) -> Result<Value, Status> {
         let mut state = self.inner.state.lock();
@@ -828,7 +1110,7 @@ impl Store {
         {
             return Err(conflict(&info.api, &name));
         }
-        let out = state.replace(&info, object, &current, dry_run)?;
+        let out = state.replace(&info, object, &current, write, check, dry_run)?;
         drop(state);
         self.notify();
         Ok(out)
@@ -879,7 +1161,7 @@ impl Store {
     pub(crate) fn events_after(&self, after: u64, max: usize) -> Result<Vec<Arc<Event>>, Status> {
         let s = self.inner.state.lock();
         if after < s.compacted {
-            return Err(too_old(after, s.rv));
+            return Err(too_old(after, s.compacted));
         }
         let Some(first) = s.history.front().map(|e| e.rv) else {
             return Ok(Vec::new());
@@ -890,6 +1172,41 @@ impl Store {
             .take(max)
             .cloned()
             .collect())
+    }
+
+    /// The version of the oldest event of `resource` its watch cache still holds, if the cache has
+    /// let older ones of it go; `None` while it holds all of them that history has.
+    ///
+    /// Each resource's watch cache keeps its last [`WATCH_CACHE_MIN_EVENTS`] events and every
+    /// event younger than `window`, up to a capacity bound (`storage/cacher/watch_cache_history.go`:
+    /// a cyclic buffer of 100 to 102 400 events that doubles while everything in it is fresher
+    /// than the window, and halves when its recent quarter is older).
+    pub(crate) fn watch_cache_floor(&self, resource: &ResKey, window: Duration) -> Option<u64> {
+        let s = self.inner.state.lock();
+        let now = tokio::time::Instant::now();
+        let fresh_after = now.checked_sub(window);
+        let cap = watch_cache_capacity(window);
+        // All of history is fresh and within the bound: nothing has been let go.
+        if s.history.len() <= cap
+            && s.history
+                .front()
+                .is_none_or(|e| fresh_after.is_none_or(|t| e.at > t))
+        {
+            return None;
+        }
+        let mut held = 0usize;
+        let mut oldest = None;
+        for e in s.history.iter().rev().filter(|e| *e.resource == *resource) {
+            let fresh = fresh_after.is_none_or(|t| e.at > t);
+            if held < cap && (held < WATCH_CACHE_MIN_EVENTS || fresh) {
+                held += 1;
+                oldest = Some(e.rv);
+            } else {
+                // An older event of this resource the cache no longer holds.
+                return oldest.or(Some(e.rv + 1));
+            }
+        }
+        None
     }
 
     /// Compacts history up to `rv`, as etcd compaction at that revision does: events up to it are
@@ -1079,7 +1396,11 @@ impl State {
         };
         meta.insert("uid".into(), Value::String(uid));
         meta.insert("resourceVersion".into(), Value::String(rv.to_string()));
-        meta.insert("generation".into(), Value::from(1));
+        if info.generation {
+            meta.insert("generation".into(), Value::from(1));
+        } else {
+            meta.remove("generation");
+        }
         if !meta.get("creationTimestamp").is_some_and(Value::is_string) {
             meta.insert("creationTimestamp".into(), Value::String(now_rfc3339()));
         }
@@ -1095,16 +1416,26 @@ impl State {
         Ok(object)
     }
 
-    /// Replaces `current` with `object`, keeping server-owned metadata.
+    /// Replaces `current` with `object`, keeping server-owned metadata, and what the kind's
+    /// strategy keeps for this `write`.
     fn replace(
         &mut self,
         info: &ResourceInfo,
         mut object: Value,
         current: &Arc<Stored>,
+        write: Write,
+        check: Check<'_>,
         dry_run: bool,
     ) -> Result<Value, Status> {
         let api = &info.api;
         let old = current.value();
+        if info.status_subresource && object.is_object() {
+            match write {
+                Write::Storage => {}
+                Write::Object => keep_stored_status(info, &mut object, &old),
+                Write::Status => object = keep_all_but_status(info, object, &old),
+            }
+        }
         let Some(obj) = object.as_object_mut() else {
             return Err(invalid(
                 api,
@@ -1156,6 +1487,7 @@ impl State {
             "resourceVersion".into(),
             Value::String(current.rv.to_string()),
         );
+        check(&old, &mut object)?;
         if object == old || dry_run {
             return Ok(object);
         }
@@ -1167,15 +1499,15 @@ impl State {
         {
             return Ok(self.remove(info, current));
         }
-        let generation = old_meta["generation"].as_i64().unwrap_or(1);
-        let bump = generation_relevant(&object) != generation_relevant(&old);
         let rv = self.rv + 1;
+        // Only a change of the spec bumps the generation, and never through `/status`.
+        let bump = info.generation && write != Write::Status && info.spec_changed(&old, &object);
         if let Some(meta) = object.get_mut("metadata").and_then(Value::as_object_mut) {
             meta.insert("resourceVersion".into(), Value::String(rv.to_string()));
-            meta.insert(
-                "generation".into(),
-                Value::from(generation + i64::from(bump)),
-            );
+            if bump {
+                let generation = old_meta["generation"].as_i64().unwrap_or(0);
+                meta.insert("generation".into(), Value::from(generation + 1));
+            }
         }
         let stored = Stored::from_value(&object, info);
         self.commit(info, EventKind::Modified, stored, Some(Arc::clone(current)));
@@ -1339,6 +1671,32 @@ impl State {
             if opts.dry_run {
                 return Ok((object, Deletion::Gone));
             }
+            // A pod's delete is graceful even at zero: the registry first writes the mark (a
+            // MODIFIED with `deletionTimestamp` and a zero grace period), then deletes, unless
+            // the stored pod already carries a zero grace period
+            // (`registry/generic/registry/store.go`, `Delete`; `registry/rest/delete.go`).
+            if is_pod && current_grace != Some(0) {
+                let now = u64::try_from(jiff::Timestamp::now().as_second()).unwrap_or(0);
+                let generation = meta["generation"].as_i64().filter(|g| *g > 0);
+                if let Some(m) = object.get_mut("metadata").and_then(Value::as_object_mut) {
+                    m.insert("deletionTimestamp".into(), Value::String(rfc3339(now)));
+                    m.insert("deletionGracePeriodSeconds".into(), Value::from(0));
+                    if let Some(g) = generation
+                        && !terminating
+                    {
+                        m.insert("generation".into(), Value::from(g + 1));
+                    }
+                }
+                set_rv(&mut object, self.rv + 1);
+                let marked = Stored::from_value(&object, &info);
+                self.commit(
+                    &info,
+                    EventKind::Modified,
+                    Arc::clone(&marked),
+                    Some(current),
+                );
+                return Ok((self.remove(&info, &marked), Deletion::Gone));
+            }
             return Ok((self.remove(&info, &current), Deletion::Gone));
         }
         // Marked for deletion: a deletionTimestamp, and a grace period that only ever shortens.
@@ -1346,15 +1704,18 @@ impl State {
             return Ok((object, Deletion::Pending));
         }
         let now = jiff::Timestamp::now().as_second();
-        let generation = meta["generation"].as_i64().unwrap_or(1);
+        // The first mark bumps a generation the object has (registry/rest/delete.go).
+        let generation = meta["generation"].as_i64().filter(|g| *g > 0);
         if let Some(m) = object.get_mut("metadata").and_then(Value::as_object_mut) {
             let at = u64::try_from(now + grace).unwrap_or(0);
             if !(terminating && grace == 0) {
                 m.insert("deletionTimestamp".into(), Value::String(rfc3339(at)));
             }
             m.insert("deletionGracePeriodSeconds".into(), Value::from(grace));
-            if !terminating {
-                m.insert("generation".into(), Value::from(generation + 1));
+            if let Some(g) = generation
+                && !terminating
+            {
+                m.insert("generation".into(), Value::from(g + 1));
             }
         }
         if opts.dry_run {
@@ -1396,6 +1757,7 @@ impl State {
             object,
             prev,
             lines: Default::default(),
+            at: tokio::time::Instant::now(),
         }));
         while self.history.len() > self.history_window {
             if let Some(e) = self.history.pop_front() {
@@ -1408,7 +1770,7 @@ impl State {
 
     fn snapshot(&mut self, res: &ResKey, at: u64) -> Result<Snapshot, Status> {
         if at < self.compacted {
-            return Err(too_old(at, self.rv));
+            return Err(too_old(at, self.compacted));
         }
         if let Some((_, _, snap)) = self.snapshots.iter().find(|(r, a, _)| r == res && *a == at) {
             return Ok(Arc::clone(snap));

@@ -2,7 +2,7 @@
 //! prints from.
 
 use bytes::Bytes;
-use kinformer_core::Status;
+use kinformer_core::{INITIAL_EVENTS_END_ANNOTATION, Status};
 use serde_json::{Value, json};
 
 use crate::store::{ResourceInfo, status};
@@ -78,6 +78,19 @@ pub(crate) fn negotiate(accept: Option<&str>, read: Read) -> Result<Form, Status
             (Some("PartialObjectMetadata"), Read::Get | Read::Watch) if meta_group => {
                 Some(Form::Metadata)
             }
+            // Negotiation accepts either metadata form on every endpoint (the request scope's
+            // `AllowsMediaTypeTransform`); the transform then refuses the wrong one with 406
+            // rather than falling back to the next media type (`endpoints/handlers/response.go`).
+            (Some("PartialObjectMetadataList"), _) if meta_group => {
+                return Err(not_acceptable(
+                    "you requested PartialObjectMetadataList, but the requested object is not a list",
+                ));
+            }
+            (Some("PartialObjectMetadata"), Read::List) if meta_group => {
+                return Err(not_acceptable(
+                    "you requested PartialObjectMetadata, but the requested object is a list",
+                ));
+            }
             _ => None,
         };
         if let Some(f) = form {
@@ -89,6 +102,10 @@ pub(crate) fn negotiate(accept: Option<&str>, read: Read) -> Result<Form, Status
         "NotAcceptable",
         "only the following media types are accepted: application/json, application/yaml",
     ))
+}
+
+fn not_acceptable(message: &str) -> Status {
+    status(406, "NotAcceptable", message)
 }
 
 /// `2d3h`, `5m12s`, `42s`: how the API server prints an age (`duration.HumanDuration`).
@@ -137,12 +154,16 @@ pub(crate) fn human_duration(secs: i64) -> String {
     }
 }
 
+/// The age cell (`translateTimestampSince`): `<unknown>` without a creation timestamp, as for
+/// the empty objects of bookmarks.
 fn age(object: &Value, now: i64) -> String {
-    let created = object["metadata"]["creationTimestamp"]
+    object["metadata"]["creationTimestamp"]
         .as_str()
         .and_then(|t| t.parse::<jiff::Timestamp>().ok())
-        .map_or(now, |t| t.as_second());
-    human_duration(now - created)
+        .map_or_else(
+            || "<unknown>".to_owned(),
+            |t| human_duration(now - t.as_second()),
+        )
 }
 
 fn column(name: &str, r#type: &str, format: &str, description: &str, priority: u8) -> Value {
@@ -153,7 +174,7 @@ const NAME_DESCRIPTION: &str = "Name must be unique within a namespace. Is requi
 const AGE_DESCRIPTION: &str = "CreationTimestamp is a timestamp representing the server time when this object was created. It is not guaranteed to be set in happens-before order across separate operations. Clients may not set this value. It is represented in RFC3339 form and is in UTC.\n\nPopulated by the system. Read-only. Null for lists. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#metadata";
 
 /// The column definitions of a resource's table.
-fn columns(info: &ResourceInfo) -> Vec<Value> {
+fn columns_of(info: &ResourceInfo) -> Vec<Value> {
     let name = column("Name", "string", "name", NAME_DESCRIPTION, 0);
     let age = column("Age", "string", "", AGE_DESCRIPTION, 0);
     match (info.api.group.as_str(), info.api.plural.as_str()) {
@@ -596,75 +617,220 @@ fn service_ports(svc: &Value) -> String {
     }
 }
 
-/// The restarts column: the count, and how long ago the last one was when there was one.
-fn restarts_cell(statuses: Option<&Vec<Value>>, now: i64) -> String {
-    let Some(statuses) = statuses else {
-        return "0".to_owned();
-    };
-    let restarts: i64 = statuses.iter().map(|c| count(&c["restartCount"])).sum();
-    let last = statuses
-        .iter()
-        .filter_map(|c| c["lastState"]["terminated"]["finishedAt"].as_str())
-        .filter_map(|t| t.parse::<jiff::Timestamp>().ok())
+/// The `Ready`, `Status` and `Restarts` cells of a pod, as kubectl prints them.
+#[derive(Debug, PartialEq, Eq)]
+struct PodCells {
+    /// `ready/total`: containers running and ready (plus started sidecars that are ready) over
+    /// containers (plus sidecars).
+    ready: String,
+    /// The phase, the pod's reason, or what its init containers or containers are doing.
+    status: String,
+    /// The count, and how long ago the last restart was (`3 (5m ago)`).
+    restarts: String,
+}
+
+fn items(v: &Value) -> &[Value] {
+    v.as_array().map_or(&[], Vec::as_slice)
+}
+
+fn non_empty(v: &Value) -> Option<&str> {
+    v.as_str().filter(|s| !s.is_empty())
+}
+
+/// A container state (`waiting`, `running`, `terminated`), when the status has it.
+fn state<'a>(c: &'a Value, which: &str) -> Option<&'a Value> {
+    c["state"].get(which).filter(|s| s.is_object())
+}
+
+/// When a container's previous run ended (`lastState.terminated.finishedAt`), in seconds.
+fn last_finished(c: &Value) -> Option<i64> {
+    c["lastState"]
+        .get("terminated")
+        .filter(|t| t.is_object())
+        .and_then(|t| t["finishedAt"].as_str())
+        .and_then(|t| t.parse::<jiff::Timestamp>().ok())
         .map(|t| t.as_second())
-        .max();
-    match last {
-        Some(at) if restarts > 0 => format!("{restarts} ({} ago)", human_duration(now - at)),
-        _ => restarts.to_string(),
+}
+
+/// `Signal:N` when the container was killed by a signal, else `ExitCode:N`.
+fn exit_reason(terminated: &Value) -> String {
+    match count(&terminated["signal"]) {
+        0 => format!("ExitCode:{}", count(&terminated["exitCode"])),
+        signal => format!("Signal:{signal}"),
     }
 }
 
-/// The status `kubectl get pods` shows: the pod's reason or phase, a container's waiting or
-/// terminated reason, or `Terminating`.
-fn pod_status(pod: &Value) -> String {
+/// The pod cells exactly as the API server's pod printer computes them
+/// (`pkg/printers/internalversion/printers.go`, `printPod`): the reason starts as the phase (or
+/// `status.reason`, or `SchedulingGated`); the first init container that has not succeeded says
+/// `Init:<reason>`, `Init:Signal:N`, `Init:ExitCode:N` or `Init:i/n`; once initialised, the
+/// containers from last to first: a waiting or terminated reason, else `Signal:N` / `ExitCode:N`
+/// (`Completed` with a container still running and ready reads `Running`, or `NotReady` without
+/// the Ready condition); a deleted pod is `Terminating` unless its phase is terminal (`Unknown`
+/// for a pod whose node was lost).
+fn pod_cells(pod: &Value, now: i64) -> PodCells {
+    let spec = &pod["spec"];
     let st = &pod["status"];
-    let mut reason = st["reason"]
-        .as_str()
-        .or_else(|| st["phase"].as_str())
-        .unwrap_or("Unknown")
-        .to_owned();
-    for c in st["containerStatuses"].as_array().into_iter().flatten() {
-        if let Some(r) = c["state"]["waiting"]["reason"]
-            .as_str()
-            .filter(|r| !r.is_empty())
-        {
-            reason = r.to_owned();
-        } else if let Some(r) = c["state"]["terminated"]["reason"]
-            .as_str()
-            .filter(|r| !r.is_empty())
-        {
-            reason = r.to_owned();
+    let conditions = items(&st["conditions"]);
+    let phase = st["phase"].as_str().unwrap_or_default();
+    let mut reason = non_empty(&st["reason"]).unwrap_or(phase).to_owned();
+    if conditions
+        .iter()
+        .any(|c| c["type"] == "PodScheduled" && c["reason"] == "SchedulingGated")
+    {
+        reason = "SchedulingGated".to_owned();
+    }
+
+    let init_specs = items(&spec["initContainers"]);
+    // A restartable init container is a sidecar: counted with the containers.
+    let sidecar = |name: &Value| {
+        init_specs
+            .iter()
+            .rev()
+            .find(|c| c["name"] == *name)
+            .is_some_and(|c| c["restartPolicy"] == "Always")
+    };
+    let total = items(&spec["containers"]).len()
+        + init_specs
+            .iter()
+            .filter(|c| c["restartPolicy"] == "Always")
+            .count();
+    let mut ready = 0;
+    let (mut restarts, mut last) = (0, None);
+    let (mut sidecar_restarts, mut sidecar_last) = (0, None);
+    let mut initializing = false;
+    for (i, c) in items(&st["initContainerStatuses"]).iter().enumerate() {
+        let n = count(&c["restartCount"]);
+        restarts += n;
+        last = last.max(last_finished(c));
+        let is_sidecar = sidecar(&c["name"]);
+        if is_sidecar {
+            sidecar_restarts += n;
+            sidecar_last = sidecar_last.max(last_finished(c));
+        }
+        let terminated = state(c, "terminated");
+        if terminated.is_some_and(|t| count(&t["exitCode"]) == 0) {
+            continue;
+        }
+        if is_sidecar && c["started"] == true {
+            if c["ready"] == true {
+                ready += 1;
+            }
+            continue;
+        }
+        let waiting = state(c, "waiting")
+            .and_then(|w| non_empty(&w["reason"]))
+            .filter(|r| *r != "PodInitializing");
+        reason = match (terminated, waiting) {
+            (Some(t), _) => match non_empty(&t["reason"]) {
+                Some(r) => format!("Init:{r}"),
+                None => format!("Init:{}", exit_reason(t)),
+            },
+            (None, Some(w)) => format!("Init:{w}"),
+            (None, None) => format!("Init:{i}/{}", init_specs.len()),
+        };
+        initializing = true;
+        break;
+    }
+
+    // `isPodInitializedConditionTrue`: the first Initialized condition decides.
+    let initialized = conditions
+        .iter()
+        .find(|c| c["type"] == "Initialized")
+        .is_some_and(|c| c["status"] == "True");
+    if !initializing || initialized {
+        restarts = sidecar_restarts;
+        last = sidecar_last;
+        let mut has_running = false;
+        for c in items(&st["containerStatuses"]).iter().rev() {
+            restarts += count(&c["restartCount"]);
+            last = last.max(last_finished(c));
+            let terminated = state(c, "terminated");
+            if let Some(r) = state(c, "waiting").and_then(|w| non_empty(&w["reason"])) {
+                r.clone_into(&mut reason);
+            } else if let Some(t) = terminated {
+                reason = non_empty(&t["reason"]).map_or_else(|| exit_reason(t), str::to_owned);
+            } else if c["ready"] == true && state(c, "running").is_some() {
+                has_running = true;
+                ready += 1;
+            }
+        }
+        if reason == "Completed" && has_running {
+            let pod_ready = conditions
+                .iter()
+                .any(|c| c["type"] == "Ready" && c["status"] == "True");
+            reason = if pod_ready { "Running" } else { "NotReady" }.to_owned();
         }
     }
-    if pod["metadata"].get("deletionTimestamp").is_some() {
+
+    let deleting = pod["metadata"]["deletionTimestamp"].is_string();
+    if deleting && st["reason"] == "NodeLost" {
+        reason = "Unknown".to_owned();
+    } else if deleting && !matches!(phase, "Succeeded" | "Failed") {
         reason = "Terminating".to_owned();
     }
-    reason
+
+    let restarts = match last {
+        Some(at) if restarts != 0 => format!("{restarts} ({} ago)", human_duration(now - at)),
+        _ => restarts.to_string(),
+    };
+    PodCells {
+        ready: format!("{ready}/{total}"),
+        status: reason,
+        restarts,
+    }
+}
+
+/// The row conditions of a finished pod (`podSuccessConditions`, `podFailedConditions`).
+fn pod_row_conditions(pod: &Value) -> Option<Value> {
+    let (reason, message) = match pod["status"]["phase"].as_str()? {
+        "Succeeded" => ("Succeeded", "The pod has completed successfully."),
+        "Failed" => ("Failed", "The pod failed."),
+        _ => return None,
+    };
+    Some(json!([{"type": "Completed", "status": "True", "reason": reason, "message": message}]))
+}
+
+/// The readiness gates cell: `<none>`, or how many of the gates' conditions are true.
+fn readiness_gates(pod: &Value) -> String {
+    let gates = items(&pod["spec"]["readinessGates"]);
+    if gates.is_empty() {
+        return "<none>".to_owned();
+    }
+    let conditions = items(&pod["status"]["conditions"]);
+    let met = gates
+        .iter()
+        .filter(|g| {
+            conditions
+                .iter()
+                .find(|c| c["type"] == g["conditionType"])
+                .is_some_and(|c| c["status"] == "True")
+        })
+        .count();
+    format!("{met}/{}", gates.len())
 }
 
 fn cells(info: &ResourceInfo, o: &Value, now: i64) -> Vec<Value> {
     let name = json!(o["metadata"]["name"].as_str().unwrap_or_default());
     match (info.api.group.as_str(), info.api.plural.as_str()) {
         ("", "pods") => {
-            let total = o["spec"]["containers"].as_array().map_or(0, Vec::len);
-            let statuses = o["status"]["containerStatuses"].as_array();
-            let ready = statuses.map_or(0, |s| s.iter().filter(|c| c["ready"] == true).count());
+            let PodCells {
+                ready,
+                status,
+                restarts,
+            } = pod_cells(o, now);
             let none = || json!("<none>");
-            let text = |v: &Value| {
-                v.as_str()
-                    .filter(|s| !s.is_empty())
-                    .map_or_else(none, |s| json!(s))
-            };
+            let text = |v: &Value| non_empty(v).map_or_else(none, |s| json!(s));
             vec![
                 name,
-                json!(format!("{ready}/{total}")),
-                json!(pod_status(o)),
-                json!(restarts_cell(statuses, now)),
+                json!(ready),
+                json!(status),
+                json!(restarts),
                 json!(age(o, now)),
-                text(&o["status"]["podIP"]),
+                text(&o["status"]["podIPs"][0]["ip"]),
                 text(&o["spec"]["nodeName"]),
                 text(&o["status"]["nominatedNodeName"]),
-                none(),
+                json!(readiness_gates(o)),
             ]
         }
         ("", "namespaces") => vec![
@@ -783,11 +949,38 @@ pub(crate) fn table(
     list_meta: Value,
     include: IncludeObject,
 ) -> Value {
+    table_with(info, objects, list_meta, include, true)
+}
+
+/// Whether an object is the bookmark that ends a watch's initial events.
+fn ends_initial_events(object: &Value) -> bool {
+    object["metadata"]["annotations"][INITIAL_EVENTS_END_ANNOTATION] == "true"
+}
+
+/// A `Table`, with its column definitions or (`columns: false`, as later events of a watch
+/// carry it) `"columnDefinitions": null`.
+fn table_with(
+    info: &ResourceInfo,
+    objects: &[Value],
+    list_meta: Value,
+    include: IncludeObject,
+    columns: bool,
+) -> Value {
     let now = jiff::Timestamp::now().as_second();
+    let pods = info.api.group.is_empty() && info.api.plural == "pods";
     let rows: Vec<Value> = objects
         .iter()
         .map(|v| {
             let mut row = json!({"cells": cells(info, v, now)});
+            if pods && let Some(c) = pod_row_conditions(v) {
+                row["conditions"] = c;
+            }
+            // `asTable` keeps the metadata of the bookmark that ends the initial events even
+            // when the request asked for no object, so that the client sees the annotation.
+            let include = match include {
+                IncludeObject::None if ends_initial_events(v) => IncludeObject::Metadata,
+                other => other,
+            };
             match include {
                 IncludeObject::None => {}
                 IncludeObject::Metadata => {
@@ -806,20 +999,24 @@ pub(crate) fn table(
         "kind": "Table",
         "apiVersion": "meta.k8s.io/v1",
         "metadata": list_meta,
-        "columnDefinitions": columns(info),
+        "columnDefinitions": if columns { Value::Array(columns_of(info)) } else { Value::Null },
         "rows": rows,
     })
 }
 
-/// A watch event's object as a one-row `Table`, as the API server sends watch events to a
-/// client that asked for tables.
+/// A watch event's object as a one-row `Table`, as the API server sends watch events (and
+/// bookmarks) to a client that asked for tables. Only the first event of a stream carries the
+/// column definitions: the watch's encoder sets `NoHeaders` once it has encoded one object
+/// (`staging/src/k8s.io/apiserver/pkg/endpoints/handlers/response.go`, `watchEmbeddedEncoder`),
+/// and the table generator then leaves them out.
 pub(crate) fn table_event_object(
     info: &ResourceInfo,
     object: &Value,
     include: IncludeObject,
+    columns: bool,
 ) -> Bytes {
     let meta = json!({"resourceVersion": object["metadata"]["resourceVersion"]});
-    let t = table(info, std::slice::from_ref(object), meta, include);
+    let t = table_with(info, std::slice::from_ref(object), meta, include, columns);
     Bytes::from(serde_json::to_vec(&t).unwrap_or_default())
 }
 
@@ -892,7 +1089,7 @@ mod tests {
             Scope::Namespaced,
         ));
         let cells = cells(&info, object, now);
-        assert_eq!(cells.len(), columns(&info).len(), "{plural}");
+        assert_eq!(cells.len(), columns_of(&info).len(), "{plural}");
         cells
     }
 
@@ -946,5 +1143,287 @@ mod tests {
             "containerStatuses": [{"ready": true, "restartCount": 2, "lastState": {"terminated": {"finishedAt": "2023-11-14T20:13:20Z"}}}]}});
         let cells = row("", "Pod", "pods", &pod, now);
         assert_eq!(cells[3], json!("2 (120m ago)"));
+    }
+
+    /// A container status in one of the states the kubelet writes.
+    fn container(name: &str, state: Value, ready: bool, restarts: i64) -> Value {
+        json!({"name": name, "ready": ready, "restartCount": restarts, "state": state, "lastState": {}})
+    }
+
+    fn running() -> Value {
+        json!({"running": {"startedAt": "2023-11-14T20:00:00Z"}})
+    }
+
+    fn waiting(reason: &str) -> Value {
+        json!({"waiting": {"reason": reason}})
+    }
+
+    fn terminated(reason: &str, exit_code: i64, signal: i64) -> Value {
+        let mut t = json!({"exitCode": exit_code, "finishedAt": "2023-11-14T21:00:00Z"});
+        if !reason.is_empty() {
+            t["reason"] = json!(reason);
+        }
+        if signal != 0 {
+            t["signal"] = json!(signal);
+        }
+        json!({"terminated": t})
+    }
+
+    fn condition(kind: &str, status: bool) -> Value {
+        json!({"type": kind, "status": if status { "True" } else { "False" }})
+    }
+
+    #[test]
+    fn pod_cells_follow_the_pod_printer() {
+        let now = 1_700_000_000; // 2023-11-14T22:13:20Z
+        let two = json!([{"name": "a"}, {"name": "b"}]);
+        let one = json!([{"name": "a"}]);
+        let crashed = json!({"name": "a", "ready": false, "restartCount": 3, "state": waiting("CrashLoopBackOff"),
+            "lastState": {"terminated": {"exitCode": 1, "reason": "Error", "finishedAt": "2023-11-14T22:08:20Z"}}});
+        let sidecar = json!([{"name": "mesh", "restartPolicy": "Always"}, {"name": "setup"}]);
+        // (what, spec or containers, status, metadata, expected READY, STATUS, RESTARTS)
+        let cases: Vec<(&str, Value, Value, Value, [&str; 3])> = vec![
+            (
+                "running and ready",
+                two.clone(),
+                json!({"phase": "Running", "conditions": [condition("Ready", true)],
+                "containerStatuses": [container("a", running(), true, 0), container("b", running(), true, 1)]}),
+                json!({}),
+                ["2/2", "Running", "1"],
+            ),
+            (
+                "running, one container not ready",
+                two.clone(),
+                json!({"phase": "Running",
+                "containerStatuses": [container("a", running(), true, 0), container("b", running(), false, 0)]}),
+                json!({}),
+                ["1/2", "Running", "0"],
+            ),
+            (
+                "pending, unscheduled",
+                one.clone(),
+                json!({"phase": "Pending"}),
+                json!({}),
+                ["0/1", "Pending", "0"],
+            ),
+            (
+                "scheduling gated",
+                one.clone(),
+                json!({"phase": "Pending", "conditions": [
+                {"type": "PodScheduled", "status": "False", "reason": "SchedulingGated"}]}),
+                json!({}),
+                ["0/1", "SchedulingGated", "0"],
+            ),
+            (
+                "creating",
+                one.clone(),
+                json!({"phase": "Pending",
+                "containerStatuses": [container("a", waiting("ContainerCreating"), false, 0)]}),
+                json!({}),
+                ["0/1", "ContainerCreating", "0"],
+            ),
+            (
+                "crash loop, with the last restart's age",
+                one.clone(),
+                json!({"phase": "Running",
+                "containerStatuses": [crashed]}),
+                json!({}),
+                ["0/1", "CrashLoopBackOff", "3 (5m ago)"],
+            ),
+            (
+                "the first container's reason wins",
+                two.clone(),
+                json!({"phase": "Pending",
+                "containerStatuses": [container("a", waiting("ErrImagePull"), false, 0), container("b", waiting("ContainerCreating"), false, 0)]}),
+                json!({}),
+                ["0/2", "ErrImagePull", "0"],
+            ),
+            (
+                "killed by a signal",
+                one.clone(),
+                json!({"phase": "Running",
+                "containerStatuses": [container("a", terminated("", 137, 9), false, 0)]}),
+                json!({}),
+                ["0/1", "Signal:9", "0"],
+            ),
+            (
+                "an exit code without a reason",
+                one.clone(),
+                json!({"phase": "Running",
+                "containerStatuses": [container("a", terminated("", 2, 0), false, 0)]}),
+                json!({}),
+                ["0/1", "ExitCode:2", "0"],
+            ),
+            (
+                "completed",
+                two.clone(),
+                json!({"phase": "Succeeded",
+                "containerStatuses": [container("a", terminated("Completed", 0, 0), false, 0), container("b", terminated("Completed", 0, 0), false, 0)]}),
+                json!({}),
+                ["0/2", "Completed", "0"],
+            ),
+            (
+                "completed with a container still running, pod ready",
+                two.clone(),
+                json!({"phase": "Running", "conditions": [condition("Ready", true)],
+                "containerStatuses": [container("a", terminated("Completed", 0, 0), false, 0), container("b", running(), true, 0)]}),
+                json!({}),
+                ["1/2", "Running", "0"],
+            ),
+            (
+                "completed with a container still running, pod not ready",
+                two.clone(),
+                json!({"phase": "Running", "conditions": [condition("Ready", false)],
+                "containerStatuses": [container("a", terminated("Completed", 0, 0), false, 0), container("b", running(), true, 0)]}),
+                json!({}),
+                ["1/2", "NotReady", "0"],
+            ),
+            (
+                "evicted, its container lost",
+                one.clone(),
+                json!({"phase": "Failed", "reason": "Evicted",
+                "containerStatuses": [container("a", terminated("ContainerStatusUnknown", 137, 0), false, 2)]}),
+                json!({}),
+                ["0/1", "ContainerStatusUnknown", "2"],
+            ),
+            (
+                "evicted before its containers reported",
+                one.clone(),
+                json!({"phase": "Failed", "reason": "Evicted"}),
+                json!({}),
+                ["0/1", "Evicted", "0"],
+            ),
+            (
+                "terminating",
+                one.clone(),
+                json!({"phase": "Running", "containerStatuses": [container("a", running(), true, 0)]}),
+                json!({"deletionTimestamp": "2023-11-14T22:13:00Z"}),
+                ["1/1", "Terminating", "0"],
+            ),
+            (
+                "a finished pod being deleted keeps its status",
+                one.clone(),
+                json!({"phase": "Succeeded",
+                "containerStatuses": [container("a", terminated("Completed", 0, 0), false, 0)]}),
+                json!({"deletionTimestamp": "2023-11-14T22:13:00Z"}),
+                ["0/1", "Completed", "0"],
+            ),
+            (
+                "node lost",
+                one.clone(),
+                json!({"phase": "Running", "reason": "NodeLost",
+                "containerStatuses": [container("a", running(), true, 0)]}),
+                json!({"deletionTimestamp": "2023-11-14T22:13:00Z"}),
+                ["1/1", "Unknown", "0"],
+            ),
+            (
+                "waiting for the first init container",
+                json!({"initContainers": [{"name": "setup"}], "containers": [{"name": "a"}]}),
+                json!({"phase": "Pending", "conditions": [condition("Initialized", false)],
+                    "initContainerStatuses": [container("setup", waiting("PodInitializing"), false, 0)],
+                    "containerStatuses": [container("a", waiting("PodInitializing"), false, 0)]}),
+                json!({}),
+                ["0/1", "Init:0/1", "0"],
+            ),
+            (
+                "the second init container running",
+                json!({"initContainers": [{"name": "s1"}, {"name": "s2"}], "containers": [{"name": "a"}]}),
+                json!({"phase": "Pending", "initContainerStatuses": [container("s1", terminated("Completed", 0, 0), false, 0), container("s2", running(), false, 0)],
+                    "containerStatuses": [container("a", waiting("PodInitializing"), false, 5)]}),
+                json!({}),
+                ["0/1", "Init:1/2", "0"],
+            ),
+            (
+                "an init container crash-looping; only init restarts count",
+                json!({"initContainers": [{"name": "setup"}], "containers": [{"name": "a"}]}),
+                json!({"phase": "Pending", "initContainerStatuses": [container("setup", waiting("CrashLoopBackOff"), false, 4)],
+                    "containerStatuses": [container("a", waiting("PodInitializing"), false, 7)]}),
+                json!({}),
+                ["0/1", "Init:CrashLoopBackOff", "4"],
+            ),
+            (
+                "an init container failed",
+                json!({"initContainers": [{"name": "setup"}], "containers": [{"name": "a"}]}),
+                json!({"phase": "Failed", "initContainerStatuses": [container("setup", terminated("Error", 1, 0), false, 0)]}),
+                json!({}),
+                ["0/1", "Init:Error", "0"],
+            ),
+            (
+                "an init container exited without a reason",
+                json!({"initContainers": [{"name": "setup"}], "containers": [{"name": "a"}]}),
+                json!({"phase": "Pending", "initContainerStatuses": [container("setup", terminated("", 3, 0), false, 0)]}),
+                json!({}),
+                ["0/1", "Init:ExitCode:3", "0"],
+            ),
+            (
+                "an init container killed by a signal",
+                json!({"initContainers": [{"name": "setup"}], "containers": [{"name": "a"}]}),
+                json!({"phase": "Pending", "initContainerStatuses": [container("setup", terminated("", 143, 15), false, 0)]}),
+                json!({}),
+                ["0/1", "Init:Signal:15", "0"],
+            ),
+            (
+                "an init container that exited 0 has succeeded, whatever its signal",
+                json!({"initContainers": [{"name": "setup"}], "containers": [{"name": "a"}]}),
+                json!({"phase": "Pending", "initContainerStatuses": [container("setup", terminated("", 0, 15), false, 0)]}),
+                json!({}),
+                ["0/1", "Pending", "0"],
+            ),
+            (
+                "a started sidecar counts with the containers",
+                json!({"initContainers": sidecar, "containers": [{"name": "a"}]}),
+                json!({"phase": "Running", "conditions": [condition("Initialized", true), condition("Ready", true)],
+                    "initContainerStatuses": [{"name": "mesh", "started": true, "ready": true, "restartCount": 1, "state": running()},
+                        container("setup", terminated("Completed", 0, 0), false, 0)],
+                    "containerStatuses": [container("a", running(), true, 2)]}),
+                json!({}),
+                ["2/2", "Running", "3"],
+            ),
+            (
+                "the empty object of a bookmark",
+                json!({"containers": null}),
+                json!({}),
+                json!({"resourceVersion": "9", "creationTimestamp": null}),
+                ["0/0", "", "0"],
+            ),
+        ];
+        for (what, spec, status, metadata, [ready, status_cell, restarts]) in cases {
+            // A bare list is the pod's containers.
+            let spec = if spec.is_array() {
+                json!({"containers": spec})
+            } else {
+                spec
+            };
+            let pod = json!({"metadata": metadata, "spec": spec, "status": status});
+            let got = pod_cells(&pod, now);
+            assert_eq!(
+                [
+                    got.ready.as_str(),
+                    got.status.as_str(),
+                    got.restarts.as_str()
+                ],
+                [ready, status_cell, restarts],
+                "{what}"
+            );
+        }
+    }
+
+    #[test]
+    fn finished_pods_rows_carry_the_completed_condition() {
+        let succeeded = json!({"status": {"phase": "Succeeded"}});
+        assert_eq!(
+            pod_row_conditions(&succeeded).unwrap()[0],
+            json!({"type": "Completed", "status": "True", "reason": "Succeeded", "message": "The pod has completed successfully."})
+        );
+        let failed = json!({"status": {"phase": "Failed"}});
+        assert_eq!(pod_row_conditions(&failed).unwrap()[0]["reason"], "Failed");
+        assert_eq!(
+            pod_row_conditions(&json!({"status": {"phase": "Running"}})),
+            None
+        );
+        let gated = json!({"spec": {"readinessGates": [{"conditionType": "x"}, {"conditionType": "y"}]},
+            "status": {"conditions": [condition("x", true), condition("y", false)]}});
+        assert_eq!(readiness_gates(&gated), "1/2");
+        assert_eq!(readiness_gates(&json!({})), "<none>");
     }
 }

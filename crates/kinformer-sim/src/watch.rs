@@ -2,7 +2,7 @@
 //! selector transitions and the watch faults.
 
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use bytes::{BufMut, Bytes, BytesMut};
@@ -17,11 +17,11 @@ use tokio::sync::{mpsc, watch};
 use tokio::time::Instant;
 
 use crate::faults::FaultState;
-use crate::render::{bookmark_line, error_line, event_line};
-use crate::request::{Filter, Query, Target, parse_rv, wait_for_version};
+use crate::render::{bookmark_line, bookmark_object, error_line, event_line};
+use crate::request::{Filter, Query, Target, parse_rv, timeout_seconds, wait_for_version};
 use crate::response::Body;
 use crate::state::Shared;
-use crate::store::{Event, EventKind, Stored, invalid, too_large, too_old};
+use crate::store::{Event, EventKind, Stored, invalid, status, too_large, too_old};
 use crate::table::{Form, IncludeObject, table_event_object};
 
 /// The default watch timeout when the request gives none (the real server picks 30-60 minutes).
@@ -45,6 +45,8 @@ struct Spec {
     meta_only: bool,
     /// Events as one-row Tables, with what rows carry.
     table: Option<IncludeObject>,
+    /// Whether the next Table still carries the column definitions (only the first does).
+    table_columns: AtomicBool,
     bookmarks: bool,
     start: Start,
     timeout: Duration,
@@ -120,15 +122,18 @@ pub(crate) async fn handle(
         },
         (_, Some(r)) => Start::From(r),
     };
-    let timeout = q
-        .get("timeoutSeconds")
-        .and_then(|t| t.parse::<u64>().ok())
-        .map_or(DEFAULT_TIMEOUT, Duration::from_secs);
+    // None or 0: the server's default; a negative timeout has already passed
+    // (`endpoints/handlers/get.go`, `handleWatch`).
+    let timeout = match timeout_seconds(q)? {
+        None | Some(0) => DEFAULT_TIMEOUT,
+        Some(t) => Duration::from_secs(t.max(0).unsigned_abs()),
+    };
     let spec = Spec {
         target,
         filter,
         meta_only,
         table,
+        table_columns: AtomicBool::new(true),
         bookmarks,
         start,
         timeout,
@@ -334,28 +339,35 @@ impl Spec {
                 ("DELETED", v)
             }
         };
-        event_line(
-            kind,
-            &table_event_object(&self.target.info, &object, include),
-        )
+        event_line(kind, &self.table_object(&object, include))
+    }
+
+    /// A one-row Table of `object`; the first of the stream carries the column definitions.
+    fn table_object(&self, object: &serde_json::Value, include: IncludeObject) -> Bytes {
+        let columns = self.table_columns.swap(false, Ordering::Relaxed);
+        table_event_object(&self.target.info, object, include, columns)
     }
 
     /// The ADDED line of an object sent as part of the initial state.
     fn initial_line(&self, o: &Stored) -> Bytes {
         match self.table {
-            Some(include) => event_line(
-                "ADDED",
-                &table_event_object(&self.target.info, &o.value(), include),
-            ),
+            Some(include) => event_line("ADDED", &self.table_object(&o.value(), include)),
             None => event_line("ADDED", object_bytes(o, self.meta_only)),
         }
     }
 
+    /// A BOOKMARK line. Asked for as Tables, the bookmark's empty object is converted like any
+    /// other event's (`doTransformObject` converts everything but a `Status`).
     fn bookmark(&self, rv: u64, end: bool) -> Bytes {
+        let api = &self.target.info.api;
+        if let Some(include) = self.table {
+            let object = bookmark_object(&api.kind, &api.api_version, rv, end);
+            let object = serde_json::from_slice(&object).unwrap_or_default();
+            return event_line("BOOKMARK", &self.table_object(&object, include));
+        }
         if self.meta_only {
             bookmark_line("PartialObjectMetadata", "meta.k8s.io/v1", rv, end)
         } else {
-            let api = &self.target.info.api;
             bookmark_line(&api.kind, &api.api_version, rv, end)
         }
     }
@@ -403,11 +415,11 @@ async fn stream(
     notify.borrow_and_update();
     if FaultState::take(&shared.faults.gone_next_watch) {
         let (current, _) = store.versions();
-        let _ = w
-            .send(error_line(&too_old(current.saturating_sub(1), current)))
-            .await;
+        let gone = too_old(current.saturating_sub(1), current);
+        let _ = w.send(error_line(&expired(shared, gone))).await;
         return;
     }
+    let progress = shared.faults.watches.open();
     let mut pos = match spec.start {
         Start::Initial { end_bookmark } => {
             let at = store.resource_version();
@@ -429,25 +441,54 @@ async fn stream(
             }
             at
         }
-        Start::From(rv) => rv,
+        Start::From(rv) => {
+            // A version older than the watch cache holds for this resource is too old, however
+            // much history storage keeps (`storage/cacher/watch_cache.go`,
+            // `getAllEventsSinceLocked`).
+            let window = shared.config.watch_cache_window;
+            if shared.config.watch_cache
+                && let Some(floor) = store.watch_cache_floor(&spec.target.info.key, window)
+                && rv < floor.saturating_sub(1)
+            {
+                let gone = too_old(rv, floor - 1);
+                let _ = w.send(error_line(&expired(shared, gone))).await;
+                return;
+            }
+            rv
+        }
     };
+    progress.reached(pos);
     let interval = shared
         .config
         .bookmark_interval
         .max(Duration::from_millis(1));
     let mut bookmark_at = next_bookmark(Instant::now(), interval, deadline);
     // Bounded by the watch timeout, close faults and the client going away (see `run`).
+    // Whether the watch has started: a version gone before it starts is answered with an
+    // in-stream 410; a connected watcher that falls that far behind is closed instead, as the
+    // cacher closes a watcher too slow to take its events (`storage/cacher/cache_watcher.go`).
+    let mut connected = false;
     loop {
         loop {
             let events = match store.events_after(pos, BATCH) {
                 Ok(e) => e,
+                Err(_) if connected => return,
                 Err(s) => {
-                    let _ = w.send(error_line(&s)).await;
+                    let _ = w.send(error_line(&expired(shared, s))).await;
                     return;
                 }
             };
+            connected = true;
             if events.is_empty() {
                 break;
+            }
+            if events.len() == BATCH
+                && shared.config.watch_cache
+                && store
+                    .watch_cache_floor(&spec.target.info.key, shared.config.watch_cache_window)
+                    .is_some_and(|floor| pos < floor.saturating_sub(1))
+            {
+                return;
             }
             if close_all.has_changed().unwrap_or(true) {
                 return;
@@ -460,8 +501,10 @@ async fn stream(
                 }
                 pos = ev.rv;
             }
+            progress.reached(pos);
         }
-        let due = bookmark_at.filter(|_| spec.bookmarks);
+        // Periodic bookmarks come from the watch cache; storage's watch sends none.
+        let due = bookmark_at.filter(|_| spec.bookmarks && shared.config.watch_cache);
         tokio::select! {
             r = notify.changed() => if r.is_err() { return },
             () = sleep_until_some(due) => {
@@ -472,6 +515,20 @@ async fn stream(
             }
         }
     }
+}
+
+/// The 410 of a watch from a compacted version: the watch cache's message, with the versions
+/// ([`too_old`]), or, on a server without a watch cache, etcd's, without them
+/// (`staging/src/k8s.io/apiserver/pkg/storage/etcd3/errors.go`, `interpretWatchError`).
+fn expired(shared: &Shared, s: Status) -> Status {
+    if shared.config.watch_cache || s.code != 410 {
+        return s;
+    }
+    status(
+        410,
+        "Expired",
+        "The resourceVersion for the provided watch is too old.",
+    )
 }
 
 /// Sleeps until `at`, or forever without one.

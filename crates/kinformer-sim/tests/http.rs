@@ -388,6 +388,132 @@ async fn too_large_resource_version_answers_504() {
 }
 
 #[tokio::test]
+async fn timeout_seconds_zero_is_the_default_negative_has_passed_and_garbage_is_400() {
+    let sim = start(SimConfig::default()).await;
+    let c = client();
+    let rv = sim.store().resource_version();
+    let watch = |t: &str| {
+        format!(
+            "{}/api/v1/pods?watch=true&resourceVersion={rv}&timeoutSeconds={t}",
+            sim.url()
+        )
+    };
+    // 0 is the server's default (tens of minutes), not a watch that ends at once.
+    let mut w = Lines::open(&c, &watch("0")).await;
+    assert!(w.read_within(Duration::from_millis(300)).await.is_none());
+    // A negative timeout has already passed: the stream ends cleanly, at once.
+    let mut w = Lines::open(&c, &watch("-5")).await;
+    assert!(matches!(w.read().await, Read::End));
+    for url in [
+        watch("soon"),
+        format!("{}/api/v1/pods?timeoutSeconds=1.5", sim.url()),
+    ] {
+        let (code, s) = get_json(&c, &url).await;
+        assert_eq!(
+            (code, s["reason"].as_str()),
+            (400, Some("BadRequest")),
+            "{url}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn a_get_honours_its_resource_version() {
+    let sim = start(SimConfig {
+        too_large_wait: Duration::from_millis(50),
+        ..SimConfig::default()
+    })
+    .await;
+    let created = sim
+        .store()
+        .create(&pods(), pod("a", "ns", json!({})))
+        .unwrap();
+    let rv: u64 = created["metadata"]["resourceVersion"]
+        .as_str()
+        .unwrap()
+        .parse()
+        .unwrap();
+    let c = client();
+    let url = |v: &str| {
+        format!(
+            "{}/api/v1/namespaces/ns/pods/a?resourceVersion={v}",
+            sim.url()
+        )
+    };
+    for v in ["", "0", &rv.to_string()] {
+        let (code, o) = get_json(&c, &url(v)).await;
+        assert_eq!(
+            (code, o["metadata"]["name"].as_str()),
+            (200, Some("a")),
+            "{v:?}"
+        );
+    }
+    let (code, s) = get_json(&c, &url("x1")).await;
+    assert_eq!((code, s["reason"].as_str()), (400, Some("BadRequest")));
+    let (code, s) = get_json(&c, &url(&(rv + 10).to_string())).await;
+    assert_eq!(code, 504);
+    assert_eq!(
+        s["details"]["causes"][0]["reason"],
+        "ResourceVersionTooLarge"
+    );
+}
+
+#[tokio::test]
+async fn the_first_acceptable_media_type_wins_even_when_its_transform_then_refuses() {
+    let sim = start(SimConfig::default()).await;
+    sim.store()
+        .create(&pods(), pod("a", "ns", json!({})))
+        .unwrap();
+    let c = client();
+    let fetch = |path: String, accept: &'static str| {
+        let c = c.clone();
+        async move {
+            let r = c.get(path).header("accept", accept).send().await.unwrap();
+            let code = r.status().as_u16();
+            (code, body_json(r).await)
+        }
+    };
+    let get = format!("{}/api/v1/namespaces/ns/pods/a", sim.url());
+    let list = format!("{}/api/v1/pods", sim.url());
+    let (code, s) = fetch(
+        get.clone(),
+        "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json",
+    )
+    .await;
+    assert_eq!(
+        (code, s["reason"].as_str()),
+        (406, Some("NotAcceptable")),
+        "{s}"
+    );
+    let (code, s) = fetch(
+        list.clone(),
+        "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1,application/json",
+    )
+    .await;
+    assert_eq!(
+        (code, s["reason"].as_str()),
+        (406, Some("NotAcceptable")),
+        "{s}"
+    );
+    // The right form for each is served, and a form the server does not know is skipped.
+    let (code, m) = fetch(
+        get,
+        "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1",
+    )
+    .await;
+    assert_eq!(
+        (code, m["kind"].as_str()),
+        (200, Some("PartialObjectMetadata"))
+    );
+    let (code, l) = fetch(
+        list,
+        "application/json;as=Unknown;g=example.com;v=v1,application/json",
+    )
+    .await;
+    assert_eq!((code, l["kind"].as_str()), (200, Some("PodList")));
+}
+
+#[tokio::test]
 async fn list_resource_version_semantics() {
     let sim = start(SimConfig::default()).await;
     let store = sim.store();
@@ -1566,14 +1692,18 @@ async fn legacy_list_with_limit_is_an_exact_read_and_expires() {
 }
 
 #[tokio::test]
-async fn resource_version_zero_limit_follows_the_server_version() {
-    for (version, paged) in [
-        (KubeVersion::V1_32, false),
-        (KubeVersion::V1_33, false),
-        (KubeVersion::V1_34, true),
+async fn resource_version_zero_lists_ignore_the_limit_unless_the_watch_cache_is_off() {
+    // The watch cache serves "0" whole on every release (cacher.go, `computeListLimit`); only a
+    // server without one reads it from storage, which pages.
+    for (version, watch_cache, paged) in [
+        (KubeVersion::V1_32, true, false),
+        (KubeVersion::V1_33, true, false),
+        (KubeVersion::V1_34, true, false),
+        (KubeVersion::V1_34, false, true),
     ] {
         let sim = start(SimConfig {
             version,
+            watch_cache,
             ..SimConfig::default()
         })
         .await;
@@ -1588,16 +1718,64 @@ async fn resource_version_zero_limit_follows_the_server_version() {
         .await;
         assert_eq!(code, 200);
         let n = l["items"].as_array().unwrap().len();
+        let case = format!("{version:?}, watch cache {watch_cache}");
         if paged {
-            assert_eq!(n, 3, "{version:?}");
-            assert!(l["metadata"]["continue"].is_string(), "{version:?}");
+            assert_eq!(n, 3, "{case}");
+            assert!(l["metadata"]["continue"].is_string(), "{case}");
         } else {
-            assert_eq!(n, 10, "{version:?}: the watch cache ignores the limit");
-            assert_eq!(l["metadata"].get("continue"), None, "{version:?}");
+            assert_eq!(n, 10, "{case}: the watch cache ignores the limit");
+            assert_eq!(l["metadata"].get("continue"), None, "{case}");
         }
-        // Any other list honours the limit on every version.
-        let (_, l) = get_json(&c, &format!("{}/api/v1/pods?limit=3", sim.url())).await;
-        assert_eq!(l["items"].as_array().unwrap().len(), 3, "{version:?}");
+        // Any other list honours the limit either way.
+        for query in [
+            "limit=3",
+            "limit=3&resourceVersion=",
+            "limit=3&resourceVersion=1&resourceVersionMatch=NotOlderThan",
+        ] {
+            let (_, l) = get_json(&c, &format!("{}/api/v1/pods?{query}", sim.url())).await;
+            assert_eq!(l["items"].as_array().unwrap().len(), 3, "{case}: {query}");
+        }
+    }
+}
+
+#[tokio::test]
+async fn without_a_watch_cache_watches_get_no_periodic_bookmarks() {
+    for watch_cache in [true, false] {
+        let sim = start(SimConfig {
+            watch_cache,
+            bookmark_interval: Duration::from_millis(20),
+            ..SimConfig::default()
+        })
+        .await;
+        let rv = sim.store().resource_version();
+        let c = client();
+        let mut w = Lines::open(
+            &c,
+            &format!(
+                "{}/api/v1/pods?watch=true&allowWatchBookmarks=true&resourceVersion={rv}",
+                sim.url()
+            ),
+        )
+        .await;
+        // What arrives in 300 ms: bookmarks every 20 ms with a watch cache, nothing without.
+        let mut bookmarks = 0;
+        let until = tokio::time::Instant::now() + Duration::from_millis(300);
+        while let Some(left) = until.checked_duration_since(tokio::time::Instant::now()) {
+            match w.read_within(left).await {
+                Some(Read::Line(l)) => {
+                    let e: Value = serde_json::from_slice(&l).unwrap();
+                    assert_eq!(e["type"], "BOOKMARK", "{e}");
+                    bookmarks += 1;
+                }
+                Some(other) => panic!("the watch ended: {other:?}"),
+                None => break,
+            }
+        }
+        if watch_cache {
+            assert!(bookmarks >= 2, "{bookmarks} bookmarks in 300 ms at 20 ms");
+        } else {
+            assert_eq!(bookmarks, 0);
+        }
     }
 }
 
@@ -1671,6 +1849,65 @@ async fn bookmarks_come_each_minute_and_just_before_the_timeout() {
     );
     assert!(matches!(w.read().await, Read::End));
     assert!(started.elapsed() >= Duration::from_millis(3900));
+}
+
+#[tokio::test]
+async fn the_watch_cache_forgets_before_storage_does_and_per_resource() {
+    let cms = ApiResource::new("", "v1", "ConfigMap", "configmaps", Scope::Namespaced);
+    let sim = start(SimConfig {
+        watch_cache_window: Duration::from_millis(100),
+        ..SimConfig::default()
+    })
+    .await;
+    let store = sim.store();
+    let before = store.resource_version();
+    let cm = |name: String| json!({"metadata": {"name": name, "namespace": "ns"}});
+    for i in 0..150 {
+        store.create(&cms, cm(format!("old{i}"))).unwrap();
+    }
+    tokio::time::sleep(Duration::from_millis(250)).await;
+    let recent = store.resource_version();
+    for i in 0..5 {
+        store.create(&cms, cm(format!("new{i}"))).unwrap();
+    }
+    let c = client();
+    let watch = |plural: &str, rv: u64| {
+        format!(
+            "{}/api/v1/{plural}?watch=true&resourceVersion={rv}",
+            sim.url()
+        )
+    };
+    // The cache holds the last 100 events of configmaps: older versions are too old to watch
+    // from, though storage still reads them exactly.
+    let mut w = Lines::open(&c, &watch("configmaps", before)).await;
+    let e = w.event().await;
+    assert_eq!(
+        (e["type"].as_str(), &e["object"]["code"]),
+        (Some("ERROR"), &json!(410))
+    );
+    let oldest_held = store.resource_version() - 100 + 1;
+    assert_eq!(
+        e["object"]["message"],
+        format!("too old resource version: {before} ({})", oldest_held - 1)
+    );
+    let (code, _) = get_json(
+        &c,
+        &format!(
+            "{}/api/v1/configmaps?resourceVersion={before}&resourceVersionMatch=Exact&limit=1",
+            sim.url()
+        ),
+    )
+    .await;
+    assert_eq!(code, 200, "storage keeps what the watch cache let go");
+    // From a version the cache still holds, the watch goes on.
+    let mut w = Lines::open(&c, &watch("configmaps", recent)).await;
+    assert_eq!(ev(&w.event().await), pair("ADDED", "new0"));
+    // Pods have their own cache, which has let nothing go.
+    sim.store()
+        .create(&pods(), pod("p", "ns", json!({})))
+        .unwrap();
+    let mut w = Lines::open(&c, &watch("pods", before)).await;
+    assert_eq!(ev(&w.event().await), pair("ADDED", "p"));
 }
 
 #[tokio::test]
@@ -1946,10 +2183,20 @@ async fn pods_are_deleted_gracefully_and_finalizers_hold_objects() {
     let e = w.object_event().await;
     assert_eq!(ev(&e), pair("MODIFIED", "slow"));
     assert_eq!(e["object"]["metadata"]["deletionGracePeriodSeconds"], 1);
-    assert_eq!(ev(&w.object_event().await), pair("DELETED", "slow"));
+    // When the period ends, the kubelet reports the stopped containers and the terminal phase,
+    // then deletes with no grace period: the registry marks that first, then deletes.
+    let stopped = w.object_event().await;
+    assert_eq!(ev(&stopped), pair("MODIFIED", "slow"));
     assert!(started.elapsed() >= Duration::from_millis(900));
-    // gracePeriodSeconds=0 deletes at once.
-    let (code, _) = send_json(
+    assert_eq!(stopped["object"]["status"]["phase"], "Succeeded");
+    let last = w.object_event().await;
+    assert_eq!(ev(&last), pair("MODIFIED", "slow"));
+    assert_eq!(last["object"]["metadata"]["deletionGracePeriodSeconds"], 0);
+    let gone = w.object_event().await;
+    assert_eq!(ev(&gone), pair("DELETED", "slow"));
+    assert_eq!(gone["object"]["metadata"]["deletionGracePeriodSeconds"], 0);
+    // gracePeriodSeconds=0 deletes at once, marked first.
+    let (code, o) = send_json(
         &c,
         Method::DELETE,
         &format!("{base}/forced?gracePeriodSeconds=0"),
@@ -1957,12 +2204,20 @@ async fn pods_are_deleted_gracefully_and_finalizers_hold_objects() {
     )
     .await;
     assert_eq!(code, 200);
+    assert_eq!(
+        o["metadata"]["deletionGracePeriodSeconds"], 0,
+        "a pod's delete answers the pod"
+    );
+    let marked = w.object_event().await;
+    assert_eq!(ev(&marked), pair("MODIFIED", "forced"));
+    assert!(marked["object"]["metadata"]["deletionTimestamp"].is_string());
     assert_eq!(ev(&w.object_event().await), pair("DELETED", "forced"));
     // An unscheduled pod has nothing to stop: it goes at once.
     let (code, _) = send_json(&c, Method::POST, &base, Some(json!({"metadata": {"name": "pending"}, "spec": {"containers": [{"name": "c", "image": "nginx"}]}}))).await;
     assert_eq!(code, 201);
     assert_eq!(ev(&w.object_event().await), pair("ADDED", "pending"));
     send_json(&c, Method::DELETE, &format!("{base}/pending"), None).await;
+    assert_eq!(ev(&w.object_event().await), pair("MODIFIED", "pending"));
     assert_eq!(ev(&w.object_event().await), pair("DELETED", "pending"));
 
     // Finalizers keep an object, marked for deletion, until they are removed.

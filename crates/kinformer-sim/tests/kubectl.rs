@@ -134,8 +134,10 @@ fn has(events: &[(String, String)], t: &str, name: &str) -> bool {
     events.iter().any(|(a, b)| a == t && b == name)
 }
 
+/// A pod as a create over HTTP stores it, `Pending` (in-process writes are stored as sent, and the
+/// pod printer prints a pod without a phase with an empty STATUS).
 fn pod(name: &str) -> Value {
-    json!({"metadata": {"name": name, "namespace": "default", "labels": {"app": "kubectl-test"}}, "spec": {"containers": [{"name": "c", "image": "nginx"}]}})
+    json!({"metadata": {"name": name, "namespace": "default", "labels": {"app": "kubectl-test"}}, "spec": {"containers": [{"name": "c", "image": "nginx"}]}, "status": {"phase": "Pending"}})
 }
 
 #[tokio::test]
@@ -426,6 +428,35 @@ async fn apply_creates_and_configures_as_a_real_server_stores_it() {
         .run_with_stdin(&["apply", "-f", "-"], Some(&manifest("nginx:1.28")))
         .await;
     assert_eq!(out.trim(), "pod/applied unchanged");
+}
+
+#[tokio::test]
+async fn apply_of_a_changed_pod_env_answers_the_real_422() {
+    let sim = SimServer::start(SimConfig::default()).await.unwrap();
+    let k = Kubectl::new(&sim);
+    let manifest = |value: &str| {
+        format!(
+            "apiVersion: v1\nkind: Pod\nmetadata:\n  name: envy\nspec:\n  containers:\n  - name: c\n    image: nginx:1.27\n    env:\n    - name: MODE\n      value: {value}\n"
+        )
+    };
+    k.run_with_stdin(&["apply", "-f", "-"], Some(&manifest("a")))
+        .await;
+    let mut child = k.spawn(&["apply", "-f", "-"], true);
+    let mut stdin = child.stdin.take().unwrap();
+    stdin.write_all(manifest("b").as_bytes()).await.unwrap();
+    drop(stdin);
+    let out = tokio::time::timeout(WAIT, child.wait_with_output())
+        .await
+        .expect("kubectl apply finished")
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("The Pod \"envy\" is invalid: spec: Forbidden: pod updates may not change fields other than"),
+        "{stderr}"
+    );
+    let stored = sim.store().get(&pods(), Some("default"), "envy").unwrap();
+    assert_eq!(stored["spec"]["containers"][0]["env"][0]["value"], "a");
 }
 
 #[tokio::test]

@@ -28,6 +28,17 @@ pub async fn sim() -> SimServer {
     SimServer::start(SimConfig::default()).await.unwrap()
 }
 
+/// A server started as with `--watch-cache=false`: the only kind whose lists at
+/// `resourceVersion=0` honour `limit`, so the first list is paged.
+pub async fn paging_sim() -> SimServer {
+    SimServer::start(SimConfig {
+        watch_cache: false,
+        ..SimConfig::default()
+    })
+    .await
+    .unwrap()
+}
+
 pub fn pods_api(sim: &SimServer) -> Api<Pod> {
     Api::all(Client::new(ClientConfig::new(sim.url())).unwrap())
 }
@@ -186,7 +197,16 @@ impl Rig {
     /// As [`start`](Self::start), with `arm` turning the server's fault knobs before the
     /// reflector's first request.
     pub async fn start_armed(pods: usize, config: Config, arm: impl FnOnce(&SimServer)) -> Self {
-        let sim = sim().await;
+        Self::start_on(sim().await, pods, config, arm)
+    }
+
+    /// As [`start_armed`](Self::start_armed), on `sim`.
+    pub fn start_on(
+        sim: SimServer,
+        pods: usize,
+        config: Config,
+        arm: impl FnOnce(&SimServer),
+    ) -> Self {
         sim.store().seed_pods(pods, 1);
         arm(&sim);
         let store = Arc::new(Recorder::default());
