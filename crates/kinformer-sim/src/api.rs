@@ -15,11 +15,13 @@ use serde_json::Value;
 
 use crate::admission;
 use crate::faults::FaultState;
+use crate::fieldmanager::{self, Manager};
 use crate::render::{GZIP_THRESHOLD, ListChunks, ListMeta, status_json_with_continue};
 use crate::request::{Filter, Query, Target, parse_rv, timeout_seconds, wait_for_version};
 use crate::response::{
     Body, chunked_response, json_response, maybe_gzip_response, object_response, yaml_response,
 };
+use crate::schema;
 use crate::state::Shared;
 use crate::store::{DeleteOptions, Deletion, Stored, invalid, not_found, status, too_large};
 use crate::table::{self, Form, IncludeObject};
@@ -66,14 +68,35 @@ pub(crate) async fn get(
     Ok(maybe_gzip_response(StatusCode::OK, body, gzip))
 }
 
-/// A create's or an update's body, with the warnings its duplicate fields earn under the
+/// A create's or an update's body as the decoder leaves it: duplicate fields resolved to their
+/// last value and fields the kind does not have dropped, with the warnings they earn under the
 /// request's `fieldValidation` (400 under `Strict`).
-async fn read_checked_json(body: Body, q: &Query) -> Result<(Value, Vec<String>), Status> {
+async fn read_checked_json(
+    body: Body,
+    q: &Query,
+    t: &Target,
+) -> Result<(Value, Vec<String>), Status> {
     let directive = validation::FieldValidation::parse(q.get("fieldValidation"))?;
     let bytes = read_body(body).await?;
-    let (v, duplicates) = validation::parse_body(&bytes).map_err(unknown_format)?;
-    let warnings = validation::duplicate_fields(directive, &duplicates)?;
+    let (mut v, duplicates) = validation::parse_body(&bytes).map_err(unknown_format)?;
+    validation::check_kind_and_version(&t.info.api, &v)?;
+    let unknown = schema::prune_unknown(&t.info.api, &mut v)?;
+    let warnings = validation::field_errors(directive, &duplicates, &unknown)?;
     Ok((v, warnings))
+}
+
+/// Who writes: the request's `fieldManager`, else its `User-Agent`.
+fn manager(
+    q: &Query,
+    parts: &http::request::Parts,
+    t: &Target,
+    options: &str,
+) -> Result<Manager, Status> {
+    let agent = parts
+        .headers
+        .get(header::USER_AGENT)
+        .and_then(|v| v.to_str().ok());
+    Manager::of_request(q.get("fieldManager"), agent, t.status, options)
 }
 
 /// Adds a `Warning` header for each warning, as the API server's warning recorder writes them.
@@ -109,11 +132,6 @@ async fn read_body(body: Body) -> Result<Bytes, Status> {
         .to_bytes())
 }
 
-async fn read_json(body: Body) -> Result<Value, Status> {
-    let bytes = read_body(body).await?;
-    serde_json::from_slice(&bytes).map_err(unknown_format)
-}
-
 /// `dryRun=All` (the only value the API accepts): validate, answer, store nothing.
 fn dry_run(q: &Query) -> Result<bool, Status> {
     let values: Vec<&str> =
@@ -136,14 +154,16 @@ pub(crate) async fn create(
     shared: &Shared,
     t: &Target,
     q: &Query,
+    parts: &http::request::Parts,
     body: Body,
 ) -> Result<Response<Body>, Status> {
     let dry = dry_run(q)?;
-    let (mut v, warnings) = read_checked_json(body, q).await?;
-    validation::check_kind_and_version(&t.info.api, &v)?;
+    let manager = manager(q, parts, t, "CreateOptions")?;
+    let (mut v, warnings) = read_checked_json(body, q, t).await?;
     validation::check_no_version_on_create(&v)?;
     admission::admit_create(&shared.store, &t.info, &mut v, t.namespace.as_deref())?;
     validation::check_create(&t.info, &v)?;
+    fieldmanager::on_create(&t.info, &manager, &mut v);
     let out = shared
         .store
         .write_create(&t.info.api, v, t.namespace.as_deref(), dry)?;
@@ -157,18 +177,23 @@ pub(crate) async fn update(
     shared: &Shared,
     t: &Target,
     q: &Query,
+    parts: &http::request::Parts,
     body: Body,
 ) -> Result<Response<Body>, Status> {
     let dry = dry_run(q)?;
-    let (v, warnings) = read_checked_json(body, q).await?;
-    validation::check_kind_and_version(&t.info.api, &v)?;
+    let manager = manager(q, parts, t, "UpdateOptions")?;
+    let (v, warnings) = read_checked_json(body, q, t).await?;
     let name = t.name.as_deref().unwrap_or_default();
     let out = shared.store.write_update(
         &t.info.api,
         v,
         Some((t.namespace.as_deref(), name)),
         t.write(),
-        &|old, new| default_and_check_update(t, old, new),
+        &|old, new| {
+            default_and_check_update(t, old, new)?;
+            fieldmanager::on_update(&t.info, &manager, old, new);
+            Ok(())
+        },
         dry,
     )?;
     Ok(with_warnings(
@@ -211,8 +236,15 @@ pub(crate) async fn patch(
         }
     };
     let dry = dry_run(q)?;
-    let p = read_json(body).await?;
+    let manager = manager(q, parts, t, "PatchOptions")?;
+    let directive = validation::FieldValidation::parse(q.get("fieldValidation"))?;
+    let bytes = read_body(body).await?;
+    let (p, duplicates) = validation::parse_body(&bytes).map_err(unknown_format)?;
+    let mut warnings = validation::field_errors(directive, &duplicates, &[])?;
     let name = t.name.as_deref().unwrap_or_default();
+    // The patched object is decoded as a body is: its unknown fields (which only the patch can
+    // have brought) are reported and dropped.
+    let unknown_warnings = parking_lot::Mutex::new(Vec::new());
     let out = shared.store.write_patch(
         &t.info.api,
         t.namespace.as_deref(),
@@ -220,10 +252,20 @@ pub(crate) async fn patch(
         p,
         strategic,
         t.write(),
-        &|old, new| default_and_check_update(t, old, new),
+        &|old, new| {
+            let unknown = schema::prune_unknown(&t.info.api, new)?;
+            *unknown_warnings.lock() = validation::field_errors(directive, &[], &unknown)?;
+            default_and_check_update(t, old, new)?;
+            fieldmanager::on_update(&t.info, &manager, old, new);
+            Ok(())
+        },
         dry,
     )?;
-    Ok(object_response(StatusCode::OK, &out))
+    warnings.extend(unknown_warnings.into_inner());
+    Ok(with_warnings(
+        object_response(StatusCode::OK, &out),
+        &warnings,
+    ))
 }
 
 /// What an update or patch over HTTP goes through before it is stored: the defaults every decode

@@ -43,6 +43,12 @@ impl KubeVersion {
         }
     }
 
+    /// Whether pods carry `metadata.generation`: from 1.33, whose pod strategy sets it on create
+    /// and bumps it with the spec (`pkg/registry/core/pod/strategy.go`).
+    pub fn pods_have_generation(self) -> bool {
+        self >= Self::V1_33
+    }
+
     /// Parses `1.33`, `v1.33` or `33`; `None` for a release the sim does not model.
     pub fn parse(s: &str) -> Option<Self> {
         let s = s.trim().trim_start_matches('v');

@@ -47,6 +47,8 @@ pub(crate) struct FaultState {
     pub(crate) oversized_next_line: AtomicUsize,
     pub(crate) cut_next_line: AtomicBool,
     pub(crate) slow_chunks: Mutex<Option<Duration>>,
+    /// Objects (`namespace`, `name`; `""` for cluster-scoped) whose events no watch sends.
+    pub(crate) hidden: Mutex<Vec<(String, String)>>,
     /// Not a fault: how far each open watch stream has got. It lives here because the server
     /// handle and every watch stream already share this state.
     pub(crate) watches: WatchProgress,
@@ -67,6 +69,7 @@ impl FaultState {
             oversized_next_line: AtomicUsize::new(0),
             cut_next_line: AtomicBool::new(false),
             slow_chunks: Mutex::new(None),
+            hidden: Mutex::new(Vec::new()),
             watches: WatchProgress::new(),
         }
     }
@@ -90,6 +93,15 @@ impl FaultState {
     pub(crate) fn stalled_until(&self) -> Option<Instant> {
         let until = (*self.stall_until.lock())?;
         (until > Instant::now()).then_some(until)
+    }
+
+    /// Whether watches keep this object's events to themselves.
+    pub(crate) fn hidden_from_watches(&self, o: &crate::store::Stored) -> bool {
+        let hidden = self.hidden.lock();
+        !hidden.is_empty()
+            && hidden
+                .iter()
+                .any(|(ns, name)| *ns == o.namespace && *name == o.name)
     }
 
     pub(crate) fn slow_chunks(&self) -> Option<Duration> {
@@ -205,6 +217,17 @@ impl Faults {
         *self.state.slow_chunks.lock() = delay;
     }
 
+    /// No watch sends the events of the object `namespace/name` (`None` for a cluster-scoped
+    /// one) from now until [`Faults::clear`], as a watch cache that lost them would; lists and
+    /// gets still show it. A watcher's cache then differs from the server until it relists:
+    /// what a consistency check is for.
+    pub fn hide_from_watches(&self, namespace: Option<&str>, name: &str) {
+        self.state
+            .hidden
+            .lock()
+            .push((namespace.unwrap_or_default().to_owned(), name.to_owned()));
+    }
+
     /// Drops every open connection at once, as an API server restart would. Storage is kept and
     /// new connections are accepted.
     pub fn drop_all_connections(&self) {
@@ -223,6 +246,7 @@ impl Faults {
         s.oversized_next_line.store(0, Ordering::Release);
         s.cut_next_line.store(false, Ordering::Release);
         *s.slow_chunks.lock() = None;
+        s.hidden.lock().clear();
     }
 }
 

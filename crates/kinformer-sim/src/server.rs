@@ -20,6 +20,7 @@ use crate::cluster::{Cluster, ClusterConfig};
 use crate::config::SimConfig;
 use crate::error::Error;
 use crate::faults::{FaultState, Faults};
+use crate::namespaces::namespace_controllers;
 use crate::request::Query;
 use crate::response::{Body, status_response};
 use crate::router;
@@ -72,6 +73,9 @@ impl SimServer {
             .local_addr()
             .map_err(|source| Error::Bind { addr: bind, source })?;
         let store = Store::new(config.history_window);
+        if !config.version.pods_have_generation() {
+            store.without_pod_generation();
+        }
         let shared = Arc::new(Shared {
             store,
             requests: Mutex::new(std::collections::VecDeque::new()),
@@ -83,6 +87,11 @@ impl SimServer {
         });
         let (shutdown, shutdown_rx) = watch::channel(false);
         tokio::spawn(kubelet_loop(shared.store.clone(), shutdown_rx.clone()));
+        tokio::spawn(namespace_controllers(
+            shared.store.clone(),
+            tls.as_ref().map(|t| t.ca_pem.clone()),
+            shutdown_rx.clone(),
+        ));
         if let Some(every) = shared.config.compaction_interval {
             tokio::spawn(compaction_loop(
                 shared.store.clone(),

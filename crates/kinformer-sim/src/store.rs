@@ -361,6 +361,12 @@ fn builtin_resources() -> Vec<ApiResource> {
         ("apps", "ReplicaSet", "replicasets", Namespaced),
         ("apps", "StatefulSet", "statefulsets", Namespaced),
         ("apps", "DaemonSet", "daemonsets", Namespaced),
+        (
+            "discovery.k8s.io",
+            "EndpointSlice",
+            "endpointslices",
+            Namespaced,
+        ),
     ]
     .into_iter()
     .map(|(g, k, p, s)| ApiResource::new(g, "v1", k, p, s))
@@ -598,6 +604,22 @@ fn has_finalizers(v: &Value) -> bool {
         .is_some_and(|f| !f.is_empty())
 }
 
+/// Whether `res` is the built-in namespaces, whose deletion is the namespace controller's.
+fn is_namespaces(res: &ApiResource) -> bool {
+    res.group.is_empty() && res.plural == "namespaces"
+}
+
+/// Whether a namespace's `spec.finalizers` (the namespace controller's `kubernetes`, or another
+/// finalizing controller's) still hold it: until they are removed, a namespace marked for
+/// deletion is not deleted by an update or a delete (`ShouldDeleteNamespaceDuringUpdate`).
+fn namespace_held(info: &ResourceInfo, v: &Value) -> bool {
+    !info.custom
+        && is_namespaces(&info.api)
+        && v["spec"]["finalizers"]
+            .as_array()
+            .is_some_and(|f| !f.is_empty())
+}
+
 fn set_rv(v: &mut Value, rv: u64) {
     if let Some(m) = v.get_mut("metadata").and_then(Value::as_object_mut) {
         m.insert("resourceVersion".into(), Value::String(rv.to_string()));
@@ -826,6 +848,15 @@ impl Store {
         self.register(ResourceInfo::custom(resource, true));
     }
 
+    /// Pods lose `metadata.generation`, as on releases before 1.33, where the pod strategy's
+    /// `PrepareForCreate` did not set one (`pkg/registry/core/pod/strategy.go`).
+    pub(crate) fn without_pod_generation(&self) {
+        let key = (String::new(), "pods".to_owned());
+        if let Some(info) = self.inner.state.lock().resources.get_mut(&key) {
+            info.generation = false;
+        }
+    }
+
     fn register(&self, info: ResourceInfo) {
         self.inner
             .state
@@ -922,12 +953,22 @@ impl Store {
     /// Deletes an object at once, as a forced deletion does (no grace period; finalizers are not
     /// waited for), and returns its last state, which carries the delete's resource version. 404
     /// if missing. A `DELETE` over HTTP is graceful instead (see `docs/sim.md`).
+    ///
+    /// A namespace is deleted as over HTTP, since no delete of a namespace is immediate: it turns
+    /// `Terminating` and is returned so; a running server's namespace controller then deletes
+    /// what is in it, and the namespace once it is empty. With no server there is no controller,
+    /// and it stays `Terminating`.
     pub fn delete(
         &self,
         resource: &ApiResource,
         namespace: Option<&str>,
         name: &str,
     ) -> Result<Value, Status> {
+        if is_namespaces(resource) {
+            return self
+                .delete_with(resource, None, name, &DeleteOptions::default())
+                .map(|(object, _)| object);
+        }
         let out = self.inner.state.lock().delete(resource, namespace, name)?;
         self.notify();
         Ok(out)
@@ -941,8 +982,7 @@ impl Store {
         name: &str,
         opts: &DeleteOptions,
     ) -> Result<(Value, Deletion), Status> {
-        let is_namespace = resource.group.is_empty() && resource.plural == "namespaces";
-        let out = if is_namespace && !opts.dry_run {
+        let out = if is_namespaces(resource) {
             self.inner
                 .state
                 .lock()
@@ -1496,6 +1536,7 @@ impl State {
         if old_meta.get("deletionTimestamp").is_some()
             && !has_finalizers(&object)
             && old_meta["deletionGracePeriodSeconds"].as_i64().unwrap_or(0) == 0
+            && !namespace_held(info, &object)
         {
             return Ok(self.remove(info, current));
         }
@@ -1543,8 +1584,11 @@ impl State {
         last
     }
 
-    /// Deletes a namespace as the API server and the namespace controller do together: it turns
-    /// `Terminating` (a MODIFIED event), everything in it is deleted, then it goes.
+    /// Deletes a namespace as its registry does (`pkg/registry/core/namespace/storage/storage.go`,
+    /// `Delete`): the first delete sets `deletionTimestamp` and phase `Terminating` (a MODIFIED)
+    /// and leaves the rest to the namespace controller (`crate::namespaces`), which empties the
+    /// namespace and then takes its finalizer out of `spec.finalizers`. Until then a delete
+    /// answers the namespace as it is; after, it is an ordinary delete.
     fn delete_namespace(
         &mut self,
         res: &ApiResource,
@@ -1566,34 +1610,22 @@ impl State {
         };
         self.delete_with(res, None, name, &check)?;
         let mut object = current.value();
+        if object["metadata"].get("deletionTimestamp").is_some() {
+            if namespace_held(&info, &object) {
+                return Ok((object, Deletion::Pending));
+            }
+            return self.delete_with(res, None, name, opts);
+        }
         if let Some(m) = object.get_mut("metadata").and_then(Value::as_object_mut) {
             m.insert("deletionTimestamp".into(), Value::String(now_rfc3339()));
-            m.insert("deletionGracePeriodSeconds".into(), Value::from(0));
         }
         object["status"]["phase"] = Value::from("Terminating");
+        if opts.dry_run {
+            return Ok((object, Deletion::Pending));
+        }
         set_rv(&mut object, self.rv + 1);
         let stored = Stored::from_value(&object, &info);
-        self.commit(
-            &info,
-            EventKind::Modified,
-            Arc::clone(&stored),
-            Some(current),
-        );
-        let mut contents = Vec::new();
-        for (rkey, table) in &self.tables {
-            let Some(rinfo) = self.resources.get(rkey) else {
-                continue;
-            };
-            if rinfo.api.scope == Scope::Namespaced {
-                contents.extend(range_of(table, name).map(|o| (rinfo.clone(), Arc::clone(o))));
-            }
-        }
-        for (rinfo, o) in contents {
-            self.remove(&rinfo, &o);
-        }
-        if !has_finalizers(&object) {
-            self.remove(&info, &stored);
-        }
+        self.commit(&info, EventKind::Modified, stored, Some(current));
         Ok((object, Deletion::Pending))
     }
 

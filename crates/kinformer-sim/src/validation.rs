@@ -77,7 +77,7 @@ pub(crate) fn invalid_object(api: &ApiResource, name: &str, errors: &[FieldError
 }
 
 /// The group/version a resource's objects carry in `apiVersion`.
-fn group_version(api: &ApiResource) -> String {
+pub(crate) fn group_version(api: &ApiResource) -> String {
     if api.group.is_empty() {
         api.version.clone()
     } else {
@@ -249,22 +249,25 @@ impl<'de> serde::de::Visitor<'de> for Seed<'_> {
     }
 }
 
-/// What `fieldValidation` makes of the duplicate fields of a body: 400 under `Strict`, one
-/// warning each under `Warn`, nothing under `Ignore`; the last value is kept either way, as Go's
-/// decoder keeps it (`endpoints/handlers/create.go` and `update.go`, the strict decoding error).
-pub(crate) fn duplicate_fields(
+/// What `fieldValidation` makes of a body's duplicate and unknown fields: 400 under `Strict`,
+/// one warning each under `Warn`, nothing under `Ignore`. Either way a duplicate keeps its last
+/// value, as Go's decoder does, and an unknown field is dropped (`endpoints/handlers/create.go`,
+/// `update.go` and `patch.go`, the strict decoding error).
+pub(crate) fn field_errors(
     directive: FieldValidation,
     duplicates: &[String],
+    unknown: &[String],
 ) -> Result<Vec<String>, Status> {
-    if duplicates.is_empty() || directive == FieldValidation::Ignore {
+    if directive == FieldValidation::Ignore {
         return Ok(Vec::new());
     }
-    let each: Vec<String> = duplicates
+    let each: Vec<String> = unknown
         .iter()
-        .map(|d| format!("duplicate field {d:?}"))
+        .map(|u| format!("unknown field {u:?}"))
+        .chain(duplicates.iter().map(|d| format!("duplicate field {d:?}")))
         .collect();
     match directive {
-        FieldValidation::Strict => Err(status(
+        FieldValidation::Strict if !each.is_empty() => Err(status(
             400,
             "BadRequest",
             format!("strict decoding error: {}", each.join(", ")),
@@ -500,7 +503,7 @@ mod tests {
         assert_eq!(v["metadata"]["labels"]["x"], "2");
         assert_eq!(v["spec"]["c"][0]["n"], 2);
         assert!(parse_body(b"{} x").is_err());
-        let strict = duplicate_fields(FieldValidation::Strict, &dups).unwrap_err();
+        let strict = field_errors(FieldValidation::Strict, &dups, &[]).unwrap_err();
         assert_eq!(strict.code, 400);
         assert!(
             strict
@@ -510,13 +513,13 @@ mod tests {
             strict.message
         );
         assert_eq!(
-            duplicate_fields(FieldValidation::Warn, &dups)
+            field_errors(FieldValidation::Warn, &dups, &[])
                 .unwrap()
                 .len(),
             3
         );
         assert!(
-            duplicate_fields(FieldValidation::Ignore, &dups)
+            field_errors(FieldValidation::Ignore, &dups, &[])
                 .unwrap()
                 .is_empty()
         );

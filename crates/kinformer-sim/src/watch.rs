@@ -494,7 +494,8 @@ async fn stream(
                 return;
             }
             for ev in &events {
-                if let Some(line) = spec.line_for(ev)
+                if !shared.faults.hidden_from_watches(&ev.object)
+                    && let Some(line) = spec.line_for(ev)
                     && w.send_event(line).await == Flow::Stop
                 {
                     return;

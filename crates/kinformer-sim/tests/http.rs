@@ -856,6 +856,22 @@ async fn streaming_list_ends_initial_events_with_a_bookmark() {
     })
     .await;
     sim.store().seed_pods(12, 1);
+    // The seeded namespaces get their ConfigMap and ServiceAccount from the server's controllers;
+    // the version the stream starts at is the one after those writes.
+    let configmaps = ApiResource::new("", "v1", "ConfigMap", "configmaps", Scope::Namespaced);
+    let accounts = ApiResource::new(
+        "",
+        "v1",
+        "ServiceAccount",
+        "serviceaccounts",
+        Scope::Namespaced,
+    );
+    sim.store()
+        .wait_until(WAIT, |s| {
+            s.list(&configmaps, None).len() == 5 && s.list(&accounts, None).len() == 5
+        })
+        .await
+        .unwrap();
     let rv = sim.store().resource_version();
     let c = client();
     let q = "watch=true&sendInitialEvents=true&resourceVersionMatch=NotOlderThan&allowWatchBookmarks=true&resourceVersion=";
@@ -2344,7 +2360,8 @@ async fn created_pods_get_defaults_and_namespaces_are_real() {
     )
     .await;
     assert_eq!(code, 201);
-    // Deleting a namespace deletes what is in it, then the namespace.
+    // Deleting a namespace answers it Terminating; the namespace controller then deletes what is
+    // in it (a pod is marked, then deleted), then the namespace goes.
     let at = sim.store().resource_version();
     let mut w = Lines::open(
         &c,
@@ -2362,7 +2379,13 @@ async fn created_pods_get_defaults_and_namespaces_are_real() {
         (code, gone["status"]["phase"].as_str()),
         (200, Some("Terminating"))
     );
+    assert_eq!(ev(&w.object_event().await), pair("MODIFIED", "p"));
     assert_eq!(ev(&w.object_event().await), pair("DELETED", "p"));
+    let namespaces = ApiResource::new("", "v1", "Namespace", "namespaces", Scope::Cluster);
+    sim.store()
+        .wait_until(WAIT, |s| s.get(&namespaces, None, "shop").is_none())
+        .await
+        .unwrap();
     assert_eq!(
         get_json(&c, &format!("{}/api/v1/namespaces/shop", sim.url()))
             .await

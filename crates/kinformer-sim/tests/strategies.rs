@@ -8,6 +8,7 @@ mod common;
 
 use common::{Api, rv};
 use kinformer_core::{ApiResource, Scope};
+use kinformer_sim::{KubeVersion, SimConfig};
 use serde_json::json;
 
 const PODS: &str = "/api/v1/namespaces/default/pods";
@@ -92,11 +93,12 @@ async fn a_pod_write_keeps_its_status_and_a_status_write_keeps_its_spec_and_owne
 #[tokio::test]
 async fn workloads_start_without_a_status_and_keep_what_their_status_strategy_keeps() {
     let (_sim, api) = Api::start().await;
-    for (plural, keeps_labels) in [
-        ("deployments", true),
-        ("replicasets", false),
-        ("statefulsets", false),
-        ("daemonsets", false),
+    // Each kind's own fields: a daemon set has no replicas (a field a kind lacks is dropped).
+    for (plural, keeps_labels, spec_field, status_field) in [
+        ("deployments", true, "replicas", "replicas"),
+        ("replicasets", false, "replicas", "replicas"),
+        ("statefulsets", false, "replicas", "replicas"),
+        ("daemonsets", false, "minReadySeconds", "numberReady"),
     ] {
         let base = format!("/apis/apps/v1/namespaces/default/{plural}");
         let created = api
@@ -105,8 +107,8 @@ async fn workloads_start_without_a_status_and_keep_what_their_status_strategy_ke
                 &base,
                 Some(json!({
                     "metadata": {"name": "w", "labels": {"a": "1"}},
-                    "spec": {"replicas": 1},
-                    "status": {"replicas": 7},
+                    "spec": {spec_field: 1},
+                    "status": {status_field: 7},
                 })),
             )
             .await;
@@ -123,13 +125,13 @@ async fn workloads_start_without_a_status_and_keep_what_their_status_strategy_ke
                 &format!("{base}/w/status"),
                 Some(json!({
                     "metadata": {"labels": {"a": "2"}, "annotations": {"n": "1"}},
-                    "spec": {"replicas": 9},
-                    "status": {"replicas": 1},
+                    "spec": {spec_field: 9},
+                    "status": {status_field: 1},
                 })),
             )
             .await;
-        assert_eq!(status["status"]["replicas"], 1, "{plural}");
-        assert_eq!(status["spec"]["replicas"], 1, "{plural}: the spec is kept");
+        assert_eq!(status["status"][status_field], 1, "{plural}");
+        assert_eq!(status["spec"][spec_field], 1, "{plural}: the spec is kept");
         assert_eq!(status["metadata"]["annotations"]["n"], "1", "{plural}");
         let label = if keeps_labels { "1" } else { "2" };
         assert_eq!(status["metadata"]["labels"]["a"], label, "{plural}");
@@ -139,12 +141,12 @@ async fn workloads_start_without_a_status_and_keep_what_their_status_strategy_ke
             .ok(
                 "PATCH",
                 &format!("{base}/w"),
-                Some(json!({"spec": {"replicas": 3}, "status": {"replicas": 0}})),
+                Some(json!({"spec": {spec_field: 3}, "status": {status_field: 0}})),
             )
             .await;
         assert_eq!(scaled["metadata"]["generation"], 2, "{plural}");
         assert_eq!(
-            scaled["status"]["replicas"], 1,
+            scaled["status"][status_field], 1,
             "{plural}: the status is kept"
         );
     }
@@ -182,6 +184,41 @@ async fn generation_only_on_the_kinds_that_have_it() {
             )
             .await;
         assert_eq!(patched["metadata"].get("generation"), None, "{path}");
+    }
+}
+
+#[tokio::test]
+async fn pods_have_a_generation_from_1_33_only() {
+    for (version, expected) in [
+        (KubeVersion::V1_32, None),
+        (KubeVersion::V1_33, Some(json!(1))),
+        (KubeVersion::V1_34, Some(json!(1))),
+    ] {
+        let (_sim, api) = Api::start_with(SimConfig {
+            version,
+            ..SimConfig::default()
+        })
+        .await;
+        let pod = json!({"metadata": {"name": "p"}, "spec": {"containers": [{"name": "c", "image": "i:1"}]}});
+        let created = api.ok("POST", PODS, Some(pod)).await;
+        assert_eq!(
+            created["metadata"].get("generation").cloned(),
+            expected,
+            "{version:?}"
+        );
+        let patched = api
+            .ok(
+                "PATCH",
+                &format!("{PODS}/p"),
+                Some(json!({"spec": {"activeDeadlineSeconds": 60}})),
+            )
+            .await;
+        let bumped = expected.map(|_| json!(2));
+        assert_eq!(
+            patched["metadata"].get("generation").cloned(),
+            bumped,
+            "{version:?}"
+        );
     }
 }
 

@@ -208,3 +208,195 @@ async fn field_validation_decides_what_duplicate_fields_cost() {
         .await;
     assert_eq!(code, 400);
 }
+
+#[tokio::test]
+async fn unknown_fields_are_reported_as_field_validation_says_and_never_stored() {
+    let (_sim, api) = Api::start().await;
+    let body = |name: &str| {
+        json!({
+            "metadata": {"name": name},
+            "spec": {"containers": [{"name": "c", "image": "i:1", "imagePullPolicyy": "Always"}], "nope": 1}
+        })
+        .to_string()
+    };
+    let expected = "strict decoding error: unknown field \"spec.containers[0].imagePullPolicyy\", unknown field \"spec.nope\"";
+    let (code, _, s) = api
+        .request(
+            "POST",
+            &format!("{PODS}?fieldValidation=Strict"),
+            Some(body("s").as_bytes()),
+        )
+        .await;
+    assert_eq!((code, s["message"].as_str()), (400, Some(expected)));
+
+    // Warn (the default): stored without them, one warning each.
+    let (code, headers, o) = api.request("POST", PODS, Some(body("w").as_bytes())).await;
+    assert_eq!(code, 201);
+    assert_eq!(o["spec"].get("nope"), None);
+    assert_eq!(o["spec"]["containers"][0].get("imagePullPolicyy"), None);
+    let warnings: Vec<&str> = headers
+        .get_all("warning")
+        .iter()
+        .map(|v| v.to_str().unwrap())
+        .collect();
+    assert_eq!(
+        warnings,
+        [
+            "299 - \"unknown field \\\"spec.containers[0].imagePullPolicyy\\\"\"",
+            "299 - \"unknown field \\\"spec.nope\\\"\""
+        ]
+    );
+    let stored = api.ok("GET", &format!("{PODS}/w"), None).await;
+    assert_eq!(stored["spec"].get("nope"), None);
+
+    // Ignore: dropped in silence.
+    let (code, headers, o) = api
+        .request(
+            "POST",
+            &format!("{PODS}?fieldValidation=Ignore"),
+            Some(body("i").as_bytes()),
+        )
+        .await;
+    assert_eq!((code, headers.get("warning")), (201, None));
+    assert_eq!(o["spec"].get("nope"), None);
+
+    // A patch's unknown and duplicate fields cost the same.
+    let (code, _, s) = api
+        .request(
+            "PATCH",
+            &format!("{PODS}/w?fieldValidation=Strict"),
+            Some(br#"{"metadata": {"labelz": {"a": "b"}}}"#),
+        )
+        .await;
+    assert_eq!(
+        (code, s["message"].as_str()),
+        (
+            400,
+            Some("strict decoding error: unknown field \"metadata.labelz\"")
+        )
+    );
+    let (code, _, s) = api
+        .request(
+            "PATCH",
+            &format!("{PODS}/w?fieldValidation=Strict"),
+            Some(br#"{"metadata": {"labels": {"a": "1", "a": "2"}}}"#),
+        )
+        .await;
+    assert_eq!(
+        (code, s["message"].as_str()),
+        (
+            400,
+            Some("strict decoding error: duplicate field \"metadata.labels.a\"")
+        )
+    );
+    let (code, headers, o) = api
+        .request(
+            "PATCH",
+            &format!("{PODS}/w"),
+            Some(br#"{"metadata": {"labelz": {"a": "b"}, "labels": {"a": "1"}}}"#),
+        )
+        .await;
+    assert_eq!(code, 200);
+    assert_eq!(o["metadata"].get("labelz"), None);
+    assert_eq!(o["metadata"]["labels"]["a"], "1");
+    assert!(headers.get("warning").is_some());
+
+    // A value of the wrong type is refused whatever the directive.
+    let (code, _, s) = api
+        .request(
+            "POST",
+            &format!("{PODS}?fieldValidation=Ignore"),
+            Some(br#"{"metadata": {"name": "t"}, "spec": {"containers": [{"name": "c", "image": "i"}], "priority": "high"}}"#),
+        )
+        .await;
+    assert_eq!(code, 400);
+    assert!(
+        s["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("Pod in version \"v1\" cannot be handled as a Pod: "),
+        "{s}"
+    );
+}
+
+#[tokio::test]
+async fn every_write_records_its_field_manager() {
+    let (sim, api) = Api::start().await;
+    let created = api
+        .ok(
+            "POST",
+            &format!("{PODS}?fieldManager=kubectl-create"),
+            Some(pod("m")),
+        )
+        .await;
+    let managed = created["metadata"]["managedFields"].as_array().unwrap();
+    assert_eq!(managed.len(), 1, "{created}");
+    assert_eq!(managed[0]["manager"], "kubectl-create");
+    assert_eq!(managed[0]["operation"], "Update");
+    assert_eq!(managed[0]["apiVersion"], "v1");
+    assert_eq!(managed[0]["fieldsType"], "FieldsV1");
+    let fields = &managed[0]["fieldsV1"];
+    assert!(fields["f:spec"]["f:containers"]["k:{\"name\":\"c\"}"]["f:image"].is_object());
+    // The defaults applied on create belong to the creator too; the status to nobody.
+    assert!(fields["f:spec"]["f:restartPolicy"].is_object(), "{fields}");
+    assert_eq!(fields.get("f:status"), None);
+
+    // Without `fieldManager`, the manager is the user agent up to its first `/`.
+    let c = reqwest::Client::new();
+    let r = c
+        .patch(format!("{}{PODS}/m", sim.url()))
+        .header(
+            "user-agent",
+            "kubectl/v1.33.1 (linux/amd64) kubernetes/8adc0f0",
+        )
+        .header("content-type", "application/merge-patch+json")
+        .body(r#"{"metadata": {"labels": {"team": "a"}}}"#)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    let labelled: serde_json::Value = serde_json::from_slice(&r.bytes().await.unwrap()).unwrap();
+    let managed = labelled["metadata"]["managedFields"].as_array().unwrap();
+    let kubectl = managed.iter().find(|e| e["manager"] == "kubectl").unwrap();
+    assert_eq!(
+        kubectl["fieldsV1"],
+        json!({"f:metadata": {"f:labels": {".": {}, "f:team": {}}}})
+    );
+
+    // A status write has an entry of its own.
+    let status = api
+        .ok(
+            "PATCH",
+            &format!("{PODS}/m/status?fieldManager=kubelet"),
+            Some(json!({"status": {"message": "hello"}})),
+        )
+        .await;
+    let kubelet = status["metadata"]["managedFields"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["manager"] == "kubelet")
+        .unwrap()
+        .clone();
+    assert_eq!(kubelet["subresource"], "status");
+    assert_eq!(kubelet["fieldsV1"], json!({"f:status": {"f:message": {}}}));
+
+    // Replacing the object with itself changes nothing: no new version, no new timestamps.
+    let same = api
+        .ok(
+            "PUT",
+            &format!("{PODS}/m?fieldManager=other"),
+            Some(status.clone()),
+        )
+        .await;
+    assert_eq!(same["metadata"], status["metadata"]);
+
+    let (code, s) = api
+        .send(
+            "POST",
+            &format!("{PODS}?fieldManager={}", "x".repeat(129)),
+            Some(pod("long")),
+        )
+        .await;
+    assert_eq!(code, 422, "{s}");
+}

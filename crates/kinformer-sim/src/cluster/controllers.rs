@@ -1,18 +1,25 @@
-//! The model at work: what the scheduler, the kubelets, the replica set and deployment
-//! controllers and the pod garbage collector write for each action that comes due, and the
-//! activities (rollouts, scaling, crashes, evictions, heartbeats) that start new work.
+//! The model at work: what the scheduler, the kubelets, the replica set, deployment and
+//! endpointslice controllers and the pod garbage collector write for each action that comes
+//! due, and the activities (rollouts, scaling, crashes, evictions, heartbeats) that start new
+//! work. Every write records its field manager in `managedFields`.
 
 use std::collections::BTreeSet;
 
 use serde_json::{Value, json};
 
-use crate::store::{DeleteOptions, Deletion, Store};
+use crate::store::{DeleteOptions, Deletion, Store, Write};
 
 use super::model::{
     Action, Cluster, ClusterWrite, Container, Key, Owner, Phase, PodM, RsM, WriteKind,
 };
-use super::names::template_hash;
-use super::objects::{condition_why, created_uid, node_conditions, pod_template_spec, resource};
+use super::names::{suffix, template_hash};
+use super::objects::{
+    api_version, condition_why, created_uid, node_conditions, pod_template_spec, resource,
+};
+use crate::fields::{
+    CONTROLLER, CONTROLLER_STATUS, History, KUBECTL_SCALE, KUBECTL_SET, KUBELET_STATUS, Manager,
+    SCHEDULER_STATUS, record,
+};
 
 impl Cluster {
     /// Does what `action` names (or, for [`Action::Activity`], starts something new).
@@ -38,6 +45,7 @@ impl Cluster {
             Action::Status(d) => self.write_status(store, d, "status"),
             Action::Rollout(d) => self.rollout_step(store, d),
             Action::Prune(d) => self.prune(store, d),
+            Action::Endpoints(d) => self.sync_endpoints(store, d),
         }
     }
 
@@ -83,14 +91,21 @@ impl Cluster {
         self.sets.get(rs).map(|r| r.deploy)
     }
 
-    /// Writes a pod's status (and its node, when it was just bound) after a change of phase.
+    /// Writes a pod's status (and its node, when it was just bound) after a change of phase: the
+    /// scheduler's binding, or the status the scheduler or the kubelet writes.
     fn write_pod(&mut self, store: &Store, key: &Key, reason: &'static str) -> Vec<ClusterWrite> {
         let pod = &self.pods[key];
         let mut patch = json!({"status": self.pod_status(key, pod)});
         if let Some(n) = pod.node {
             patch["spec"] = json!({"nodeName": self.nodes[n].name});
         }
-        match patched(store, "pods", key, patch) {
+        let by = match pod.phase {
+            // A binding records no manager.
+            Phase::Unscheduled | Phase::Scheduled => None,
+            Phase::Unschedulable => Some(SCHEDULER_STATUS),
+            _ => Some(KUBELET_STATUS),
+        };
+        match patched(store, "pods", key, patch, by) {
             Ok(true) => vec![write(WriteKind::Updated, "pods", key, reason)],
             Ok(false) => Vec::new(),
             Err(e) => {
@@ -153,6 +168,7 @@ impl Cluster {
             _ => {
                 if let Some(d) = self.deploy_of(key) {
                     self.at(1, Action::Status(d));
+                    self.at(1, Action::Endpoints(d));
                 }
             }
         }
@@ -176,6 +192,7 @@ impl Cluster {
             self.at(delay, Action::Recover(key.clone()));
             if let Some(d) = self.deploy_of(&key) {
                 self.at(1, Action::Status(d));
+                self.at(1, Action::Endpoints(d));
             }
         }
         writes
@@ -204,6 +221,7 @@ impl Cluster {
             }
             if let Some(d) = self.deploy_of(&key) {
                 self.at(1, Action::Status(d));
+                self.at(1, Action::Endpoints(d));
             }
             let delay = self.range(20, 60);
             self.at(delay, Action::Collect(key));
@@ -224,9 +242,18 @@ impl Cluster {
             .as_str()
             .unwrap_or_default()
             .to_owned();
-        let patch = json!({"status": {"conditions": node_conditions(&created, &Self::now())}});
+        // The clock's second, or the second after the last heartbeat when the clock has not
+        // moved on: a heartbeat always writes, so the same seed makes the same writes however
+        // fast the steps run.
+        let last = node["status"]["conditions"][0]["lastHeartbeatTime"]
+            .as_str()
+            .and_then(|t| t.parse::<jiff::Timestamp>().ok())
+            .map_or(0, jiff::Timestamp::as_second);
+        let now = jiff::Timestamp::now().as_second().max(last + 1);
+        let beat = crate::store::rfc3339(u64::try_from(now).unwrap_or(0));
+        let patch = json!({"status": {"conditions": node_conditions(&created, &beat)}});
         let key = (String::new(), name);
-        match patched(store, "nodes", &key, patch) {
+        match patched(store, "nodes", &key, patch, Some(KUBELET_STATUS)) {
             Ok(true) => vec![write(WriteKind::Updated, "nodes", &key, "heartbeat")],
             _ => Vec::new(),
         }
@@ -252,8 +279,9 @@ impl Cluster {
         let key = self.deploys[d].key.clone();
         let rs = self.deploys[d].current.clone();
         let mut writes = Vec::new();
+        // `kubectl scale`, through the scale subresource.
         let patch = json!({"spec": {"replicas": to}});
-        if patched(store, "deployments", &key, patch) == Ok(true) {
+        if patched(store, "deployments", &key, patch, Some(KUBECTL_SCALE)) == Ok(true) {
             writes.push(write(WriteKind::Updated, "deployments", &key, "scaled"));
         }
         writes.extend(self.set_rs_replicas(store, &rs, to, "scaled"));
@@ -278,7 +306,7 @@ impl Cluster {
             "metadata": {"annotations": {"deployment.kubernetes.io/desired-replicas": desired.to_string()}},
             "spec": {"replicas": to},
         });
-        match patched(store, "replicasets", rs, patch) {
+        match patched(store, "replicasets", rs, patch, Some(CONTROLLER)) {
             Ok(true) => vec![write(WriteKind::Updated, "replicasets", rs, reason)],
             _ => Vec::new(),
         }
@@ -319,6 +347,7 @@ impl Cluster {
                 })
                 .cloned()
                 .expect("not empty");
+            self.at(1, Action::Endpoints(d));
             self.terminate(store, &victim)
         } else {
             return Vec::new();
@@ -362,10 +391,11 @@ impl Cluster {
             started_at: String::new(),
             since: Self::now(),
             last_exit: None,
+            token: suffix(&mut self.rng),
         };
         let name = self.new_pod_name(rs);
         let key = (rs.0.clone(), name);
-        let object = self.pod_object(&key, &pod, None);
+        let object = self.pod_object(&key, &pod, &Self::now());
         match store.create(&resource("pods"), object) {
             Ok(created) => {
                 let uid = created["metadata"]["uid"]
@@ -439,6 +469,7 @@ impl Cluster {
         self.forget_pod(key);
         if let Some(d) = d {
             self.at(1, Action::Status(d));
+            self.at(1, Action::Endpoints(d));
         }
         if gone {
             vec![write(WriteKind::Deleted, "pods", key, reason)]
@@ -458,6 +489,8 @@ impl Cluster {
         if let Some(rs) = &pod.rs {
             if let Some(set) = self.sets.get_mut(rs) {
                 set.pods.remove(key);
+                let d = set.deploy;
+                self.at(1, Action::Endpoints(d));
             }
             if !matches!(pod.phase, Phase::Terminating | Phase::Failed) {
                 self.at(1, Action::Reconcile(rs.clone()));
@@ -494,11 +527,11 @@ impl Cluster {
             &rs,
             "rollout started",
         )];
+        // `kubectl set image`; the controller writes the new revision with the status.
         let patch = json!({
-            "metadata": {"annotations": {"deployment.kubernetes.io/revision": revision.to_string()}},
             "spec": {"template": {"spec": {"containers": [container.json()]}}},
         });
-        if patched(store, "deployments", &key, patch) == Ok(true) {
+        if patched(store, "deployments", &key, patch, Some(KUBECTL_SET)) == Ok(true) {
             writes.push(write(WriteKind::Updated, "deployments", &key, "new image"));
         }
         self.at(1, Action::Rollout(d));
@@ -630,7 +663,7 @@ impl Cluster {
                 "availableReplicas": ready,
                 "observedGeneration": generation,
             }});
-            if patched(store, "replicasets", key, patch) == Ok(true) {
+            if patched(store, "replicasets", key, patch, Some(CONTROLLER_STATUS)) == Ok(true) {
                 writes.push(write(WriteKind::Updated, "replicasets", key, reason));
             }
         }
@@ -703,11 +736,84 @@ impl Cluster {
                 status["unavailableReplicas"] = Value::Null;
             }
             let key = deploy.key.clone();
-            if patched(store, "deployments", &key, json!({"status": status})) == Ok(true) {
+            // The controller writes the revision through `/status` too (`SetDeploymentRevision`
+            // and `UpdateStatus`).
+            let patch = json!({
+                "metadata": {"annotations": {"deployment.kubernetes.io/revision": deploy.revision.to_string()}},
+                "status": status,
+            });
+            if patched(store, "deployments", &key, patch, Some(CONTROLLER_STATUS)) == Ok(true) {
                 writes.push(write(WriteKind::Updated, "deployments", &key, reason));
             }
         }
         writes
+    }
+
+    /// The endpoints of a deployment's service, as the endpointslice controller lists them: the
+    /// pods with an IP that are running, crash-looping (not ready) or terminating (serving,
+    /// not ready), by name; at most 100 (`--max-endpoints-per-slice`; no service here has more
+    /// pods).
+    pub(super) fn endpoints(&self, d: usize) -> Value {
+        let deploy = &self.deploys[d];
+        let pods: BTreeSet<&Key> = deploy
+            .history
+            .iter()
+            .chain([&deploy.current])
+            .filter_map(|k| self.sets.get(k))
+            .flat_map(|s| &s.pods)
+            .collect();
+        let endpoints: Vec<Value> = pods
+            .into_iter()
+            .filter_map(|key| {
+                let pod = self.pods.get(key)?;
+                let (ready, serving, terminating) = match pod.phase {
+                    Phase::Running => (true, true, false),
+                    Phase::CrashLoop => (false, false, false),
+                    Phase::Terminating => (false, true, true),
+                    _ => return None,
+                };
+                let node = &self.nodes[pod.node?];
+                Some(json!({
+                    "addresses": [pod.ip.as_ref()?],
+                    "conditions": {"ready": ready, "serving": serving, "terminating": terminating},
+                    "nodeName": node.name,
+                    "targetRef": {"kind": "Pod", "name": key.1, "namespace": key.0, "uid": pod.uid},
+                    "zone": zone(node.index),
+                }))
+            })
+            .take(100)
+            .collect();
+        json!(endpoints)
+    }
+
+    /// The endpointslice controller: the slice of a deployment's service follows its pods.
+    fn sync_endpoints(&mut self, store: &Store, d: usize) -> Vec<ClusterWrite> {
+        let endpoints = self.endpoints(d);
+        let Some(slice) = &self.deploys[d].slice else {
+            return Vec::new();
+        };
+        if slice.endpoints == endpoints {
+            return Vec::new();
+        }
+        let key = (self.deploys[d].key.0.clone(), slice.name.clone());
+        let patch = json!({
+            "metadata": {"annotations": {"endpoints.kubernetes.io/last-change-trigger-time": Self::now()}},
+            "endpoints": endpoints,
+        });
+        let written = patched(store, "endpointslices", &key, patch, Some(CONTROLLER)) == Ok(true);
+        if let Some(slice) = &mut self.deploys[d].slice {
+            slice.endpoints = endpoints;
+        }
+        if written {
+            vec![write(
+                WriteKind::Updated,
+                "endpointslices",
+                &key,
+                "endpoints changed",
+            )]
+        } else {
+            Vec::new()
+        }
     }
 
     // ----- what seeding shares with the controllers -----
@@ -729,30 +835,33 @@ impl Cluster {
         let mut labels = deploy.selector.clone();
         labels["pod-template-hash"] = json!(hash);
         let max = replicas + replicas.div_ceil(4).max(1);
-        let mut metadata = json!({
-            "name": name,
-            "namespace": ns,
-            "labels": labels,
-            "annotations": {
-                "deployment.kubernetes.io/desired-replicas": deploy.replicas.to_string(),
-                "deployment.kubernetes.io/max-replicas": max.to_string(),
-                "deployment.kubernetes.io/revision": revision.to_string(),
-            },
-            "ownerReferences": Owner { api_version: "apps/v1", kind: "Deployment", name: dname.clone(), uid: deploy.uid.clone() }.json(),
-        });
-        if let Some(age) = age {
-            metadata["creationTimestamp"] = json!(self.ago(age));
-        }
-        let object = json!({
-            "metadata": metadata,
-            "spec": {
-                "replicas": replicas,
-                "selector": {"matchLabels": labels},
-                "template": {"metadata": {"labels": labels}, "spec": pod_template_spec(&container)},
-            },
+        let created = age.map_or_else(Self::now, |age| self.ago(age));
+        let mut h = History::new("apps/v1");
+        h.write(
+            CONTROLLER,
+            &created,
+            json!({
+                "metadata": {
+                    "labels": labels,
+                    "annotations": {
+                        "deployment.kubernetes.io/desired-replicas": deploy.replicas.to_string(),
+                        "deployment.kubernetes.io/max-replicas": max.to_string(),
+                        "deployment.kubernetes.io/revision": revision.to_string(),
+                    },
+                    "ownerReferences": Owner { api_version: "apps/v1", kind: "Deployment", name: dname.clone(), uid: deploy.uid.clone() }.json(),
+                },
+                "spec": {
+                    "replicas": replicas,
+                    "selector": {"matchLabels": labels},
+                    "template": {"metadata": {"labels": labels}, "spec": pod_template_spec(&container)},
+                },
+            }),
+        );
+        h.untracked(json!({
+            "metadata": {"name": name, "namespace": ns, "creationTimestamp": created},
             "status": {"replicas": 0, "observedGeneration": 1},
-        });
-        let uid = created_uid(store.create(&resource("replicasets"), object));
+        }));
+        let uid = created_uid(store.create(&resource("replicasets"), h.finish()));
         let key = (ns, name);
         self.sets.insert(
             key.clone(),
@@ -789,16 +898,50 @@ impl Cluster {
     }
 }
 
-/// Applies a merge patch; `Ok(false)` when it changed nothing (and so wrote nothing).
+/// The topology zone of node `index` (its `topology.kubernetes.io/zone` label).
+pub(super) fn zone(index: usize) -> String {
+    format!("local-1{}", ["a", "b", "c"][index % 3])
+}
+
+/// Applies a merge patch as `by` (`None`: a write no manager is recorded for, as a binding),
+/// whose entry in `managedFields` takes what the patch changed; `Ok(false)` when it changed
+/// nothing (and so wrote nothing).
 fn patched(
     store: &Store,
     plural: &str,
     key: &Key,
     patch: Value,
+    by: Option<Manager<'static>>,
 ) -> Result<bool, kinformer_core::Status> {
     let before = store.resource_version();
     let ns = (!key.0.is_empty()).then_some(key.0.as_str());
-    let after = store.patch(&resource(plural), ns, &key.1, patch)?;
+    let check = |old: &Value, new: &mut Value| -> Result<(), kinformer_core::Status> {
+        let managed = by.and_then(|by| {
+            let now = Cluster::now();
+            record(
+                &old["metadata"]["managedFields"],
+                by,
+                api_version(plural),
+                &now,
+                old,
+                new,
+            )
+        });
+        if let Some(managed) = managed {
+            new["metadata"]["managedFields"] = managed;
+        }
+        Ok(())
+    };
+    let after = store.write_patch(
+        &resource(plural),
+        ns,
+        &key.1,
+        patch,
+        false,
+        Write::Storage,
+        &check,
+        false,
+    )?;
     let rv = after["metadata"]["resourceVersion"]
         .as_str()
         .and_then(|v| v.parse::<u64>().ok());

@@ -6,13 +6,15 @@
 //! `MODIFIED` and `DELETED` events, and every choice comes from one seeded generator: the same
 //! [`ClusterConfig`] gives the same objects and the same sequence of writes.
 //!
-//! The files, each with one job, lowest first: `model` holds the vocabulary and the state (the
-//! public configuration and write records, the model's view of what it wrote, its clock and
-//! work queue); `catalogue` the fixed data seeding draws from; `names` Kubernetes-shaped names
-//! and hashes; `objects` how the model's view becomes API objects; `controllers` what the
+//! The files, each with one job, lowest first: `fields` the `managedFields` the field manager
+//! records for each write; `model` holds the vocabulary and the state (the public
+//! configuration and write records, the model's view of what it wrote, its clock and work
+//! queue); `catalogue` the fixed data seeding draws from; `names` Kubernetes-shaped names and
+//! hashes; `objects` how the model's view becomes API objects; `controllers` what the
 //! scheduler, kubelets and controllers write for each action (seeding reuses its replica set,
-//! scheduling and status pieces); `seed` the first write of the cluster; this file the public
-//! entry points and the churn on the tokio runtime. Each file uses only files before it.
+//! scheduling, status and EndpointSlice pieces); `seed` the first write of the cluster; this
+//! file the public entry points and the churn on the tokio runtime. Each file uses only files
+//! before it.
 
 mod catalogue;
 mod controllers;
@@ -50,6 +52,7 @@ impl Cluster {
             queue: BTreeMap::new(),
             seq: 0,
             status_queued: BTreeSet::new(),
+            endpoints_queued: BTreeSet::new(),
         };
         c.seed_all(store);
         c

@@ -56,7 +56,8 @@ pub enum WriteKind {
 pub struct ClusterWrite {
     /// What the write did.
     pub kind: WriteKind,
-    /// The resource, by plural name (`pods`, `replicasets`, `deployments`, `nodes`, ...).
+    /// The resource, by plural name (`pods`, `replicasets`, `deployments`, `nodes`,
+    /// `endpointslices`, ...).
     pub resource: &'static str,
     /// The namespace, empty for cluster-scoped objects.
     pub namespace: String,
@@ -144,6 +145,9 @@ pub(super) struct PodM {
     pub(super) since: String,
     /// When its container last exited, if it ever did.
     pub(super) last_exit: Option<String>,
+    /// The five characters of its `kube-api-access-*` token volume; empty for a static pod's
+    /// mirror, which has none.
+    pub(super) token: String,
 }
 
 #[derive(Debug, Clone)]
@@ -184,6 +188,17 @@ pub(super) struct DeployM {
     pub(super) generation: u32,
     /// The status last written: (replicas, updated, ready, rolling).
     pub(super) written: Option<(u32, u32, u32, bool)>,
+    /// The EndpointSlice of its service, once seeded.
+    pub(super) slice: Option<SliceM>,
+}
+
+/// The EndpointSlice the endpointslice controller keeps for a deployment's service.
+#[derive(Debug, Clone)]
+pub(super) struct SliceM {
+    /// `SERVICE-xxxxx`.
+    pub(super) name: String,
+    /// The endpoints last written.
+    pub(super) endpoints: Value,
 }
 
 /// One thing the model does when its time comes.
@@ -207,6 +222,8 @@ pub(super) enum Action {
     Rollout(usize),
     /// Old replica sets beyond the history limit go.
     Prune(usize),
+    /// The endpointslice controller syncs a deployment's service.
+    Endpoints(usize),
 }
 
 /// A simulated cluster: the objects it seeded and a model of the controllers and kubelets that
@@ -228,14 +245,19 @@ pub(super) enum Action {
 ///   the `coredns` deployment and the `kube-dns` service;
 /// - application deployments (`default/web`, `shop/cart`, `monitoring/prometheus`, ...), each
 ///   with its current replica set, sometimes an older one scaled to zero, its pods and a service
-///   whose selector matches them; with 20 pods or more, one deployment whose pod no node can
-///   hold (Pending, `Unschedulable`).
+///   whose selector matches them, with the service's EndpointSlice; with 20 pods or more, one
+///   deployment whose pod no node can hold (Pending, `Unschedulable`);
+/// - every pod as dense as a real one: service account and its projected token volume, the
+///   defaults and tolerations the API server adds, container statuses with image and container
+///   IDs and mounts; every object with the `managedFields` its writers leave (the controller
+///   manager, the kubelet, the scheduler, `kubectl`, `kubeadm`), kept up to date by the churn.
 ///
 /// What the churn does: rolling updates (a new replica set scaled up while the old one scales
 /// down, within 25% surge and 25% unavailable), scaling, pods going Pending, then
 /// `ContainerCreating`, then Running, containers crashing into `CrashLoopBackOff` and restarting
 /// (restart counts go up), evictions (Failed pods, replaced, later collected), graceful deletion
-/// (pods Terminating for a while before they are deleted) and node heartbeats.
+/// (pods Terminating for a while before they are deleted), node heartbeats, and the
+/// EndpointSlices following the pods that become ready, not ready, terminating or go.
 ///
 /// ```
 /// use kinformer_core::{ApiResource, Scope};
@@ -270,15 +292,20 @@ pub struct Cluster {
     pub(super) seq: u64,
     /// Deployments with a status write queued.
     pub(super) status_queued: BTreeSet<usize>,
+    /// Deployments with an EndpointSlice sync queued.
+    pub(super) endpoints_queued: BTreeSet<usize>,
 }
 
 /// The model's clock and its work queue.
 impl Cluster {
     pub(super) fn at(&mut self, delay: u64, action: Action) {
-        // One status write covers every change before it: never queue two.
-        if let Action::Status(d) = action
-            && !self.status_queued.insert(d)
-        {
+        // One status write (or sync) covers every change before it: never queue two.
+        let fresh = match action {
+            Action::Status(d) => self.status_queued.insert(d),
+            Action::Endpoints(d) => self.endpoints_queued.insert(d),
+            _ => true,
+        };
+        if !fresh {
             return;
         }
         self.seq += 1;
@@ -292,8 +319,14 @@ impl Cluster {
 
     pub(super) fn pop(&mut self) -> Action {
         let (_, action) = self.queue.pop_first().expect("not empty");
-        if let Action::Status(d) = action {
-            self.status_queued.remove(&d);
+        match action {
+            Action::Status(d) => {
+                self.status_queued.remove(&d);
+            }
+            Action::Endpoints(d) => {
+                self.endpoints_queued.remove(&d);
+            }
+            _ => {}
         }
         action
     }

@@ -1,16 +1,28 @@
 //! Seeding: the nodes, namespaces, control-plane and add-on pods, application deployments with
-//! their replica sets and pods, and the services a new [`Cluster`] writes, back-dated so that
-//! it looks lived in.
+//! their replica sets and pods, and the services and EndpointSlices a new [`Cluster`] writes,
+//! back-dated so that it looks lived in, each object with the `managedFields` of the writes
+//! that made it.
 
 use serde_json::{Value, json};
 
 use crate::store::Store;
 use crate::workload::Rng;
 
-use super::catalogue::{CATALOGUE, CLUSTER_NAME, CONTROL_PLANE, KUBELET_VERSION};
-use super::model::{Cluster, Container, DeployM, Key, NodeM, Owner, Phase, PodM};
-use super::names::{fnv32, suffix, template_hash};
-use super::objects::{created_uid, deployment_spec, node_conditions, resource};
+use super::catalogue::{CATALOGUE, CLUSTER_NAME, CONTROL_PLANE, KUBELET_VERSION, NODE_IMAGES};
+use super::controllers::zone;
+use super::model::{Cluster, Container, DeployM, Key, NodeM, Owner, Phase, PodM, SliceM};
+use super::names::{fnv32, hex64, suffix, template_hash};
+use super::objects::{created_uid, deployment_spec, node_conditions, pod_template_spec, resource};
+use crate::fields::{
+    APISERVER, CLIENT_SIDE_APPLY, CLOUD_STATUS, CONTROLLER, CONTROLLER_STATUS, History, KUBEADM,
+    KUBECTL_CREATE, KUBECTL_SET, KUBELET, KUBELET_STATUS, Manager,
+};
+
+/// What `kubectl apply` keeps of the manifest it applied, in the object's
+/// `kubectl.kubernetes.io/last-applied-configuration` annotation.
+fn last_applied(manifest: &Value) -> String {
+    format!("{manifest}\n")
+}
 
 impl Cluster {
     /// Writes the whole cluster for `config.pods` pods.
@@ -82,17 +94,25 @@ impl Cluster {
             namespaces.push("analytics".to_owned());
         }
         for (i, ns) in namespaces.iter().enumerate() {
-            let age = if i < 4 {
-                cluster_age
+            // The API server makes the system namespaces; someone ran `kubectl create ns`.
+            let (age, by) = if i < 4 {
+                (cluster_age, APISERVER)
             } else {
-                cluster_age - 3600
+                (cluster_age - 3600, KUBECTL_CREATE)
             };
-            let object = json!({
-                "metadata": {"name": ns, "creationTimestamp": self.ago(age), "labels": {"kubernetes.io/metadata.name": ns}},
+            let created = self.ago(age);
+            let mut h = History::new("v1");
+            h.write(
+                by,
+                &created,
+                json!({"metadata": {"labels": {"kubernetes.io/metadata.name": ns}}}),
+            )
+            .untracked(json!({
+                "metadata": {"name": ns, "creationTimestamp": created},
                 "spec": {"finalizers": ["kubernetes"]},
                 "status": {"phase": "Active"},
-            });
-            let _ = store.create(&resource("namespaces"), object);
+            }));
+            let _ = store.create(&resource("namespaces"), h.finish());
         }
 
         if with_system {
@@ -146,44 +166,58 @@ impl Cluster {
         } else {
             ("16", "65843396Ki")
         };
-        let zone = ["a", "b", "c"][index % 3];
-        let mut labels = json!({
+        let labels = json!({
             "beta.kubernetes.io/arch": "amd64",
             "beta.kubernetes.io/os": "linux",
             "kubernetes.io/arch": "amd64",
             "kubernetes.io/hostname": name,
             "kubernetes.io/os": "linux",
             "topology.kubernetes.io/region": "local-1",
-            "topology.kubernetes.io/zone": format!("local-1{zone}"),
+            "topology.kubernetes.io/zone": zone(index),
         });
-        let mut taints = json!([]);
-        if control_plane {
-            labels["node-role.kubernetes.io/control-plane"] = json!("");
-            labels["node.kubernetes.io/exclude-from-external-load-balancers"] = json!("");
-            taints =
-                json!([{"key": "node-role.kubernetes.io/control-plane", "effect": "NoSchedule"}]);
-        }
         let created = self.ago(cluster_age - index as i64 * 20);
+        let joined = self.ago(cluster_age - index as i64 * 20 - 2);
         let beat = self.rng.below(40) as i64;
         let heartbeat = self.ago(beat);
         let bits = |r: &mut Rng| format!("{:016x}{:016x}", r.next(), r.next());
-        let object = json!({
-            "metadata": {
-                "name": name,
-                "creationTimestamp": created,
-                "labels": labels,
-                "annotations": {
-                    "kubeadm.alpha.kubernetes.io/cri-socket": "unix:///run/containerd/containerd.sock",
-                    "node.alpha.kubernetes.io/ttl": "0",
-                    "volumes.kubernetes.io/controller-managed-attach-detach": "true",
-                },
-            },
-            "spec": {
-                "podCIDR": format!("10.244.{index}.0/24"),
-                "podCIDRs": [format!("10.244.{index}.0/24")],
-                "providerID": format!("kind://docker/{CLUSTER_NAME}/{name}"),
-                "taints": taints,
-            },
+        let images: Vec<Value> = NODE_IMAGES
+            .iter()
+            .map(|(image, size)| {
+                let repo = image.rsplit_once(':').map_or(*image, |(r, _)| r);
+                let digest = hex64(u64::from(fnv32(image)));
+                json!({"names": [format!("{repo}@sha256:{digest}"), image], "sizeBytes": size})
+            })
+            .collect();
+        // The kubelet registers the node, kubeadm labels and taints it, the node IPAM and TTL
+        // controllers give it a pod CIDR and a TTL, then the kubelet reports its status.
+        let mut h = History::new("v1");
+        h.write(
+            KUBELET,
+            &created,
+            json!({
+                "metadata": {"labels": labels, "annotations": {"volumes.kubernetes.io/controller-managed-attach-detach": "true"}},
+                "spec": {"providerID": format!("kind://docker/{CLUSTER_NAME}/{name}")},
+            }),
+        );
+        h.untracked(json!({"metadata": {"name": name, "creationTimestamp": created}}));
+        let mut kubeadm = json!({"metadata": {"annotations": {"kubeadm.alpha.kubernetes.io/cri-socket": "unix:///run/containerd/containerd.sock"}}});
+        if control_plane {
+            kubeadm["metadata"]["labels"] = json!({
+                "node-role.kubernetes.io/control-plane": "",
+                "node.kubernetes.io/exclude-from-external-load-balancers": "",
+            });
+            kubeadm["spec"] = json!({"taints": [{"key": "node-role.kubernetes.io/control-plane", "effect": "NoSchedule"}]});
+        }
+        h.write(KUBEADM, &joined, kubeadm);
+        h.write(
+            CONTROLLER,
+            &joined,
+            json!({
+                "metadata": {"annotations": {"node.alpha.kubernetes.io/ttl": "0"}},
+                "spec": {"podCIDR": format!("10.244.{index}.0/24"), "podCIDRs": [format!("10.244.{index}.0/24")]},
+            }),
+        );
+        let status = json!({
             "status": {
                 "capacity": {"cpu": cpu, "ephemeral-storage": "203056560Ki", "hugepages-1Gi": "0", "hugepages-2Mi": "0", "memory": memory, "pods": "110"},
                 "allocatable": {"cpu": cpu, "ephemeral-storage": "203056560Ki", "hugepages-1Gi": "0", "hugepages-2Mi": "0", "memory": memory, "pods": "110"},
@@ -202,9 +236,16 @@ impl Cluster {
                     "operatingSystem": "linux",
                     "architecture": "amd64",
                 },
+                "images": images,
+                "features": {"supplementalGroupsPolicy": true},
+                "runtimeHandlers": [
+                    {"name": "runc", "features": {"recursiveReadOnlyMounts": true, "userNamespaces": true}},
+                    {"name": "", "features": {"recursiveReadOnlyMounts": true, "userNamespaces": true}},
+                ],
             },
         });
-        let uid = created_uid(store.create(&resource("nodes"), object));
+        h.write(KUBELET_STATUS, &heartbeat, status);
+        let uid = created_uid(store.create(&resource("nodes"), h.finish()));
         self.nodes.push(NodeM {
             name,
             uid,
@@ -226,12 +267,13 @@ impl Cluster {
                 name: cp_name.clone(),
                 uid: cp_uid.clone(),
             };
+            // Requests as kubeadm's manifests have them (cpu, and memory for etcd).
             let container = Container {
                 name: component.to_owned(),
                 image: image.to_owned(),
                 port: 0,
                 cpu,
-                memory: "128Mi",
+                memory: "",
             };
             let labels = json!({"component": component, "tier": "control-plane"});
             let name = format!("{component}-{cp_name}");
@@ -258,17 +300,30 @@ impl Cluster {
             memory: "0",
         };
         let n = self.nodes.len();
-        let ds = json!({
-            "metadata": {"name": "kube-proxy", "namespace": "kube-system", "creationTimestamp": self.ago(cluster_age - 25), "labels": {"k8s-app": "kube-proxy"}, "annotations": {"deprecated.daemonset.template.generation": "1"}},
-            "spec": {
-                "selector": {"matchLabels": {"k8s-app": "kube-proxy"}},
-                "template": {"metadata": {"labels": {"k8s-app": "kube-proxy"}}, "spec": {"containers": [proxy.json()], "priorityClassName": "system-node-critical", "hostNetwork": true}},
-                "updateStrategy": {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": 1, "maxSurge": 0}},
-                "revisionHistoryLimit": 10,
-            },
-            "status": {"currentNumberScheduled": n, "desiredNumberScheduled": n, "numberAvailable": n, "numberMisscheduled": 0, "numberReady": n, "observedGeneration": 1, "updatedNumberScheduled": n},
-        });
-        let ds_uid = created_uid(store.create(&resource("daemonsets"), ds));
+        let created = self.ago(cluster_age - 25);
+        let mut h = History::new("apps/v1");
+        h.write(
+            KUBEADM,
+            &created,
+            json!({
+                "metadata": {"labels": {"k8s-app": "kube-proxy"}},
+                "spec": {
+                    "selector": {"matchLabels": {"k8s-app": "kube-proxy"}},
+                    "template": {"metadata": {"labels": {"k8s-app": "kube-proxy"}}, "spec": pod_template_spec(&proxy)},
+                    "updateStrategy": {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": 1, "maxSurge": 0}},
+                    "revisionHistoryLimit": 10,
+                },
+            }),
+        )
+        .untracked(json!({
+            "metadata": {"name": "kube-proxy", "namespace": "kube-system", "creationTimestamp": created, "annotations": {"deprecated.daemonset.template.generation": "1"}},
+        }))
+        .write(
+            CONTROLLER_STATUS,
+            &self.ago(cluster_age - 25 - n as i64 * 20 - 10),
+            json!({"status": {"currentNumberScheduled": n, "desiredNumberScheduled": n, "numberAvailable": n, "numberMisscheduled": 0, "numberReady": n, "observedGeneration": 1, "updatedNumberScheduled": n}}),
+        );
+        let ds_uid = created_uid(store.create(&resource("daemonsets"), h.finish()));
         for i in 0..n {
             let owner = Owner {
                 api_version: "apps/v1",
@@ -338,6 +393,15 @@ impl Cluster {
             2
         };
         let created = self.ago(age);
+        let rs_age = if revision == 2 {
+            86_400 * (self.rng.below(age as u64 / 86_400).max(1) as i64)
+        } else {
+            age - 1
+        };
+        let old_container = Container {
+            image: tag((version.0, version.1, version.2.saturating_sub(1))),
+            ..container.clone()
+        };
         let mut deploy = DeployM {
             key: (ns.to_owned(), name.to_owned()),
             uid: String::new(),
@@ -358,27 +422,58 @@ impl Cluster {
             age,
             generation: 1,
             written: None,
+            slice: None,
         };
-        let object = json!({
-            "metadata": {"name": name, "namespace": ns, "creationTimestamp": created, "labels": selector, "annotations": {"deployment.kubernetes.io/revision": revision.to_string()}},
-            "spec": deployment_spec(&selector, replicas, &container),
-        });
-        deploy.uid = created_uid(store.create(&resource("deployments"), object));
+        // kubeadm's add-ons, or `kubectl apply` of the first revision, then `kubectl set image`
+        // for the second; the controller writes the revision with the status, below.
+        let first = if revision == 2 {
+            &old_container
+        } else {
+            &container
+        };
+        let mut h = History::new("apps/v1");
+        let mut metadata = json!({"labels": selector});
+        let by = if ns == "kube-system" {
+            KUBEADM
+        } else {
+            let user = |c: &Container| {
+                let mut c = json!({"name": c.name, "image": c.image, "ports": [{"name": "http", "containerPort": c.port}], "resources": {"requests": {"cpu": c.cpu, "memory": c.memory}, "limits": {"memory": c.memory}}});
+                if c["ports"][0]["containerPort"] == 0 {
+                    c.as_object_mut().expect("an object").remove("ports");
+                }
+                c
+            };
+            let manifest = json!({
+                "apiVersion": "apps/v1",
+                "kind": "Deployment",
+                "metadata": {"annotations": {}, "labels": selector, "name": name, "namespace": ns},
+                "spec": {"replicas": replicas, "selector": {"matchLabels": selector}, "template": {"metadata": {"labels": selector}, "spec": {"containers": [user(first)]}}},
+            });
+            metadata["annotations"] = json!({"kubectl.kubernetes.io/last-applied-configuration": last_applied(&manifest)});
+            CLIENT_SIDE_APPLY
+        };
+        h.write(
+            by,
+            &created,
+            json!({"metadata": metadata, "spec": deployment_spec(&selector, replicas, first)}),
+        )
+        .untracked(
+            json!({"metadata": {"name": name, "namespace": ns, "creationTimestamp": created}}),
+        );
+        if revision == 2 {
+            h.write(
+                KUBECTL_SET,
+                &self.ago(rs_age),
+                json!({"spec": {"template": {"spec": {"containers": [container.json()]}}}}),
+            );
+        }
+        deploy.uid = created_uid(store.create(&resource("deployments"), h.finish()));
         self.deploys.push(deploy);
         let d = self.deploys.len() - 1;
         if revision == 2 {
-            let old = Container {
-                image: tag((version.0, version.1, version.2.saturating_sub(1))),
-                ..container.clone()
-            };
-            let key = self.create_rs(store, d, 1, old, 0, Some(age - 60));
+            let key = self.create_rs(store, d, 1, old_container, 0, Some(age - 60));
             self.deploys[d].history.push(key);
         }
-        let rs_age = if revision == 2 {
-            86_400 * (self.rng.below(age as u64 / 86_400).max(1) as i64)
-        } else {
-            age - 1
-        };
         let key = self.create_rs(
             store,
             d,
@@ -447,6 +542,7 @@ impl Cluster {
     ) {
         let created = self.ago(age);
         let started = self.ago(age - 4);
+        let owner_kind = owner.kind;
         let (phase, ip) = match node {
             Some(n) => {
                 // pick_node counted replica-set pods; static and daemon pods are counted here.
@@ -487,59 +583,200 @@ impl Cluster {
             started_at: last_exit.clone().unwrap_or(started),
             since: created.clone(),
             last_exit,
+            // A static pod's mirror has no service account.
+            token: if owner_kind == "Node" {
+                String::new()
+            } else {
+                suffix(&mut self.rng)
+            },
         };
         let key = (ns.to_owned(), name.to_owned());
-        let object = self.pod_object(&key, &pod, Some(&created));
+        let object = self.pod_object(&key, &pod, &created);
         let uid = created_uid(store.create(&resource("pods"), object));
         self.pods.insert(key, PodM { uid, ..pod });
     }
 
+    /// The services: `kubernetes`, written by the API server, with its EndpointSlice; one per
+    /// deployment, `kubectl apply`'d (`kube-dns` by kubeadm), with the EndpointSlice the
+    /// endpointslice controller keeps for it.
     fn seed_services(&mut self, store: &Store, cluster_age: i64) {
-        let kubernetes = json!({
-            "metadata": {"name": "kubernetes", "namespace": "default", "creationTimestamp": self.ago(cluster_age), "labels": {"component": "apiserver", "provider": "kubernetes"}},
-            "spec": {"type": "ClusterIP", "clusterIP": "10.96.0.1", "clusterIPs": ["10.96.0.1"], "ports": [{"name": "https", "port": 443, "protocol": "TCP", "targetPort": 6443}], "sessionAffinity": "None", "ipFamilies": ["IPv4"], "ipFamilyPolicy": "SingleStack", "internalTrafficPolicy": "Cluster"},
+        let at = self.ago(cluster_age);
+        let mut h = History::new("v1");
+        h.write(
+            APISERVER,
+            &at,
+            json!({
+                "metadata": {"labels": {"component": "apiserver", "provider": "kubernetes"}},
+                "spec": {"type": "ClusterIP", "clusterIP": "10.96.0.1", "ports": [{"name": "https", "port": 443, "protocol": "TCP", "targetPort": 6443}], "sessionAffinity": "None", "ipFamilyPolicy": "SingleStack", "internalTrafficPolicy": "Cluster"},
+            }),
+        )
+        .untracked(json!({
+            "metadata": {"name": "kubernetes", "namespace": "default", "creationTimestamp": at},
+            "spec": {"clusterIPs": ["10.96.0.1"], "ipFamilies": ["IPv4"]},
             "status": {"loadBalancer": {}},
-        });
-        let _ = store.create(&resource("services"), kubernetes);
-        for (i, d) in self.deploys.iter().enumerate() {
-            let (ns, name) = &d.key;
-            let coredns = name == "coredns";
-            let ip = if coredns {
-                "10.96.0.10".to_owned()
-            } else {
-                format!("10.96.{}.{}", 1 + i / 200, 20 + i % 200)
-            };
-            let ports = if coredns {
+        }));
+        let _ = store.create(&resource("services"), h.finish());
+        if let Some(cp) = self.nodes.first() {
+            let mut h = History::new("discovery.k8s.io/v1");
+            h.write(
+                APISERVER,
+                &at,
+                json!({
+                    "metadata": {"labels": {"kubernetes.io/service-name": "kubernetes"}},
+                    "addressType": "IPv4",
+                    "endpoints": [{"addresses": [cp.ip], "conditions": {"ready": true}}],
+                    "ports": [{"name": "https", "port": 6443, "protocol": "TCP"}],
+                }),
+            )
+            .untracked(json!({"metadata": {"name": "kubernetes", "namespace": "default", "creationTimestamp": at}}));
+            let _ = store.create(&resource("endpointslices"), h.finish());
+        }
+        for d in 0..self.deploys.len() {
+            self.seed_service(store, d, cluster_age);
+        }
+    }
+
+    fn seed_service(&mut self, store: &Store, d: usize, cluster_age: i64) {
+        let deploy = &self.deploys[d];
+        let (ns, name) = deploy.key.clone();
+        let coredns = name == "coredns";
+        let ip = if coredns {
+            "10.96.0.10".to_owned()
+        } else {
+            format!("10.96.{}.{}", 1 + d / 200, 20 + d % 200)
+        };
+        let (ports, slice_ports) = if coredns {
+            (
                 json!([
                     {"name": "dns", "port": 53, "protocol": "UDP", "targetPort": 53},
                     {"name": "dns-tcp", "port": 53, "protocol": "TCP", "targetPort": 53},
                     {"name": "metrics", "port": 9153, "protocol": "TCP", "targetPort": 9153},
-                ])
+                ]),
+                json!([
+                    {"name": "dns-tcp", "port": 53, "protocol": "TCP"},
+                    {"name": "dns", "port": 53, "protocol": "UDP"},
+                    {"name": "metrics", "port": 9153, "protocol": "TCP"},
+                ]),
+            )
+        } else {
+            let port = if deploy.container.port == 8443 {
+                443
             } else {
-                let port = if d.container.port == 8443 { 443 } else { 80 };
-                json!([{"name": "http", "port": port, "protocol": "TCP", "targetPort": d.container.port}])
+                80
             };
-            let svc = if coredns { "kube-dns" } else { name.as_str() };
-            // The storefront faces the internet; the rest is internal.
-            let public = name == "storefront";
-            let mut spec = json!({
-                "type": if public { "LoadBalancer" } else { "ClusterIP" },
-                "clusterIP": ip, "clusterIPs": [ip],
-                "selector": d.selector, "ports": ports,
-                "sessionAffinity": "None", "ipFamilies": ["IPv4"], "ipFamilyPolicy": "SingleStack", "internalTrafficPolicy": "Cluster",
+            (
+                json!([{"name": "http", "port": port, "protocol": "TCP", "targetPort": deploy.container.port}]),
+                json!([{"name": "http", "port": deploy.container.port, "protocol": "TCP"}]),
+            )
+        };
+        let svc = if coredns { "kube-dns" } else { name.as_str() }.to_owned();
+        // The storefront faces the internet; the rest is internal.
+        let public = name == "storefront";
+        let mut labels = deploy.selector.clone();
+        let created = self.ago(if coredns {
+            cluster_age - 25
+        } else {
+            deploy.age - 5
+        });
+        // What the writer sent, with the defaults the API server fills in when it decodes.
+        let mut spec = json!({
+            "type": if public { "LoadBalancer" } else { "ClusterIP" },
+            "selector": deploy.selector, "ports": ports,
+            "sessionAffinity": "None", "internalTrafficPolicy": "Cluster",
+        });
+        let mut metadata = json!({});
+        let by: Manager<'static> = if coredns {
+            labels["kubernetes.io/cluster-service"] = json!("true");
+            labels["kubernetes.io/name"] = json!("CoreDNS");
+            metadata["annotations"] =
+                json!({"prometheus.io/port": "9153", "prometheus.io/scrape": "true"});
+            spec["clusterIP"] = json!(ip);
+            KUBEADM
+        } else {
+            let mut manifest = json!({
+                "apiVersion": "v1",
+                "kind": "Service",
+                "metadata": {"annotations": {}, "labels": labels, "name": svc, "namespace": ns},
+                "spec": {"ports": [{"name": "http", "port": ports[0]["port"], "targetPort": deploy.container.port}], "selector": deploy.selector},
             });
-            let mut status = json!({"loadBalancer": {}});
             if public {
-                spec["externalTrafficPolicy"] = json!("Cluster");
-                spec["ports"][0]["nodePort"] = json!(30000 + (fnv32(ns) % 2000) as u16);
-                status = json!({"loadBalancer": {"ingress": [{"ip": format!("172.18.255.{}", 200 + i % 50), "ipMode": "VIP"}]}});
+                manifest["spec"]["type"] = json!("LoadBalancer");
             }
-            let object = json!({
-                "metadata": {"name": svc, "namespace": ns, "creationTimestamp": self.ago(if coredns { cluster_age - 25 } else { d.age - 5 }), "labels": d.selector},
-                "spec": spec,
-                "status": status,
-            });
-            let _ = store.create(&resource("services"), object);
+            metadata["annotations"] = json!({"kubectl.kubernetes.io/last-applied-configuration": last_applied(&manifest)});
+            CLIENT_SIDE_APPLY
+        };
+        metadata["labels"] = labels.clone();
+        if public {
+            spec["externalTrafficPolicy"] = json!("Cluster");
+            spec["allocateLoadBalancerNodePorts"] = json!(true);
         }
+        let mut h = History::new("v1");
+        h.write(by, &created, json!({"metadata": metadata, "spec": spec}));
+        // Allocated by the API server: the cluster IP, its families and the node port.
+        let mut allocated = json!({
+            "metadata": {"name": svc, "namespace": ns, "creationTimestamp": created},
+            "spec": {"clusterIP": ip, "clusterIPs": [ip], "ipFamilies": ["IPv4"], "ipFamilyPolicy": "SingleStack"},
+            "status": {"loadBalancer": {}},
+        });
+        if public {
+            let mut ports = h.object()["spec"]["ports"].clone();
+            ports[0]["nodePort"] = json!(30000 + (fnv32(&ns) % 2000) as u16);
+            allocated["spec"]["ports"] = ports;
+        }
+        h.untracked(allocated);
+        if public {
+            let ingress = json!([{"ip": format!("172.18.255.{}", 200 + d % 50), "ipMode": "VIP"}]);
+            h.write(
+                CLOUD_STATUS,
+                &self.ago(deploy.age - 40),
+                json!({"status": {"loadBalancer": {"ingress": ingress}}}),
+            );
+        }
+        let uid = created_uid(store.create(&resource("services"), h.finish()));
+
+        // Its EndpointSlice, last written when its last pod became ready.
+        let endpoints = self.endpoints(d);
+        let changed = self.deploys[d]
+            .history
+            .iter()
+            .chain([&self.deploys[d].current])
+            .filter_map(|k| self.sets.get(k))
+            .flat_map(|s| &s.pods)
+            .filter_map(|k| self.pods.get(k))
+            .filter(|p| p.phase == Phase::Running)
+            .map(|p| p.started_at.clone())
+            .max()
+            .unwrap_or_else(|| created.clone())
+            .max(created.clone());
+        let slice = format!("{svc}-{}", suffix(&mut self.rng));
+        let mut slice_labels = labels;
+        slice_labels["endpointslice.kubernetes.io/managed-by"] =
+            json!("endpointslice-controller.k8s.io");
+        slice_labels["kubernetes.io/service-name"] = json!(svc);
+        let owner = json!([{"apiVersion": "v1", "kind": "Service", "name": svc, "uid": uid, "controller": true, "blockOwnerDeletion": true}]);
+        let mut h = History::new("discovery.k8s.io/v1");
+        h.write(
+            CONTROLLER,
+            &changed,
+            json!({
+                "metadata": {
+                    "generateName": format!("{svc}-"),
+                    "labels": slice_labels,
+                    "annotations": {"endpoints.kubernetes.io/last-change-trigger-time": changed},
+                    "ownerReferences": owner,
+                },
+                "addressType": "IPv4",
+                "endpoints": endpoints,
+                "ports": slice_ports,
+            }),
+        )
+        .untracked(
+            json!({"metadata": {"name": slice, "namespace": ns, "creationTimestamp": created}}),
+        );
+        let _ = store.create(&resource("endpointslices"), h.finish());
+        self.deploys[d].slice = Some(SliceM {
+            name: slice,
+            endpoints,
+        });
     }
 }

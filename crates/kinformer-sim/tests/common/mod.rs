@@ -15,7 +15,12 @@ pub(crate) struct Api {
 impl Api {
     /// A server with the default configuration, and a client of it.
     pub(crate) async fn start() -> (SimServer, Api) {
-        let sim = SimServer::start(SimConfig::default()).await.unwrap();
+        Self::start_with(SimConfig::default()).await
+    }
+
+    /// A server with `config`, and a client of it.
+    pub(crate) async fn start_with(config: SimConfig) -> (SimServer, Api) {
+        let sim = SimServer::start(config).await.unwrap();
         // reqwest is built without a default TLS provider; these tests speak plain HTTP.
         let _ = rustls::crypto::ring::default_provider().install_default();
         let api = Api {
