@@ -1,9 +1,12 @@
 //! The HTTP client: one connection pool per API server, shared by every list and watch.
 
+use std::collections::VecDeque;
 use std::fmt;
+use std::hash::BuildHasher as _;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use futures_util::StreamExt as _;
 use kinformer_core::list_watch::BoxError;
 use kinformer_core::{
     ApiResource, DynamicObject, ListParams, Object, ObjectList, Scope, WatchParams, WatchStream,
@@ -15,9 +18,10 @@ use serde::de::DeserializeOwned;
 use tracing::Instrument as _;
 
 use crate::auth::Credentials;
-use crate::decode::{Parallel, decode_watch_with, error_chain};
+use crate::body::{Body, BodyError, Encoding, decoded, encoding_of};
+use crate::decode::{Parallel, Traffic, decode_watch_counted, error_chain};
 use crate::list::decode_list;
-use crate::{Config, Error};
+use crate::{Config, Error, ListBound, ProxyEnv};
 
 /// `Accept` for full objects.
 pub(crate) const ACCEPT_JSON: &str = "application/json";
@@ -35,6 +39,18 @@ enum Request {
     List,
     /// A watch: no request timeout; compressed only when it carries a whole state.
     Watch { compressible: bool },
+}
+
+impl Request {
+    /// The encoding the request asks for, and accepts.
+    fn encoding(self) -> Encoding {
+        match self {
+            Self::List | Self::Watch { compressible: true } => Encoding::Gzip,
+            Self::Watch {
+                compressible: false,
+            } => Encoding::Identity,
+        }
+    }
 }
 
 /// A client for one API server: lists pages and opens watches over a shared connection pool
@@ -57,6 +73,10 @@ struct Inner {
     request_timeout: Option<Duration>,
     list_progress_timeout: Duration,
     max_list_body: usize,
+    max_list_pages: usize,
+    max_list_objects: usize,
+    max_list_bytes: u64,
+    lists: ListsInProgress,
     watch_idle_margin: Duration,
     watch_idle_timeout: Duration,
     max_watch_line: usize,
@@ -72,8 +92,13 @@ impl fmt::Debug for Client {
 }
 
 impl Client {
-    /// A client for these settings. Fails on unusable TLS material or a bad proxy URL; it does
-    /// not connect yet.
+    /// A client for these settings. Fails on unusable TLS material or a bad proxy URL (the
+    /// kubeconfig's `proxy-url`, or a SOCKS proxy in the environment that the server's URL
+    /// would go through: this client speaks to HTTP proxies only); it does not connect yet.
+    ///
+    /// Without a `proxy_url`, the proxy environment ([`Config::proxy_env`], or the process's)
+    /// decides for each request with Go's rules ([`ProxyEnv`]); requests to the loopback
+    /// interface never go through a proxy.
     pub fn new(config: Config) -> Result<Self, Error> {
         let (tls, cert) = crate::tls::client_config(&config)?;
         let credentials = Credentials::new(&config.auth, cert, config.exec_timeout)?;
@@ -84,14 +109,22 @@ impl Client {
             .user_agent(concat!("kinformer/", env!("CARGO_PKG_VERSION")))
             .http2_keep_alive_interval(Duration::from_secs(30))
             .http2_keep_alive_while_idle(true)
-            .http2_adaptive_window(true);
+            .http2_adaptive_window(true)
+            // The client asks for gzip itself where it wants it, checks what came, and undoes it
+            // itself (`body`): reqwest would decode gzip whatever the request asked for.
+            .no_gzip()
+            // reqwest's own reading of the environment proxies loopback: the decision is ours.
+            .no_proxy();
         builder = match &config.proxy_url {
             Some(proxy) => builder.proxy(reqwest::Proxy::all(proxy).map_err(|e| {
                 let shown = crate::secret::redact_url(proxy);
                 Error::config(None, "proxy-url", format!("{shown:?}: {e}"))
             })?),
-            // As client-go: without a proxy-url, the usual proxy environment variables apply.
-            None => builder,
+            // As client-go: without a proxy-url, the proxy environment applies, with Go's rules.
+            None => {
+                let env = config.proxy_env.clone().unwrap_or_else(ProxyEnv::from_env);
+                env_proxy(builder, env, &config.cluster_url)?
+            }
         };
         let http = builder.build().map_err(|e| Error::Tls {
             message: error_chain(&e),
@@ -107,6 +140,10 @@ impl Client {
                 request_timeout: config.request_timeout,
                 list_progress_timeout: config.list_progress_timeout,
                 max_list_body: config.max_list_body,
+                max_list_pages: config.max_list_pages,
+                max_list_objects: config.max_list_objects,
+                max_list_bytes: config.max_list_bytes,
+                lists: ListsInProgress::default(),
                 watch_idle_margin: config.watch_idle_margin,
                 watch_idle_timeout: config.watch_idle_timeout,
                 max_watch_line: config.max_watch_line,
@@ -135,6 +172,11 @@ impl Client {
     /// The namespace and the resource's path segments are checked first
     /// ([`Error::InvalidName`], before any request). An item without a name, or of a namespaced
     /// resource without a namespace, is an [`Error::Decode`] naming the item.
+    ///
+    /// A page asked for with a continue token counts toward the list that handed out the token:
+    /// the client follows each list along its tokens, whoever pages it, and ends one that goes
+    /// past [`Config::max_list_pages`], [`Config::max_list_objects`] or
+    /// [`Config::max_list_bytes`] with [`Error::ListTooLarge`].
     pub async fn list<K: Object + DeserializeOwned>(
         &self,
         resource: &ApiResource,
@@ -151,17 +193,69 @@ impl Client {
         params: &ListParams,
         accept: &'static str,
     ) -> Result<ObjectList<K>, Error> {
-        let path = with_query(checked_list_path(resource, namespace)?, &params.to_query());
-        let response = self.send(&path, accept, Request::List).await?;
-        let body = self.read_list_body(response).await?;
+        let base = checked_list_path(resource, namespace)?;
+        let lists = &self.inner.lists;
+        let from = params
+            .continue_token
+            .as_deref()
+            .filter(|t| !t.is_empty())
+            .map(|t| lists.key(&base, t));
+        let before = from.map(|k| lists.get(k)).unwrap_or_default();
+        let too_large = |bound, limit| Error::ListTooLarge {
+            bound,
+            limit,
+            pages: before.pages,
+        };
+        if before.pages >= self.inner.max_list_pages {
+            return Err(too_large(
+                ListBound::Pages,
+                self.inner.max_list_pages as u64,
+            ));
+        }
+        let path = with_query(base.clone(), &params.to_query());
+        let (response, encoding) = self.send(&path, accept, Request::List).await?;
+        // The page may take what is left of the list's bytes, and no more than a page may.
+        let left = self.inner.max_list_bytes.saturating_sub(before.bytes);
+        let limit = usize::try_from(left).map_or(self.inner.max_list_body, |left| {
+            left.min(self.inner.max_list_body)
+        });
+        let body = match self.read_list_body(response, encoding, limit).await {
+            Err(Error::BodyTooLarge { .. }) if limit < self.inner.max_list_body => {
+                return Err(too_large(ListBound::Bytes, self.inner.max_list_bytes));
+            }
+            other => other?,
+        };
+        let bytes = before.bytes + body.len() as u64;
+        let traffic = Traffic::new(resource, "list");
+        traffic.bytes.increment(body.len() as u64);
         let scope = resource.scope;
+        let started = std::time::Instant::now();
         let decoded = decode_list(body, scope).await;
+        traffic.decode.record(started.elapsed());
         let mut list = decoded.map_err(|source| Error::Decode {
             what: "list",
             line: None,
             offset: None,
             source,
         })?;
+        let objects = before.objects + list.items.len() as u64;
+        if objects > self.inner.max_list_objects as u64 {
+            return Err(too_large(
+                ListBound::Objects,
+                self.inner.max_list_objects as u64,
+            ));
+        }
+        let to = list
+            .continue_token
+            .as_deref()
+            .filter(|t| !t.is_empty())
+            .map(|t| lists.key(&base, t));
+        let totals = ListTotals {
+            pages: before.pages + 1,
+            objects,
+            bytes,
+        };
+        lists.advance(from, to, totals);
         fill_dynamic_types(&mut list, resource);
         Ok(list)
     }
@@ -172,11 +266,13 @@ impl Client {
     /// [`list_watch::Error`](kinformer_core::list_watch::Error), with this crate's [`Error`]
     /// inside ([`Error::from_list_watch`]). It has no total deadline. If no bytes arrive for
     /// `timeoutSeconds` plus the configured margin (or the configured idle limit when
-    /// `timeoutSeconds` is not set), it ends with [`Error::IdleTimeout`]. Compression is refused for watches,
-    /// but for a streaming list (`sendInitialEvents`), which carries the whole state as a list does. The namespace is checked
-    /// first, as for [`list`](Self::list); an event whose object has no name (or, for a
-    /// namespaced resource, no namespace) ends the stream with [`Error::Decode`] naming the
-    /// line.
+    /// `timeoutSeconds` is not set), it ends with [`Error::IdleTimeout`]. A watch asks for
+    /// `Accept-Encoding: identity`, but for a streaming list (`sendInitialEvents`), which
+    /// carries the whole state as a list does and asks for gzip; an answer in an encoding that
+    /// was not asked for is [`Error::UnexpectedEncoding`], and its body is not read. The
+    /// namespace is checked first, as for [`list`](Self::list); an event whose object has no
+    /// name (or, for a namespaced resource, no namespace) ends the stream with
+    /// [`Error::Decode`] naming the line.
     pub async fn watch<K>(
         &self,
         resource: &ApiResource,
@@ -204,19 +300,20 @@ impl Client {
         // A streaming list carries the whole state, as a list does: it may come compressed, as
         // client-go asks since 1.37. A plain watch may not (its events come one by one).
         let compressible = params.send_initial_events;
-        let response = self
+        let (response, encoding) = self
             .send(&path, accept, Request::Watch { compressible })
             .await?;
         let idle = match params.timeout_seconds {
             Some(t) => Duration::from_secs(u64::from(t)) + self.inner.watch_idle_margin,
             None => self.inner.watch_idle_timeout,
         };
-        Ok(decode_watch_with(
-            response.bytes_stream(),
+        Ok(decode_watch_counted(
+            decoded(response, encoding),
             self.inner.max_watch_line,
             resource.scope == Scope::Namespaced,
             Some(idle),
             Parallel::default(),
+            Traffic::new(resource, "watch"),
         ))
     }
 
@@ -228,8 +325,10 @@ impl Client {
         path: &str,
         what: &'static str,
     ) -> Result<T, Error> {
-        let response = self.send(path, ACCEPT_JSON, Request::List).await?;
-        let body = self.read_list_body(response).await?;
+        let (response, encoding) = self.send(path, ACCEPT_JSON, Request::List).await?;
+        let body = self
+            .read_list_body(response, encoding, self.inner.max_list_body)
+            .await?;
         serde_json::from_slice(&body).map_err(|source| Error::Decode {
             what,
             line: None,
@@ -238,25 +337,36 @@ impl Client {
         })
     }
 
-    /// Reads a list body: at most `max_list_body` bytes once decompressed, with no more than
-    /// `list_progress_timeout` between chunks.
-    async fn read_list_body(&self, mut response: reqwest::Response) -> Result<Vec<u8>, Error> {
-        let limit = self.inner.max_list_body;
+    /// Reads a list body: at most `limit` bytes once decompressed (else
+    /// [`Error::BodyTooLarge`] naming `limit`), with no more than `list_progress_timeout`
+    /// between chunks.
+    async fn read_list_body(
+        &self,
+        response: reqwest::Response,
+        encoding: Encoding,
+        limit: usize,
+    ) -> Result<Vec<u8>, Error> {
+        // The announced length is the compressed one for a gzip body: a bound from below.
         let announced = response.content_length().unwrap_or(0);
         if announced > limit as u64 {
             return Err(Error::BodyTooLarge { limit });
         }
         let progress = self.inner.list_progress_timeout;
-        // The announced length is at most the limit here; a compressed body announces none.
-        let mut body = Vec::with_capacity(announced as usize);
+        let capacity = match encoding {
+            Encoding::Identity => announced as usize,
+            Encoding::Gzip => 0,
+        };
+        let mut body = Vec::with_capacity(capacity);
+        let mut chunks = decoded(response, encoding);
         loop {
-            let chunk = tokio::time::timeout(progress, response.chunk())
+            let chunk = tokio::time::timeout(progress, chunks.next())
                 .await
                 .map_err(|_| Error::Timeout {
                     waiting_for: "the next bytes of the response body",
                     limit: progress,
                 })?
-                .map_err(|e| self.transport_error(&e))?;
+                .transpose()
+                .map_err(|e| self.body_error(&e))?;
             let Some(chunk) = chunk else {
                 return Ok(body);
             };
@@ -265,6 +375,17 @@ impl Client {
                 return Err(Error::BodyTooLarge { limit });
             }
             body.extend_from_slice(&chunk);
+        }
+    }
+
+    /// Maps a failure to read a body: the transport's, or corrupt gzip (which is a
+    /// [`Error::Request`]: the body did not arrive as sent).
+    fn body_error(&self, e: &BodyError) -> Error {
+        match e {
+            BodyError::Transport(e) => self.transport_error(e),
+            BodyError::Gzip(_) => Error::Request {
+                source: error_chain(e).into(),
+            },
         }
     }
 
@@ -302,13 +423,14 @@ impl Client {
     }
 
     /// Sends a GET, with credentials, retrying once with fresh credentials on a 401. Returns the
-    /// response of a 2xx answer, the mapped error otherwise.
+    /// response of a 2xx answer and the encoding of its body (one the request asked for, else
+    /// [`Error::UnexpectedEncoding`]), the mapped error otherwise.
     async fn send(
         &self,
         path: &str,
         accept: &'static str,
         kind: Request,
-    ) -> Result<reqwest::Response, Error> {
+    ) -> Result<(reqwest::Response, Encoding), Error> {
         let watch = matches!(kind, Request::Watch { .. });
         let span = tracing::debug_span!(
             "request",
@@ -324,20 +446,15 @@ impl Client {
             let started = Instant::now();
             let mut refreshed = false;
             loop {
-                let mut request = self.inner.http.get(&url).header(ACCEPT, accept);
-                match kind {
-                    // A watch lasts as long as the server keeps it: no request timeout.
-                    Request::Watch { compressible: true } => {}
-                    Request::Watch {
-                        compressible: false,
-                    } => {
-                        request = request.header(ACCEPT_ENCODING, "identity");
-                    }
-                    Request::List => {
-                        if let Some(limit) = self.inner.request_timeout {
-                            request = request.timeout(limit);
-                        }
-                    }
+                let mut request = self
+                    .inner
+                    .http
+                    .get(&url)
+                    .header(ACCEPT, accept)
+                    .header(ACCEPT_ENCODING, kind.encoding().header_value());
+                // A watch lasts as long as the server keeps it: no request timeout.
+                if let (Request::List, Some(limit)) = (kind, self.inner.request_timeout) {
+                    request = request.timeout(limit);
                 }
                 if let Some(auth) = self.inner.credentials.header().await? {
                     request = request.header(AUTHORIZATION, auth);
@@ -357,7 +474,8 @@ impl Client {
                 span.record("version", tracing::field::debug(response.version()));
                 if status.is_success() {
                     tracing::debug!("response");
-                    return Ok(response);
+                    let encoding = encoding_of(response.headers(), kind.encoding())?;
+                    return Ok((response, encoding));
                 }
                 if status == StatusCode::UNAUTHORIZED
                     && !refreshed
@@ -367,13 +485,104 @@ impl Client {
                     refreshed = true;
                     continue;
                 }
-                let error = self.error_from_response(response).await;
+                let error = self.error_from_response(response, kind.encoding()).await;
                 tracing::debug!(%error, "error response");
                 return Err(error);
             }
         }
         .instrument(span)
         .await
+    }
+}
+
+/// The proxy of the environment, by Go's rules, for every request (`Proxy::custom` asks per
+/// connection, so a redirect to another host is judged on its own). A SOCKS proxy that the
+/// server's own URL would go through is refused here: reqwest is built without SOCKS, and a
+/// proxy that cannot be used must not be silently skipped.
+fn env_proxy(
+    builder: reqwest::ClientBuilder,
+    env: ProxyEnv,
+    cluster_url: &str,
+) -> Result<reqwest::ClientBuilder, Error> {
+    if env.is_empty() {
+        return Ok(builder);
+    }
+    if let Some((proxy, var)) = reqwest::Url::parse(cluster_url)
+        .ok()
+        .as_ref()
+        .and_then(|url| env.select(url))
+    {
+        let shown = crate::secret::redact_url(proxy.as_str());
+        if !matches!(proxy.scheme(), "http" | "https") {
+            return Err(Error::config(
+                None,
+                var,
+                format!(
+                    "{shown:?}: only HTTP(S) proxies are supported; set NO_PROXY for the \
+                     server, or a proxy-url in the kubeconfig"
+                ),
+            ));
+        }
+        tracing::debug!(proxy = %shown, from = var, "requests go through the proxy");
+    }
+    Ok(builder.proxy(reqwest::Proxy::custom(move |url| {
+        env.select(url).map(|(proxy, _)| proxy.clone())
+    })))
+}
+
+/// How far each list in progress has come, by the continue token that carries it on, so that a
+/// list is bounded over all its pages whoever pages it. At most [`MAX_LISTS_IN_PROGRESS`] are
+/// kept; the oldest is forgotten first (a list abandoned mid-way is never finished).
+#[derive(Default)]
+struct ListsInProgress {
+    hasher: std::hash::RandomState,
+    /// (the key of the list path and the token that continues it, the list's totals so far)
+    lists: parking_lot::Mutex<VecDeque<(u64, ListTotals)>>,
+}
+
+/// The most lists one client follows at once.
+const MAX_LISTS_IN_PROGRESS: usize = 1024;
+
+/// What one list has taken so far.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+struct ListTotals {
+    pages: usize,
+    objects: u64,
+    bytes: u64,
+}
+
+impl ListsInProgress {
+    /// The key of a continue token of the list at `path`.
+    fn key(&self, path: &str, token: &str) -> u64 {
+        self.hasher.hash_one((path, token))
+    }
+
+    /// The totals of the list that `key` continues (zero for a token the client did not hand
+    /// out, or forgot).
+    fn get(&self, key: u64) -> ListTotals {
+        let lists = self.lists.lock();
+        lists
+            .iter()
+            .rev()
+            .find(|(k, _)| *k == key)
+            .map(|(_, t)| *t)
+            .unwrap_or_default()
+    }
+
+    /// A page was received: the token `from` is used up, and `to` (if the list goes on)
+    /// continues it with these totals.
+    fn advance(&self, from: Option<u64>, to: Option<u64>, totals: ListTotals) {
+        let mut lists = self.lists.lock();
+        if let Some(from) = from {
+            lists.retain(|(k, _)| *k != from);
+        }
+        if let Some(to) = to {
+            lists.retain(|(k, _)| *k != to);
+            if lists.len() >= MAX_LISTS_IN_PROGRESS {
+                lists.pop_front();
+            }
+            lists.push_back((to, totals));
+        }
     }
 }
 
@@ -390,9 +599,10 @@ const MAX_ERROR_BODY: usize = 64 * 1024;
 
 impl Client {
     /// Maps an error answer to [`Error`], from its `Status` body when it has one. At most
-    /// [`MAX_ERROR_BODY`] bytes of the body are read, with the list progress bound between
-    /// chunks; what arrived by then is used.
-    async fn error_from_response(&self, mut response: reqwest::Response) -> Error {
+    /// [`MAX_ERROR_BODY`] bytes of the body are read (decompressed, when it came in the gzip
+    /// that was asked for; a body in another encoding is not read), with the list progress
+    /// bound between chunks; what arrived by then is used.
+    async fn error_from_response(&self, response: reqwest::Response, asked: Encoding) -> Error {
         let code = response.status().as_u16();
         let retry_after = response
             .headers()
@@ -400,13 +610,16 @@ impl Client {
             .and_then(|v| v.to_str().ok())
             .map(str::to_owned);
         let mut body = Vec::new();
-        while body.len() < MAX_ERROR_BODY {
-            match tokio::time::timeout(self.inner.list_progress_timeout, response.chunk()).await {
-                Ok(Ok(Some(chunk))) => {
-                    let room = MAX_ERROR_BODY - body.len();
-                    body.extend_from_slice(&chunk[..chunk.len().min(room)]);
+        if let Ok(encoding) = encoding_of(response.headers(), asked) {
+            let mut chunks: Body = decoded(response, encoding);
+            while body.len() < MAX_ERROR_BODY {
+                match tokio::time::timeout(self.inner.list_progress_timeout, chunks.next()).await {
+                    Ok(Some(Ok(chunk))) => {
+                        let room = MAX_ERROR_BODY - body.len();
+                        body.extend_from_slice(&chunk[..chunk.len().min(room)]);
+                    }
+                    _ => break,
                 }
-                _ => break,
             }
         }
         Error::from_response(code, retry_after.as_deref(), &body)

@@ -13,7 +13,7 @@ use crate::kubeconfig::{
     EXEC_V1, EXEC_V1BETA1, ExecConfig, Kubeconfig, NamedAuthInfo, NamedCluster,
 };
 use crate::secret::redact_url;
-use crate::{Error, SecretString};
+use crate::{Error, ProxyEnv, SecretString};
 
 /// The folder where Kubernetes mounts a pod's service-account token, CA and namespace.
 pub const SERVICE_ACCOUNT_DIR: &str = "/var/run/secrets/kubernetes.io/serviceaccount";
@@ -23,6 +23,25 @@ pub const DEFAULT_MAX_WATCH_LINE: usize = 16 * 1024 * 1024;
 
 /// The default maximum size of a list response body once decompressed: 256 MiB.
 pub const DEFAULT_MAX_LIST_BODY: usize = 256 * 1024 * 1024;
+
+/// The default bound on a whole non-watch request, from sending it to the last byte of its body:
+/// 2 minutes, twice what the API server itself allows a non-watch request (60 s), so that only a
+/// server that trickles its answer (or a link far slower than any cluster's) ever meets it.
+pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(120);
+
+/// The default most pages one list may take, followed from continue token to continue token:
+/// 100,000, the pager's own bound (`kinformer_core::list_watch::DEFAULT_MAX_PAGES`).
+pub const DEFAULT_MAX_LIST_PAGES: usize = kinformer_core::list_watch::DEFAULT_MAX_PAGES;
+
+/// The default most objects one list may hold over all its pages: 5 million, over thirty times
+/// the 150,000 pods of Kubernetes' largest tested cluster.
+pub const DEFAULT_MAX_LIST_OBJECTS: usize = 5_000_000;
+
+/// The default most bytes one list's bodies may hold over all its pages, counted after
+/// decompression: 4 GiB, twice etcd's default storage quota (2 GiB) from which the API server
+/// serves (its JSON is larger than the protobuf etcd stores, but not by that much once
+/// `managedFields` and history are left aside).
+pub const DEFAULT_MAX_LIST_BYTES: u64 = 4 * 1024 * 1024 * 1024;
 
 /// Everything a [`Client`](crate::Client) needs to reach and authenticate to one API server.
 ///
@@ -51,8 +70,14 @@ pub struct Config {
     pub insecure_skip_tls_verify: bool,
     /// Verify the server's certificate against this name instead of the URL's host.
     pub tls_server_name: Option<String>,
-    /// An HTTP(S) proxy for every request.
+    /// An HTTP(S) proxy for every request (a kubeconfig cluster's `proxy-url`). When set, the
+    /// proxy environment is not consulted, as in client-go.
     pub proxy_url: Option<String>,
+    /// The proxy environment used when `proxy_url` is `None`, with Go's rules (see
+    /// [`ProxyEnv`]): `None` (the default) reads the process's `HTTPS_PROXY`, `HTTP_PROXY`
+    /// and `NO_PROXY` when the client is built; `Some(ProxyEnv::default())` proxies nothing.
+    /// Requests to the loopback interface are never proxied.
+    pub proxy_env: Option<ProxyEnv>,
     /// A client certificate and key to present.
     pub client_identity: Option<ClientIdentity>,
     /// How requests authenticate.
@@ -64,10 +89,12 @@ pub struct Config {
     /// watches alike (default 60 s: the API server itself ends a non-watch request after 60 s).
     /// Hitting it is [`Error::Timeout`].
     pub response_header_timeout: Duration,
-    /// The bound on a whole non-watch request (a list page), from sending it to the last byte
-    /// of the body: kubectl's `--request-timeout`. `None` (the default, as kubectl's `0`) sets
-    /// none; the other bounds still apply. Watches never have one. Hitting it is
-    /// [`Error::Timeout`].
+    /// The bound on a whole non-watch request (a list page, a discovery document), from sending
+    /// it to the last byte of the body: kubectl's `--request-timeout`. Default
+    /// [`DEFAULT_REQUEST_TIMEOUT`] (2 min), so that a body sent a byte at a time cannot hold a
+    /// request forever; `None` (kubectl's `0`) sets none, and the other bounds still apply.
+    /// Watches never have one. Hitting it is [`Error::Timeout`] waiting for "the whole
+    /// request".
     pub request_timeout: Option<Duration>,
     /// The bound on waiting for the next bytes of a list body: a list that stalls for this long
     /// ends with [`Error::Timeout`] (default 60 s).
@@ -76,6 +103,19 @@ pub struct Config {
     /// decompression; a larger one ends with [`Error::BodyTooLarge`] once this many bytes have
     /// arrived (default [`DEFAULT_MAX_LIST_BODY`], 256 MiB).
     pub max_list_body: usize,
+    /// The most pages one list may take, counted along its continue tokens (default
+    /// [`DEFAULT_MAX_LIST_PAGES`], 100,000). The page past it is not requested: the list ends
+    /// with [`Error::ListTooLarge`].
+    pub max_list_pages: usize,
+    /// The most objects one list may hold over all its pages, counted along its continue tokens
+    /// (default [`DEFAULT_MAX_LIST_OBJECTS`], 5 million). The page that goes past it ends the
+    /// list with [`Error::ListTooLarge`]. A server that hands out a new continue token with
+    /// every page meets this bound, or the next one, and cannot fill the memory.
+    pub max_list_objects: usize,
+    /// The most bytes one list's bodies may hold over all its pages once decompressed, counted
+    /// along its continue tokens (default [`DEFAULT_MAX_LIST_BYTES`], 4 GiB). The page that goes
+    /// past it ends the list with [`Error::ListTooLarge`], before it is decoded.
+    pub max_list_bytes: u64,
     /// The bound on one run of an exec credential plugin; a plugin still running then is killed
     /// and the request fails with [`Error::ExecTimeout`] (default 60 s).
     pub exec_timeout: Duration,
@@ -153,6 +193,7 @@ impl fmt::Debug for Config {
             .field("insecure_skip_tls_verify", &self.insecure_skip_tls_verify)
             .field("tls_server_name", &self.tls_server_name)
             .field("proxy_url", &self.proxy_url.as_deref().map(redact_url))
+            .field("proxy_env", &self.proxy_env)
             .field("client_identity", &self.client_identity)
             .field("auth", &self.auth)
             .field("connect_timeout", &self.connect_timeout)
@@ -160,6 +201,9 @@ impl fmt::Debug for Config {
             .field("request_timeout", &self.request_timeout)
             .field("list_progress_timeout", &self.list_progress_timeout)
             .field("max_list_body", &self.max_list_body)
+            .field("max_list_pages", &self.max_list_pages)
+            .field("max_list_objects", &self.max_list_objects)
+            .field("max_list_bytes", &self.max_list_bytes)
             .field("exec_timeout", &self.exec_timeout)
             .field("watch_idle_margin", &self.watch_idle_margin)
             .field("watch_idle_timeout", &self.watch_idle_timeout)
@@ -190,13 +234,17 @@ impl Config {
             insecure_skip_tls_verify: false,
             tls_server_name: None,
             proxy_url: None,
+            proxy_env: None,
             client_identity: None,
             auth: AuthConfig::None,
             connect_timeout: Duration::from_secs(30),
             response_header_timeout: Duration::from_secs(60),
-            request_timeout: None,
+            request_timeout: Some(DEFAULT_REQUEST_TIMEOUT),
             list_progress_timeout: Duration::from_secs(60),
             max_list_body: DEFAULT_MAX_LIST_BODY,
+            max_list_pages: DEFAULT_MAX_LIST_PAGES,
+            max_list_objects: DEFAULT_MAX_LIST_OBJECTS,
+            max_list_bytes: DEFAULT_MAX_LIST_BYTES,
             exec_timeout: Duration::from_secs(60),
             watch_idle_margin: Duration::from_secs(30),
             watch_idle_timeout: Duration::from_secs(600),

@@ -11,6 +11,44 @@ use kinformer_core::{Object, WatchEvent, WatchStream, missing_identity};
 use serde::de::DeserializeOwned;
 
 use crate::Error;
+use crate::metric_names;
+
+/// The client's metric handles for one request ([`metric_names`]): made once per list page or
+/// watch, so that a chunk or a batch only bumps an atomic.
+#[derive(Debug, Clone)]
+pub(crate) struct Traffic {
+    /// Bytes of the body read.
+    pub(crate) bytes: metrics::Counter,
+    /// Seconds decoding a list page, or a batch of watch lines.
+    pub(crate) decode: metrics::Histogram,
+}
+
+impl Traffic {
+    /// The handles of a `verb` (`list`, `watch`) on `resource` (`pods`, `deployments.apps`).
+    pub(crate) fn new(resource: &kinformer_core::ApiResource, verb: &'static str) -> Self {
+        let resource = if resource.group.is_empty() {
+            resource.plural.clone()
+        } else {
+            format!("{}.{}", resource.plural, resource.group)
+        };
+        let labels = [
+            metrics::Label::new("resource", resource),
+            metrics::Label::new("verb", verb),
+        ];
+        Self {
+            bytes: metrics::counter!(metric_names::BYTES_READ, labels.to_vec()),
+            decode: metrics::histogram!(metric_names::DECODE_SECONDS, labels.to_vec()),
+        }
+    }
+
+    /// Handles that record nothing (a body decoded for no resource in particular).
+    pub(crate) fn none() -> Self {
+        Self {
+            bytes: metrics::Counter::noop(),
+            decode: metrics::Histogram::noop(),
+        }
+    }
+}
 
 /// One complete line of a watch body (without its newline), and where it was.
 struct Line {
@@ -284,11 +322,16 @@ fn decode_tail<K: Object + DeserializeOwned>(
     })
 }
 
+/// A line with nothing to decode: empty, or only whitespace (a `\r` before the newline).
+fn is_blank(line: &[u8]) -> bool {
+    line.iter().all(u8::is_ascii_whitespace)
+}
+
 fn decode_event<K: Object + DeserializeOwned>(
     line: &[u8],
     require_namespace: bool,
 ) -> Option<Result<WatchEvent<K>, kinformer_core::Error>> {
-    if line.iter().all(u8::is_ascii_whitespace) {
+    if is_blank(line) {
         return None;
     }
     let event = match WatchEvent::from_json(line) {
@@ -312,10 +355,14 @@ fn decode_event<K: Object + DeserializeOwned>(
 ///
 /// The body is split into lines as it arrives, and batches of lines are decoded as tasks on the
 /// runtime's worker threads, as many at once as the machine has cores; the events come out in
-/// the order of their lines. A batch takes the lines that are ready (up to about 64 KiB), so a busy
-/// stream is decoded in parallel while a quiet one hands each event on at once; a small batch is
-/// decoded in place, without a hand-off. The work in flight is bounded: the body is read only as
-/// fast as the stream is consumed, a few batches ahead.
+/// the order of their lines. A batch takes the lines that are ready (up to about 64 KiB, counting
+/// every byte including newlines and blank lines, and at most 1024 lines), so a busy stream is
+/// decoded in parallel while a quiet one hands each event on at once; a small batch is decoded
+/// in place, without a hand-off. The work in flight is bounded: the body is read only as fast as
+/// the stream is consumed, a few batches ahead. Blank lines are skipped as they are split, and
+/// each batch's worth of nothing but blank lines is a cooperative yield point (tokio's task
+/// budget), so a server that sends nothing but newlines, as fast as it can, holds neither memory
+/// nor the thread.
 ///
 /// The stream ends (`None`) when the body ends cleanly, and after its first error, the neutral
 /// [`list_watch::Error`](kinformer_core::list_watch::Error) with this crate's [`Error`] inside
@@ -359,8 +406,11 @@ where
 pub(crate) struct Parallel {
     /// The most batches decoding at once.
     pub(crate) workers: usize,
-    /// A batch is handed on once its lines reach this many bytes.
+    /// A batch is handed on once its lines reach this many bytes, newlines and blank lines
+    /// included.
     pub(crate) batch_bytes: usize,
+    /// A batch is handed on once it has split this many lines, blank ones included.
+    pub(crate) batch_lines: usize,
     /// A batch smaller than this is decoded on the reading task, without a hand-off.
     pub(crate) inline_below: usize,
 }
@@ -368,6 +418,10 @@ pub(crate) struct Parallel {
 /// A batch is cut at this many bytes of lines: at ~5 KB per pod, a dozen events, whose decode
 /// (~300 µs) dwarfs the hand-off to another task (~1 µs).
 const BATCH_BYTES: usize = 64 * 1024;
+/// A batch is cut at this many lines, whatever their size: a line costs a `Line` (48 bytes)
+/// until it is decoded, and a run of tiny lines (a blank line is one byte) must not pile up.
+/// Real events are larger than 64 bytes, so for them the byte bound comes first.
+const BATCH_LINES: usize = 1024;
 /// A batch under this many bytes (a small event or two) is decoded in place: a hand-off would
 /// cost about as much as the decode. A single ~5 KB pod event is handed off, so that a busy
 /// watch spreads over the workers.
@@ -378,6 +432,7 @@ impl Default for Parallel {
         Self {
             workers: std::thread::available_parallelism().map_or(1, usize::from),
             batch_bytes: BATCH_BYTES,
+            batch_lines: BATCH_LINES,
             inline_below: INLINE_BELOW,
         }
     }
@@ -434,7 +489,10 @@ struct Reader<S> {
     split: LineSplitter,
     idle: Option<Duration>,
     batch_bytes: usize,
+    batch_lines: usize,
     ended: bool,
+    /// Counts the bytes read.
+    bytes: metrics::Counter,
 }
 
 impl<S, E> Reader<S>
@@ -443,7 +501,9 @@ where
     E: std::error::Error + Send + Sync + 'static,
 {
     /// The next batch: the lines that are complete once the body has no more bytes ready (or
-    /// once they reach the batch size), and the end of the stream if it came.
+    /// once they reach the batch size in bytes or in lines), and the end of the stream if it
+    /// came. Blank lines are counted and dropped; each batch's worth of nothing but blank lines
+    /// is a cooperative yield point (tokio's task budget) before the splitting goes on.
     async fn next_batch(&mut self) -> Option<Batch> {
         if self.ended {
             return None;
@@ -452,15 +512,27 @@ where
             lines: Vec::new(),
             end: None,
         };
-        let mut bytes = 0;
+        // Bytes (with their newlines) and lines split into this batch, blank ones included.
+        let (mut bytes, mut lines) = (0, 0);
         loop {
             while let Some(line) = self.split.next_line() {
                 match line {
                     Ok(line) => {
-                        bytes += line.bytes.len();
-                        batch.lines.push(line);
-                        if bytes >= self.batch_bytes {
-                            return Some(batch);
+                        bytes += line.bytes.len() + 1;
+                        lines += 1;
+                        if !is_blank(&line.bytes) {
+                            batch.lines.push(line);
+                        }
+                        if bytes >= self.batch_bytes || lines >= self.batch_lines {
+                            if !batch.lines.is_empty() {
+                                return Some(batch);
+                            }
+                            // Nothing but blank lines: a cooperative yield point, so that the
+                            // runtime gets to run something else (the consumer's other branches,
+                            // a Ctrl-C handler) once this task has used its budget. Outside a
+                            // runtime there is no budget, and this never waits.
+                            (bytes, lines) = (0, 0);
+                            tokio::task::coop::consume_budget().await;
                         }
                     }
                     Err(e) => return Some(self.end(batch, End::Fail(e))),
@@ -484,7 +556,10 @@ where
                 self.body.next().await
             };
             match next {
-                Some(Ok(chunk)) => self.split.push(chunk),
+                Some(Ok(chunk)) => {
+                    self.bytes.increment(chunk.len() as u64);
+                    self.split.push(chunk);
+                }
                 Some(Err(e)) => {
                     let reason = error_chain(&e);
                     tracing::debug!(%reason, "watch stream interrupted");
@@ -519,12 +594,39 @@ where
     S: Stream<Item = Result<Bytes, E>> + Send + 'static,
     E: std::error::Error + Send + Sync + 'static,
 {
+    decode_watch_counted(
+        body,
+        max_line,
+        require_namespace,
+        idle,
+        parallel,
+        Traffic::none(),
+    )
+}
+
+/// [`decode_watch_with`], recording the bytes read and the time each batch takes to decode.
+pub(crate) fn decode_watch_counted<K, S, E>(
+    body: S,
+    max_line: usize,
+    require_namespace: bool,
+    idle: Option<Duration>,
+    parallel: Parallel,
+    traffic: Traffic,
+) -> WatchStream<K>
+where
+    K: Object + DeserializeOwned,
+    S: Stream<Item = Result<Bytes, E>> + Send + 'static,
+    E: std::error::Error + Send + Sync + 'static,
+{
+    let Traffic { bytes, decode } = traffic;
     let reader = Reader {
         body: Box::pin(body),
         split: LineSplitter::new(max_line),
         idle,
         batch_bytes: parallel.batch_bytes.max(1),
+        batch_lines: parallel.batch_lines.max(1),
         ended: false,
+        bytes,
     };
     let batches = futures_util::stream::unfold(reader, |mut reader| async move {
         let batch = reader.next_batch().await?;
@@ -532,6 +634,13 @@ where
     });
     let decoded = batches
         .map(move |batch| {
+            let timer = decode.clone();
+            let timed = move |batch: Batch| {
+                let started = std::time::Instant::now();
+                let events = batch.decode::<K>(require_namespace);
+                timer.record(started.elapsed());
+                events
+            };
             // Without a second core, or outside a runtime, there is nowhere to hand a batch to.
             let runtime = (parallel.workers > 1 && batch.bytes() >= parallel.inline_below)
                 .then(tokio::runtime::Handle::try_current)
@@ -543,7 +652,7 @@ where
                 // resident size of a typed cache doubled under updates), and the hand-off is a
                 // queue push rather than the wake-up of a parked thread (a blocking thread per
                 // batch cost a third of the event rate on 2 cores; docs/benchmarks.md).
-                let task = runtime.spawn(async move { batch.decode(require_namespace) });
+                let task = runtime.spawn(async move { timed(batch) });
                 futures_util::future::Either::Left(task.map(|joined| match joined {
                     Ok(events) => events,
                     Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
@@ -553,9 +662,7 @@ where
                     })],
                 }))
             } else {
-                futures_util::future::Either::Right(futures_util::future::ready(
-                    batch.decode(require_namespace),
-                ))
+                futures_util::future::Either::Right(futures_util::future::ready(timed(batch)))
             }
         })
         .buffered(parallel.workers.max(1));
@@ -869,6 +976,7 @@ mod tests {
         Parallel {
             workers,
             batch_bytes,
+            batch_lines: BATCH_LINES,
             inline_below: 0,
         }
     }
@@ -1062,5 +1170,114 @@ mod tests {
             );
         }
         assert!(taken > 8000, "the stream kept flowing");
+    }
+
+    /// A reader over `chunks`, with the default batch bounds.
+    fn reader(
+        chunks: Vec<Bytes>,
+    ) -> Reader<impl Stream<Item = Result<Bytes, std::io::Error>> + Send + 'static> {
+        Reader {
+            body: Box::pin(futures_util::stream::iter(chunks.into_iter().map(Ok))),
+            split: LineSplitter::new(1 << 20),
+            idle: None,
+            batch_bytes: BATCH_BYTES,
+            batch_lines: BATCH_LINES,
+            ended: false,
+            bytes: metrics::Counter::noop(),
+        }
+    }
+
+    /// A server that sends nothing but blank lines, as fast as it can: not one of them is kept,
+    /// whatever their number, and lines too small for the byte cut are cut by their count.
+    #[tokio::test]
+    async fn blank_lines_are_counted_and_never_kept() {
+        // 4 MiB of blank lines of every kind (about 1.7 million lines), all ready at once.
+        let blanks = Bytes::from(b"\n\r\n  \n\t\n\n".repeat(64 * 1024 / 10));
+        let mut r = reader(vec![blanks.clone(); 64]);
+        let batch = r.next_batch().await.unwrap();
+        assert!(
+            batch.lines.is_empty(),
+            "{} blank lines kept",
+            batch.lines.len()
+        );
+        assert!(matches!(&batch.end, Some(End::Tail(t)) if t.is_empty()));
+        assert!(r.next_batch().await.is_none());
+
+        // Events between the blank lines: each batch holds at most 64 KiB of lines, blank lines
+        // and newlines counted, and at most 1024 lines.
+        let event = line("ADDED", "a", 1);
+        let mut body = Vec::new();
+        for i in 0..200 {
+            body.extend_from_slice(event.as_bytes());
+            body.extend_from_slice(&b"\n".repeat(if i % 2 == 0 { 1 } else { 30_000 }));
+        }
+        let mut r = reader(vec![Bytes::from(body)]);
+        let mut events = 0;
+        while let Some(batch) = r.next_batch().await {
+            assert!(batch.lines.len() <= BATCH_LINES);
+            let bytes = batch.bytes() + batch.lines.len();
+            assert!(
+                bytes <= BATCH_BYTES + event.len() + 1,
+                "{bytes} bytes in a batch"
+            );
+            assert!(batch.lines.iter().all(|l| !is_blank(&l.bytes)));
+            events += batch.lines.len();
+        }
+        assert_eq!(events, 200);
+
+        // Tiny lines that are not blank (each a decode error, but the reader does not judge):
+        // cut at 1024 lines, not at 64 KiB.
+        let tiny = Bytes::from(b"x\n".repeat(10_000));
+        let mut r = reader(vec![tiny]);
+        let sizes: Vec<usize> = std::iter::from_fn(|| {
+            futures_util::FutureExt::now_or_never(r.next_batch())
+                .flatten()
+                .map(|b| b.lines.len())
+        })
+        .collect();
+        assert_eq!(sizes.iter().sum::<usize>(), 10_000);
+        assert!(sizes.iter().all(|n| *n <= BATCH_LINES), "{sizes:?}");
+    }
+
+    /// An endless body of blank lines does not hold the thread: the consumer's task yields, so
+    /// the other tasks of a single-threaded runtime run, and the stream can be dropped.
+    #[tokio::test]
+    async fn an_endless_body_of_blank_lines_yields_to_the_runtime() {
+        use std::sync::Arc;
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        const GIVE_UP: usize = 16 << 20;
+        let block = Bytes::from(b"\n\r\n  \n".repeat(64 * 1024 / 7));
+        let pulled = Arc::new(AtomicUsize::new(0));
+        let counter = Arc::clone(&pulled);
+        let body = futures_util::stream::repeat_with(move || {
+            let n = counter.fetch_add(block.len(), Ordering::SeqCst);
+            // Without a yield, nothing else ever runs: end the test's wait rather than loop.
+            assert!(
+                n < GIVE_UP,
+                "read {n} bytes of blank lines without yielding"
+            );
+            Ok::<_, std::io::Error>(block.clone())
+        });
+        let mut stream = decode_watch_with::<DynamicObject, _, _>(
+            body,
+            1 << 20,
+            false,
+            None,
+            Parallel::default(),
+        );
+        let consumer = tokio::spawn(async move { stream.next().await.is_some() });
+        let mut turns = 0;
+        while pulled.load(Ordering::SeqCst) < 4 << 20 {
+            tokio::task::yield_now().await;
+            assert!(!consumer.is_finished(), "the consumer gave up");
+            turns += 1;
+            assert!(turns < 1_000_000);
+        }
+        assert!(
+            turns > 3,
+            "this task ran {turns} times while 4 MiB was read"
+        );
+        consumer.abort();
+        assert!(consumer.await.unwrap_err().is_cancelled());
     }
 }

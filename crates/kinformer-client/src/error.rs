@@ -155,6 +155,44 @@ pub enum Error {
         limit: usize,
     },
 
+    /// One list, followed along its continue tokens, went past a configured bound: more pages
+    /// ([`Config::max_list_pages`]), objects ([`Config::max_list_objects`]) or bytes
+    /// ([`Config::max_list_bytes`]) than allowed. The page past the bound is not requested (or
+    /// not decoded), and nothing of the list should be kept. Not retryable as is: a server that
+    /// hands out a new continue token on every page would do it again; when the server really
+    /// holds that much, raise the bound the message names.
+    ///
+    /// [`Config::max_list_pages`]: crate::Config::max_list_pages
+    /// [`Config::max_list_objects`]: crate::Config::max_list_objects
+    /// [`Config::max_list_bytes`]: crate::Config::max_list_bytes
+    #[error(
+        "the list went past its bound of {limit} {bound} ({pages} pages received); if the \
+         server really holds that many, raise Config::{}",
+        bound.config_field()
+    )]
+    ListTooLarge {
+        /// Which bound.
+        bound: ListBound,
+        /// The bound's value.
+        limit: u64,
+        /// The pages received before it was hit.
+        pages: usize,
+    },
+
+    /// The server answered with a `Content-Encoding` the client did not ask for (gzip when a
+    /// watch asked for `identity`, or an encoding the client never asks for, such as `br`). The
+    /// body was not read. Not retryable: the server (or a proxy on the way) needs fixing.
+    #[error(
+        "the server answered with Content-Encoding {} although the client asked for {asked}",
+        fmt_value(encoding)
+    )]
+    UnexpectedEncoding {
+        /// The `Content-Encoding` of the answer.
+        encoding: String,
+        /// The `Accept-Encoding` of the request: `"identity"` or `"gzip"`.
+        asked: &'static str,
+    },
+
     /// The watch stream was cut (the connection dropped, possibly mid-line). Not a decode error:
     /// resume watching from the last resourceVersion seen.
     #[error("watch stream interrupted after {events} events: {reason}")]
@@ -232,6 +270,40 @@ pub enum Error {
     },
 }
 
+/// Which bound of a list [`Error::ListTooLarge`] names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum ListBound {
+    /// Pages ([`Config::max_list_pages`](crate::Config::max_list_pages)).
+    Pages,
+    /// Objects ([`Config::max_list_objects`](crate::Config::max_list_objects)).
+    Objects,
+    /// Bytes of the bodies, decompressed ([`Config::max_list_bytes`](crate::Config::max_list_bytes)).
+    Bytes,
+}
+
+impl ListBound {
+    /// The field of [`Config`](crate::Config) that sets this bound: `"max_list_pages"`,
+    /// `"max_list_objects"` or `"max_list_bytes"`.
+    pub fn config_field(self) -> &'static str {
+        match self {
+            Self::Pages => "max_list_pages",
+            Self::Objects => "max_list_objects",
+            Self::Bytes => "max_list_bytes",
+        }
+    }
+}
+
+impl fmt::Display for ListBound {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Self::Pages => "pages",
+            Self::Objects => "objects",
+            Self::Bytes => "bytes",
+        })
+    }
+}
+
 fn fmt_retry(d: Option<Duration>) -> String {
     d.map(|d| format!(", retry after {}s", d.as_secs()))
         .unwrap_or_default()
@@ -265,8 +337,8 @@ impl Error {
     ///
     /// `false` for what repeating cannot fix: a request that cannot be built, an invalid
     /// namespace, bad configuration or TLS material, credentials that cannot be obtained or are
-    /// refused after a refresh, 4xx answers, bodies and lines over their limits, undecodable
-    /// answers.
+    /// refused after a refresh, 4xx answers, bodies, lines and lists over their limits, an
+    /// encoding that was not asked for, undecodable answers.
     pub fn is_retryable(&self) -> bool {
         matches!(
             self,
@@ -521,6 +593,8 @@ mod tests {
             (Error::InvalidRequest { message: m() }, false, false, false, None),
             (Error::InvalidName { what: "namespace", value: m(), problems: m() }, false, false, false, None),
             (Error::BodyTooLarge { limit: 10 }, false, false, false, None),
+            (Error::ListTooLarge { bound: ListBound::Objects, limit: 10, pages: 2 }, false, false, false, None),
+            (Error::UnexpectedEncoding { encoding: "gzip".into(), asked: "identity" }, false, false, false, None),
             (Error::Interrupted { events: 1, reason: m() }, true, false, true, None),
             (Error::IdleTimeout { idle: Duration::from_secs(1) }, true, false, true, None),
             (Error::LineTooLong { line: 1, limit: 10 }, false, false, false, None),

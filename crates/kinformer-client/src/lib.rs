@@ -16,6 +16,13 @@
 //! - [`Config`] from a kubeconfig ([`Kubeconfig`], merged across `KUBECONFIG` files with kubectl's
 //!   rules) or from inside a pod: TLS with rustls, bearer tokens, rotating token files, basic
 //!   auth, client certificates, and exec credential plugins.
+//! - Proxies as kubectl: a cluster's `proxy-url`, else `HTTPS_PROXY`/`HTTP_PROXY`/`NO_PROXY`
+//!   with the rules of Go's `ProxyFromEnvironment` ([`ProxyEnv`]); loopback is never proxied.
+//! - Bounds on everything a server controls: waits, body and line sizes, each list's pages,
+//!   objects and bytes along its continue tokens, the whole time of a non-watch request, and
+//!   encodings that were not asked for (see [`Config`]'s fields).
+//! - Counts the bytes of each list and watch body and times their decoding through the
+//!   `metrics` facade ([`metric_names`]), at no cost when no recorder is installed.
 //!
 //! What it does not do: retry, back off, relist or resume. Every [`Error`] says which of those
 //! fits ([`Error::kind`], [`Error::is_retryable`], [`Error::is_gone`], [`Error::is_resumable`],
@@ -27,8 +34,9 @@
 //! delete. Legacy auth-provider plugins are refused. `tls-server-name` changes which name the
 //! server's certificate is verified against, not the SNI sent.
 //!
-//! Modules, each using only those before it: `error`, `secret`, `kubeconfig` (the file), `config`
-//! (describes), `tls` and `auth` (build from it), `decode`, `list`, `client`, `api`, `discovery`.
+//! Modules, each using only those before it: `error`, `secret`, `kubeconfig` (the file), `proxy`
+//! (the proxy environment, with Go's rules), `config` (describes), `tls` and `auth` (build from
+//! it), `body` (encodings), `decode`, `list`, `client`, `api`, `discovery`.
 //!
 //! # Example
 //! ```no_run
@@ -65,6 +73,7 @@
 
 mod api;
 mod auth;
+mod body;
 mod client;
 mod config;
 mod decode;
@@ -74,20 +83,35 @@ mod discovery;
 mod error;
 mod kubeconfig;
 mod list;
+mod proxy;
 mod secret;
 mod tls;
 
 pub use api::Api;
 pub use client::Client;
 pub use config::{
-    AuthConfig, ClientIdentity, Config, DEFAULT_MAX_LIST_BODY, DEFAULT_MAX_WATCH_LINE,
-    KubeconfigOptions, SERVICE_ACCOUNT_DIR,
+    AuthConfig, ClientIdentity, Config, DEFAULT_MAX_LIST_BODY, DEFAULT_MAX_LIST_BYTES,
+    DEFAULT_MAX_LIST_OBJECTS, DEFAULT_MAX_LIST_PAGES, DEFAULT_MAX_WATCH_LINE,
+    DEFAULT_REQUEST_TIMEOUT, KubeconfigOptions, SERVICE_ACCOUNT_DIR,
 };
 pub use decode::{WatchDecoder, decode_watch};
 pub use discovery::{DiscoveredResource, Discovery};
-pub use error::Error;
+pub use error::{Error, ListBound};
 pub use kubeconfig::{
     AuthInfo, Cluster, Context, ExecConfig, ExecEnvVar, Kubeconfig, NamedAuthInfo, NamedCluster,
     NamedContext,
 };
+pub use proxy::ProxyEnv;
 pub use secret::SecretString;
+
+/// The names of the client's metrics, through the `metrics` facade (docs/metrics.md lists every
+/// metric of the pipeline). Each is labelled `resource` (the plural, with the group when there
+/// is one: `deployments.apps`) and `verb` (`list`, or `watch` for watches and streaming lists).
+/// With no recorder installed they cost nothing; the handles are made once per request.
+pub mod metric_names {
+    /// Bytes of list and watch response bodies read, after gzip decompression (a counter).
+    pub const BYTES_READ: &str = "kinformer_client_bytes_read_total";
+    /// Seconds decoding a list page, or a batch of watch lines (what the body had ready, up to
+    /// 64 KiB), into objects (a histogram).
+    pub const DECODE_SECONDS: &str = "kinformer_client_decode_seconds";
+}

@@ -3,7 +3,9 @@
 //! refused, and each failure is a typed error that says whether retrying can help. Bodies that
 //! are not what was asked for (HTML, endless, a 50 MB line, the wrong Content-Type) and events
 //! a server should not send (no resourceVersion, a bookmark without one, an unknown ERROR code)
-//! each get the behaviour docs/client.md defines.
+//! each get the behaviour docs/client.md defines. So do the servers of issue #27: a watch of
+//! blank lines sent as fast as the socket takes them, an encoding the client did not ask for, a
+//! list with a new continue token on every page, and a list body sent a byte at a time.
 
 mod support;
 
@@ -39,6 +41,19 @@ enum Reply {
         times: usize,
         tail: Vec<u8>,
     },
+    /// Writes `head`, then `chunk` `times` times, then holds the connection open, silent.
+    RepeatThenSilence {
+        head: Vec<u8>,
+        chunk: Vec<u8>,
+        times: usize,
+    },
+    /// Writes `head`, then each byte of `body` after a pause of `every` (tokio time), then
+    /// closes the connection.
+    Trickle {
+        head: Vec<u8>,
+        body: Vec<u8>,
+        every: Duration,
+    },
 }
 
 /// A hostile server: `reply` decides what each request gets. Counts accepted connections, and
@@ -48,6 +63,10 @@ struct Hostile {
     addr: SocketAddr,
     connections: Arc<AtomicUsize>,
     heads: Arc<std::sync::Mutex<Vec<String>>>,
+    /// Bytes written by `RepeatThenSilence` after its head.
+    written: Arc<AtomicUsize>,
+    /// Silent connections the client has closed.
+    hung_up: Arc<AtomicUsize>,
 }
 
 impl Hostile {
@@ -56,12 +75,16 @@ impl Hostile {
         let addr = listener.local_addr().unwrap();
         let connections = Arc::new(AtomicUsize::new(0));
         let heads = Arc::new(std::sync::Mutex::new(Vec::new()));
+        let written = Arc::new(AtomicUsize::new(0));
+        let hung_up = Arc::new(AtomicUsize::new(0));
         let reply = Arc::new(reply);
         let (count, seen) = (Arc::clone(&connections), Arc::clone(&heads));
+        let (wrote, gone) = (Arc::clone(&written), Arc::clone(&hung_up));
         tokio::spawn(async move {
             while let Ok((mut conn, _)) = listener.accept().await {
                 count.fetch_add(1, Ordering::SeqCst);
                 let (reply, seen) = (Arc::clone(&reply), Arc::clone(&seen));
+                let (wrote, gone) = (Arc::clone(&wrote), Arc::clone(&gone));
                 tokio::spawn(async move {
                     if !read_head {
                         // Hold the connection, silent, until the client gives up.
@@ -89,6 +112,34 @@ impl Hostile {
                             let _ = conn.write_all(&bytes).await;
                             let mut sink = [0u8; 1024];
                             while matches!(conn.read(&mut sink).await, Ok(n) if n > 0) {}
+                            gone.fetch_add(1, Ordering::SeqCst);
+                        }
+                        Reply::RepeatThenSilence { head, chunk, times } => {
+                            if conn.write_all(&head).await.is_err() {
+                                return;
+                            }
+                            for _ in 0..times {
+                                if conn.write_all(&chunk).await.is_err() {
+                                    gone.fetch_add(1, Ordering::SeqCst);
+                                    return;
+                                }
+                                wrote.fetch_add(chunk.len(), Ordering::SeqCst);
+                            }
+                            let mut sink = [0u8; 1024];
+                            while matches!(conn.read(&mut sink).await, Ok(n) if n > 0) {}
+                            gone.fetch_add(1, Ordering::SeqCst);
+                        }
+                        Reply::Trickle { head, body, every } => {
+                            if conn.write_all(&head).await.is_err() {
+                                return;
+                            }
+                            for byte in body {
+                                tokio::time::sleep(every).await;
+                                if conn.write_all(&[byte]).await.is_err() {
+                                    return;
+                                }
+                            }
+                            let _ = conn.shutdown().await;
                         }
                         Reply::Repeat {
                             head,
@@ -115,6 +166,8 @@ impl Hostile {
             addr,
             connections,
             heads,
+            written,
+            hung_up,
         }
     }
 
@@ -442,9 +495,16 @@ async fn the_defaults_bound_every_wait() {
     let config = Config::new("https://127.0.0.1:6443");
     assert_eq!(config.connect_timeout, Duration::from_secs(30));
     assert_eq!(config.response_header_timeout, Duration::from_secs(60));
-    assert_eq!(config.request_timeout, None);
+    assert_eq!(config.request_timeout, Some(Duration::from_secs(120)));
+    assert_eq!(
+        config.request_timeout,
+        Some(kinformer_client::DEFAULT_REQUEST_TIMEOUT)
+    );
     assert_eq!(config.list_progress_timeout, Duration::from_secs(60));
     assert_eq!(config.max_list_body, 256 << 20);
+    assert_eq!(config.max_list_pages, 100_000);
+    assert_eq!(config.max_list_objects, 5_000_000);
+    assert_eq!(config.max_list_bytes, 4 << 30);
     assert_eq!(config.exec_timeout, Duration::from_secs(60));
     assert_eq!(config.watch_idle_margin, Duration::from_secs(30));
     assert_eq!(config.watch_idle_timeout, Duration::from_secs(600));
@@ -841,5 +901,343 @@ async fn events_a_server_should_not_send_reach_the_caller_as_sent() {
             "error 418 false",
             "error 0 false"
         ]
+    );
+}
+
+/// The peak resident memory of this process so far, in bytes (Linux), to check that a hostile
+/// server cannot grow it by much; `None` elsewhere.
+fn peak_resident_bytes() -> Option<usize> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let kb: usize = status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))?
+        .trim()
+        .trim_end_matches("kB")
+        .trim()
+        .parse()
+        .ok()?;
+    Some(kb * 1024)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_watch_of_blank_lines_sent_fast_holds_no_memory_and_drops_promptly() {
+    // 64 MiB of newlines in 64 KiB chunks, written as fast as the socket takes them, and then
+    // silence with the watch still open. A reader that kept each blank line (48 bytes of
+    // bookkeeping for a byte) grew by 1.3 GB here; this one by a few MiB.
+    const CHUNK: usize = 64 * 1024;
+    const TIMES: usize = 1024;
+    let server = Hostile::start(true, |_| Reply::RepeatThenSilence {
+        head: CHUNKED_HEAD.to_vec(),
+        chunk: chunk(&[b'\n'; CHUNK]),
+        times: TIMES,
+    })
+    .await;
+    let sent_all = (CHUNK + 9) * TIMES;
+    let before = peak_resident_bytes();
+    let pods: Api<Pod> = Api::all(Client::new(server.config()).unwrap());
+    let mut events = within(pods.watch_rich(&WatchParams::default()))
+        .await
+        .unwrap();
+    // The stream yields no event, and does not hold the task: each wait for the next event
+    // gives up on its own bound while the lines pour in. Bounded: at most 1200 waits.
+    for _ in 0..1200 {
+        let next = tokio::time::timeout(Duration::from_millis(50), events.next()).await;
+        assert!(
+            next.is_err(),
+            "a stream of blank lines gave {:?}",
+            next.unwrap()
+        );
+        if server.written.load(Ordering::SeqCst) >= sent_all {
+            break;
+        }
+    }
+    assert_eq!(
+        server.written.load(Ordering::SeqCst),
+        sent_all,
+        "the client read all the blank lines"
+    );
+    // One more wait once all is sent: the last chunks are read and dropped too.
+    assert!(
+        tokio::time::timeout(Duration::from_millis(200), events.next())
+            .await
+            .is_err()
+    );
+    if let (Some(before), Some(peak)) = (before, peak_resident_bytes()) {
+        let grown = peak.saturating_sub(before);
+        assert!(
+            grown < 256 << 20,
+            "resident memory grew by {} MiB reading {} MiB of blank lines",
+            grown >> 20,
+            sent_all >> 20
+        );
+    }
+    // Dropped, the stream closes the connection at once.
+    drop(events);
+    within(async {
+        while server.hung_up.load(Ordering::SeqCst) == 0 {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn an_encoding_that_was_not_asked_for_is_refused() {
+    const EVENT: &str = r#"{"type":"ADDED","object":{"metadata":{"name":"a","namespace":"shop","resourceVersion":"6"}}}"#;
+    let server = Hostile::start(true, |head| {
+        let gzipped = gzip(format!("{EVENT}\n").as_bytes());
+        Reply::Bytes(if head.contains("watch=true") {
+            // A watch answered in gzip, asked for identity or (a streaming list) for gzip.
+            answer("200 OK", "content-encoding: gzip\r\n", &gzipped)
+        } else if head.contains("labelselector=brotli") {
+            answer("200 OK", "content-encoding: br\r\n", POD_LIST.as_bytes())
+        } else {
+            answer(
+                "200 OK",
+                "content-encoding: identity\r\n",
+                POD_LIST.as_bytes(),
+            )
+        })
+    })
+    .await;
+    let pods: Api<Pod> = Api::all(Client::new(server.config()).unwrap());
+    let e = within(pods.watch_rich(&WatchParams::default()))
+        .await
+        .err()
+        .expect("a gzip answer to an identity watch is refused");
+    match &e {
+        Error::UnexpectedEncoding { encoding, asked } => {
+            assert_eq!((encoding.as_str(), *asked), ("gzip", "identity"))
+        }
+        other => panic!("{other:?}"),
+    }
+    assert!(!e.is_retryable(), "{e}");
+    assert!(e.to_string().contains("Content-Encoding \"gzip\""), "{e}");
+    let heads = server.heads.lock().unwrap().clone();
+    assert!(
+        heads[0].contains("accept-encoding: identity"),
+        "{}",
+        heads[0]
+    );
+
+    // A streaming list asks for gzip, and gets it decoded.
+    let mut events = within(pods.watch_rich(&WatchParams {
+        send_initial_events: true,
+        allow_watch_bookmarks: true,
+        resource_version_match: Some(kinformer_core::ResourceVersionMatch::NotOlderThan),
+        ..WatchParams::default()
+    }))
+    .await
+    .unwrap();
+    assert!(matches!(
+        within(events.next()).await,
+        Some(Ok(WatchEvent::Added(_)))
+    ));
+    assert!(within(events.next()).await.is_none());
+
+    // A list answered in an encoding the client never asks for; `identity` is always fine.
+    let e = within(pods.list_rich(&ListParams {
+        label_selector: Some("brotli".into()),
+        ..ListParams::default()
+    }))
+    .await
+    .unwrap_err();
+    assert!(
+        matches!(&e, Error::UnexpectedEncoding { encoding, asked: "gzip" } if encoding == "br"),
+        "{e:?}"
+    );
+    assert_eq!(
+        within(pods.list_rich(&ListParams::default()))
+            .await
+            .unwrap()
+            .items
+            .len(),
+        1
+    );
+}
+
+/// A list server that hands out a new continue token with every page of `per_page` pods (each
+/// about `pad` bytes larger than bare), forever; with `labelSelector=pages-N` the list ends
+/// after N pages. It never serves more than 1000 pages, so that a client without bounds ends.
+fn endless_lists(per_page: usize, pad: usize) -> impl Fn(&str) -> Reply + Send + Sync + 'static {
+    let served = AtomicUsize::new(0);
+    move |head| {
+        let page = served.fetch_add(1, Ordering::SeqCst);
+        let last = head
+            .split_once("labelselector=pages-")
+            .and_then(|(_, rest)| rest.split(['&', ' ']).next()?.parse::<usize>().ok());
+        let number = head
+            .split_once("continue=p")
+            .and_then(|(_, rest)| rest.split(['&', ' ']).next()?.parse::<usize>().ok())
+            .map_or(1, |n| n + 1);
+        let items: Vec<String> = (0..per_page)
+            .map(|i| {
+                format!(
+                    r#"{{"metadata":{{"name":"p{number}-{i}","namespace":"shop"}},"pad":"{}"}}"#,
+                    "x".repeat(pad)
+                )
+            })
+            .collect();
+        let more = page < 1000 && last.is_none_or(|last| number < last);
+        let token = if more {
+            format!(r#","continue":"p{number}""#)
+        } else {
+            String::new()
+        };
+        let body = format!(
+            r#"{{"kind":"PodList","apiVersion":"v1","metadata":{{"resourceVersion":"5"{token}}},"items":[{}]}}"#,
+            items.join(",")
+        );
+        Reply::Bytes(answer("200 OK", "", body.as_bytes()))
+    }
+}
+
+#[tokio::test]
+async fn an_endless_list_stops_at_its_bounds() {
+    use kinformer_client::ListBound;
+    use kinformer_core::list_watch::{ErrorKind, list_all};
+    let server = Hostile::start(true, endless_lists(100, 0)).await;
+    let requests = || server.heads.lock().unwrap().len();
+    // Lists the pods in pages of 100 with `config`, as the reflector and `get` do.
+    let list = |config: Config, selector: Option<&str>| {
+        let pods: Api<Pod> = Api::all(Client::new(config).unwrap());
+        let params = ListParams {
+            label_selector: selector.map(str::to_owned),
+            ..ListParams::default()
+        };
+        async move { list_all(&pods, &params, 100).await }
+    };
+
+    // Objects: the 11th page of 100 goes past 1000; nothing of it is kept.
+    let mut config = server.config();
+    config.max_list_objects = 1000;
+    let e = within(list(config.clone(), None)).await.unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Fatal, "{e}");
+    match Error::from_list_watch(&e) {
+        Some(Error::ListTooLarge {
+            bound: ListBound::Objects,
+            limit: 1000,
+            pages: 10,
+        }) => {}
+        other => panic!("{other:?}"),
+    }
+    assert!(
+        e.to_string().contains("raise Config::max_list_objects"),
+        "{e}"
+    );
+    assert_eq!(requests(), 11);
+    // A list of exactly the bound is fine.
+    let all = within(list(config, Some("pages-10"))).await.unwrap();
+    assert_eq!(all.items.len(), 1000);
+
+    // Pages: the 8th page is not even asked for.
+    let before = requests();
+    let mut config = server.config();
+    config.max_list_pages = 7;
+    let e = within(list(config, None)).await.unwrap_err();
+    assert!(
+        matches!(
+            Error::from_list_watch(&e),
+            Some(Error::ListTooLarge {
+                bound: ListBound::Pages,
+                limit: 7,
+                pages: 7
+            })
+        ),
+        "{e}"
+    );
+    assert!(
+        e.to_string().contains("raise Config::max_list_pages"),
+        "{e}"
+    );
+    assert_eq!(requests() - before, 7);
+
+    // Bytes: a page of 100 pods here is about 5.7 KB; 20 KB of list is three pages and a part.
+    // The fourth body is read only up to what is left of the bound.
+    let mut config = server.config();
+    config.max_list_bytes = 20_000;
+    let e = within(list(config, None)).await.unwrap_err();
+    assert!(
+        matches!(
+            Error::from_list_watch(&e),
+            Some(Error::ListTooLarge {
+                bound: ListBound::Bytes,
+                limit: 20_000,
+                pages: 3
+            })
+        ),
+        "{e}"
+    );
+
+    // A list is followed along its continue tokens whoever pages it: by hand, too.
+    let mut config = server.config();
+    config.max_list_objects = 250;
+    let pods: Api<Pod> = Api::all(Client::new(config).unwrap());
+    let mut params = ListParams {
+        limit: Some(100),
+        ..ListParams::default()
+    };
+    for _ in 0..2 {
+        let page = within(pods.list_rich(&params)).await.unwrap();
+        params.continue_token = page.continue_token;
+    }
+    let e = within(pods.list_rich(&params)).await.unwrap_err();
+    assert!(
+        matches!(
+            e,
+            Error::ListTooLarge {
+                bound: ListBound::Objects,
+                limit: 250,
+                pages: 2
+            }
+        ),
+        "{e}"
+    );
+    // A new list starts from nothing.
+    params.continue_token = None;
+    assert_eq!(
+        within(pods.list_rich(&params)).await.unwrap().items.len(),
+        100
+    );
+}
+
+#[tokio::test]
+async fn a_list_body_sent_a_byte_at_a_time_hits_the_default_request_timeout() {
+    // A byte every second never trips the 60 s bound on silence; only the bound on the whole
+    // request (2 min by default, as kubectl's --request-timeout bounds non-watch requests)
+    // ends it. The server gives up after 10 minutes (of paused tokio time), so that a client
+    // without the bound ends too.
+    let server = Hostile::start(true, |_| Reply::Trickle {
+        head:
+            b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 100000\r\n\r\n"
+                .to_vec(),
+        body: [br#"{"kind":"PodList","items":["#.as_slice(), &[b' '; 600]].concat(),
+        every: Duration::from_secs(1),
+    })
+    .await;
+    let pods: Api<Pod> = Api::all(Client::new(server.config()).unwrap());
+    let list = tokio::spawn(async move { pods.list_rich(&ListParams::default()).await });
+    // Connect in real time; pause the clock once the request has arrived, so that the waits
+    // (the server's pauses, the client's bounds) pass in tokio's time from there on.
+    for _ in 0..2000 {
+        if !server.heads.lock().unwrap().is_empty() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    assert_eq!(server.heads.lock().unwrap().len(), 1, "the request arrived");
+    tokio::time::pause();
+    let e = list.await.unwrap().unwrap_err();
+    match &e {
+        Error::Timeout {
+            waiting_for: "the whole request",
+            limit,
+        } => assert_eq!(*limit, kinformer_client::DEFAULT_REQUEST_TIMEOUT),
+        other => panic!("{other:?}"),
+    }
+    assert!(e.is_retryable());
+    assert!(
+        e.to_string().contains("2m") || e.to_string().contains("120s"),
+        "{e}"
     );
 }

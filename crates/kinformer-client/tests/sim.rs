@@ -1046,3 +1046,116 @@ async fn proxy_url_routes_requests_through_the_proxy() {
         heads[0]
     );
 }
+
+/// The proxy environment with Go's rules, against a fake proxy on 127.0.0.1 that records every
+/// request it gets (and answers it, as the API server would). The environment is a lookup
+/// function, so that no test changes the process's.
+#[tokio::test]
+async fn the_proxy_environment_follows_go_rules_and_never_proxies_loopback() {
+    use kinformer_client::ProxyEnv;
+    let (proxy, through_proxy) = raw_server(respond_gzip_or_plain).await;
+    let (server, direct) = raw_server(respond_gzip_or_plain).await;
+    let proxy_url = format!("http://{proxy}");
+    let env_of = |vars: Vec<(&'static str, String)>| {
+        ProxyEnv::from_lookup(move |name| {
+            vars.iter()
+                .find(|(k, _)| *k == name)
+                .map(|(_, v)| v.clone())
+        })
+    };
+    let list = |url: String, env: ProxyEnv| {
+        let mut config = Config::new(url);
+        config.proxy_env = Some(env);
+        config.connect_timeout = Duration::from_secs(2);
+        let api: Api<ConfigMap> = Api::all(Client::new(config).unwrap());
+        async move {
+            tokio::time::timeout(BOUND, api.list_rich(&ListParams::default()))
+                .await
+                .expect("answered within the bound")
+        }
+    };
+    let counts = || {
+        (
+            through_proxy.lock().unwrap().len(),
+            direct.lock().unwrap().len(),
+        )
+    };
+
+    // Loopback goes direct with HTTP_PROXY set, by address and by name.
+    let env = env_of(vec![("HTTP_PROXY", proxy_url.clone())]);
+    list(format!("http://{server}"), env.clone()).await.unwrap();
+    list(format!("http://localhost:{}", server.port()), env.clone())
+        .await
+        .unwrap();
+    assert_eq!(counts(), (0, 2), "loopback went through the proxy");
+
+    // A host that is not loopback goes through it (the proxy answers for it: no name lookup).
+    list("http://cluster.invalid:6443".into(), env.clone())
+        .await
+        .unwrap();
+    assert_eq!(counts(), (1, 2));
+    let head = through_proxy.lock().unwrap()[0].clone();
+    assert!(
+        head.starts_with("get http://cluster.invalid:6443/api/v1/configmaps"),
+        "{head}"
+    );
+    // A value without a scheme means http://, and http_proxy is read too.
+    let bare = env_of(vec![("http_proxy", proxy.to_string())]);
+    list("http://cluster.invalid:6443".into(), bare)
+        .await
+        .unwrap();
+    assert_eq!(counts(), (2, 2));
+
+    // NO_PROXY excludes it: the request goes direct (and finds no such host).
+    for no_proxy in ["cluster.invalid", ".invalid", "*", "cluster.invalid:6443"] {
+        let env = env_of(vec![
+            ("HTTP_PROXY", proxy_url.clone()),
+            ("NO_PROXY", no_proxy.into()),
+        ]);
+        let e = list("http://cluster.invalid:6443".into(), env)
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(e, Error::Connect { .. } | Error::Timeout { .. }),
+            "{e}"
+        );
+        assert_eq!(counts(), (2, 2), "NO_PROXY={no_proxy}");
+    }
+    // HTTPS_PROXY is for https URLs only; CGI ignores HTTP_PROXY.
+    for vars in [
+        vec![("HTTPS_PROXY", proxy_url.clone())],
+        vec![
+            ("HTTP_PROXY", proxy_url.clone()),
+            ("REQUEST_METHOD", "GET".into()),
+        ],
+    ] {
+        assert!(
+            list("http://cluster.invalid:6443".into(), env_of(vars))
+                .await
+                .is_err()
+        );
+        assert_eq!(counts(), (2, 2));
+    }
+
+    // A kubeconfig's proxy-url wins over the environment, loopback included, as in client-go.
+    let mut config = Config::new(format!("http://{server}"));
+    config.proxy_url = Some(proxy_url.clone());
+    config.proxy_env = Some(env_of(vec![("NO_PROXY", "*".into())]));
+    let api: Api<ConfigMap> = Api::all(Client::new(config).unwrap());
+    api.list_rich(&ListParams::default()).await.unwrap();
+    assert_eq!(counts(), (3, 2));
+
+    // A SOCKS proxy the server would go through is refused up front, naming the variable;
+    // one the server would not go through does not matter.
+    let socks = env_of(vec![("HTTPS_PROXY", "socks5://127.0.0.1:1080".into())]);
+    let mut config = Config::new("https://cluster.invalid:6443");
+    config.proxy_env = Some(socks.clone());
+    let e = Client::new(config).unwrap_err();
+    assert!(
+        matches!(&e, Error::Config { field, .. } if field == "HTTPS_PROXY"),
+        "{e}"
+    );
+    let mut config = Config::new(format!("https://{server}"));
+    config.proxy_env = Some(socks);
+    Client::new(config).unwrap();
+}
