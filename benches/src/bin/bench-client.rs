@@ -591,6 +591,28 @@ async fn run(args: &Args, tallies: &Tallies) -> Result<Report, String> {
     }
 }
 
+/// The environment variable that installs the Prometheus recorder (no listener) before the
+/// client starts, to measure what kinformer's metrics cost: `KINFORMER_BENCH_METRICS=1 cargo xtask
+/// bench ...`. Set to anything but empty or `0`.
+const METRICS_ENV: &str = "KINFORMER_BENCH_METRICS";
+
+/// Installs the Prometheus recorder when [`METRICS_ENV`] asks for it, and renders it every 10 s
+/// on a thread of its own, as a scrape would (which also drains the histograms' samples).
+fn install_metrics_recorder() {
+    if std::env::var_os(METRICS_ENV).is_none_or(|v| v.is_empty() || v == "0") {
+        return;
+    }
+    let handle = metrics_exporter_prometheus::PrometheusBuilder::new()
+        .install_recorder()
+        .expect("no other metrics recorder in bench-client");
+    std::thread::spawn(move || {
+        loop {
+            std::thread::sleep(Duration::from_secs(10));
+            std::hint::black_box(handle.render());
+        }
+    });
+}
+
 fn main() {
     let args = match parse_args() {
         Ok(a) => a,
@@ -603,6 +625,7 @@ fn main() {
         .enable_all()
         .build()
         .expect("a tokio runtime");
+    install_metrics_recorder();
     let tallies = Tallies::new(&args);
     let result = rt.block_on(run(&args, &tallies));
     let line = match result {

@@ -38,6 +38,8 @@ use std::time::Duration;
 
 use k8s_openapi::api::core::v1::Pod;
 use kinformer::client::{Api, Client, Config as ClientConfig};
+use kinformer::consistency::ConsistencyChecker;
+use kinformer::core::list_watch::BoxListWatch;
 use kinformer::core::{ApiResource, CacheRead, Object, PartialObjectMetadata, Scope};
 use kinformer::delta_fifo::DeltaFifo;
 use kinformer::indexer::Indexer;
@@ -153,6 +155,12 @@ pub struct ChaosReport {
     pub watch_restarts: u64,
     /// Quiescent checks made (the last one at the end).
     pub quiescent_checks: u64,
+    /// Consistency checks that compared a cache with the server's list at the cache's own
+    /// version (during the faults and at each quiescence), and those skipped (the server had
+    /// compacted the version away, or a fault failed the list).
+    pub consistency_checks: u64,
+    /// See [`consistency_checks`](Self::consistency_checks).
+    pub consistency_skipped: u64,
     /// The longest time the informers and handlers took to agree with the server once the
     /// faults stopped.
     pub max_settle: Duration,
@@ -238,6 +246,11 @@ impl ChaosReport {
             self.quiescent_checks,
             self.max_settle.as_secs_f64()
         );
+        let _ = writeln!(
+            s,
+            "| Consistency checks (cache against the server's list at the cache's version) | {} ({} skipped: version compacted, or the list failed under a fault) |",
+            self.consistency_checks, self.consistency_skipped
+        );
         let lag_fast = self
             .handlers
             .iter()
@@ -310,6 +323,52 @@ fn namespaces() -> ApiResource {
 }
 
 type Informer<K> = SharedIndexInformer<K, DeltaFifo<K>, Indexer<K>>;
+
+type Checker<K> = ConsistencyChecker<K, DeltaFifo<K>, Indexer<K>>;
+
+/// The consistency checks of every informer: each compares its cache with the server's list at
+/// the cache's own version; a difference is a violation.
+struct Consistency {
+    typed: Checker<Pod>,
+    selected: Checker<Pod>,
+    compact: Checker<Compact<Pod>>,
+    metadata: Checker<PartialObjectMetadata>,
+}
+
+impl Consistency {
+    async fn check(&self, violations: &Violations) {
+        let reports = [
+            self.typed.check().await,
+            self.selected.check().await,
+            self.compact.check().await,
+            self.metadata.check().await,
+        ];
+        for (name, report) in ["pods", "pods-selected", "pods-compact", "pods-metadata"]
+            .into_iter()
+            .zip(reports)
+        {
+            if let Some(report) = report.filter(|r| !r.is_consistent()) {
+                violations.report(format!(
+                    "informer {name}: the cache differs from the server {report}"
+                ));
+            }
+        }
+    }
+
+    /// `(checks, skipped)` over every informer.
+    fn totals(&self) -> (u64, u64) {
+        let all = [
+            self.typed.stats(),
+            self.selected.stats(),
+            self.compact.stats(),
+            self.metadata.stats(),
+        ];
+        (
+            all.iter().map(|s| s.checks).sum(),
+            all.iter().map(|s| s.skipped + s.errors).sum(),
+        )
+    }
+}
 
 /// Which of the server's pods an informer or handler should end up holding.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -543,6 +602,8 @@ impl Requests {
         {
             if r.is_watch() {
                 self.watches += 1;
+            } else if r.param("resourceVersionMatch") == Some("Exact") {
+                // A consistency check's list (the reflector never lists an exact version).
             } else if r.param("continue").is_some() {
                 self.continue_pages += 1;
             } else {
@@ -613,6 +674,7 @@ async fn soak(
 
     let mut client_config = ClientConfig::new(sim.url());
     client_config.max_watch_line = faults::MAX_WATCH_LINE;
+    let check_client = Client::new(client_config.clone())?;
     let factory = SharedInformerFactory::new(Client::new(client_config)?, None);
     let seed = config.seed;
     let typed_pods = factory.informer_for("pods", typed(seed, "pods", None));
@@ -663,6 +725,36 @@ async fn soak(
     let registration = selected.add_handler(r.clone()).unwrap();
     handlers.push(handler_view(r, Filter::Selected, registration));
 
+    let consistency = Consistency {
+        typed: ConsistencyChecker::new(
+            Arc::clone(&typed_pods),
+            BoxListWatch::new(Api::<Pod>::all(check_client.clone())),
+            None,
+            None,
+            "pods",
+        ),
+        selected: ConsistencyChecker::new(
+            Arc::clone(&selected),
+            BoxListWatch::new(Api::<Pod>::all(check_client.clone())),
+            Some(workload::SELECTOR.to_owned()),
+            None,
+            "pods-selected",
+        ),
+        compact: ConsistencyChecker::new(
+            Arc::clone(&compact_pods),
+            BoxListWatch::new(Api::<Compact<Pod>>::all(check_client.clone())),
+            None,
+            None,
+            "pods-compact",
+        ),
+        metadata: ConsistencyChecker::new(
+            Arc::clone(&meta),
+            BoxListWatch::new(Api::metadata(check_client, &pods(), None)),
+            None,
+            None,
+            "pods-metadata",
+        ),
+    };
     let mut caches = vec![
         cache_view("pods", Filter::All, typed_pods.cache()),
         cache_view("pods-compact", Filter::All, compact_pods.cache()),
@@ -712,6 +804,9 @@ async fn soak(
                 requests.harvest(&sim);
                 peak.sample(&caches, &handlers, violations);
             }
+            if ticks.is_multiple_of(20) {
+                consistency.check(violations).await;
+            }
         }
         let _ = stop_tx.send(true);
         writer = write_task.await.expect("the writer does not panic");
@@ -720,6 +815,7 @@ async fn soak(
         schedule.calm();
         let settle = quiesce(&store, &caches, &mut handlers, config, violations).await;
         max_settle = max_settle.max(settle);
+        consistency.check(violations).await;
         quiescent_checks += 1;
         requests.harvest(&sim);
         peak.sample(&caches, &handlers, violations);
@@ -744,6 +840,7 @@ async fn soak(
     sim.shutdown().await;
 
     let informers = caches.len() as u64;
+    let (consistency_checks, consistency_skipped) = consistency.totals();
     let (count, first) = violations.0.lock().clone();
     debug_assert_eq!(count, violations.count());
     Ok(ChaosReport {
@@ -757,6 +854,8 @@ async fn soak(
         continue_pages: requests.continue_pages,
         watch_restarts: requests.watches.saturating_sub(informers),
         quiescent_checks,
+        consistency_checks,
+        consistency_skipped,
         max_settle,
         handlers: handlers
             .iter()

@@ -52,8 +52,9 @@ pub(crate) enum Command {
     Watch(Query),
     /// List once, one line per object, sorted by key.
     Get(Query),
-    /// Run an informer and print its live counters every interval: events/s by type, cache size,
-    /// handler lag, lists, relists, watch restarts, errors.
+    /// Run an informer and print its live metrics every interval: events/s by type, objects
+    /// cached, handler lag, queue depth, the cache's resourceVersion, watch events, lists,
+    /// relists, watch restarts, errors.
     Stats(StatsArgs),
     /// Run the simulated API server until Ctrl-C, and write a kubeconfig for it.
     Sim(SimArgs),
@@ -122,6 +123,11 @@ pub(crate) struct Query {
     /// Seed of the simulated cluster's pods and writes
     #[arg(long, value_name = "N", default_value_t = 1)]
     pub(crate) seed: u64,
+    /// Serve the informer's metrics in Prometheus text format at http://ADDR/metrics while the
+    /// command runs, e.g. 127.0.0.1:9090 (port 0 picks a free one; the address is printed on
+    /// stderr)
+    #[arg(long, value_name = "ADDR")]
+    pub(crate) metrics_addr: Option<std::net::SocketAddr>,
 }
 
 impl Query {

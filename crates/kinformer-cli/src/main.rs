@@ -31,6 +31,7 @@
 #![forbid(unsafe_code)]
 
 mod args;
+mod exporter;
 mod informer;
 mod print;
 mod sim;
@@ -326,20 +327,39 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    let result = match cli.command {
-        Command::Completions { shell } => completions(shell),
-        Command::Sim(args) => runtime.block_on(sim::run(args)),
-        Command::Watch(q) => runtime.block_on(run(q, Mode::Watch)),
-        Command::Get(q) => runtime.block_on(run(q, Mode::Get)),
+    // The metrics recorder, before any handle is made (handles bind to the recorder installed
+    // when they are made), inside the runtime that serves `--metrics-addr`.
+    let installed = match &cli.command {
+        Command::Watch(q) | Command::Get(q) => {
+            let _runtime = runtime.enter();
+            exporter::install(q.metrics_addr, false)
+        }
         Command::Stats(a) => {
-            // Before any counter is registered: the reflector's handles bind to it.
-            let recorder = stats::install();
-            let mode = Mode::Stats {
-                recorder,
-                interval: a.interval,
-                count: a.count,
-            };
-            runtime.block_on(run(a.query, mode))
+            let _runtime = runtime.enter();
+            exporter::install(a.query.metrics_addr, true)
+        }
+        Command::Sim(_) | Command::Completions { .. } => Ok(exporter::Installed::default()),
+    };
+    let result = match installed {
+        Err(e) => Err(e),
+        Ok(installed) => {
+            if let Some(addr) = installed.serving {
+                eprintln!("kinformer: serving metrics at http://{addr}/metrics");
+            }
+            match cli.command {
+                Command::Completions { shell } => completions(shell),
+                Command::Sim(args) => runtime.block_on(sim::run(args)),
+                Command::Watch(q) => runtime.block_on(run(q, Mode::Watch)),
+                Command::Get(q) => runtime.block_on(run(q, Mode::Get)),
+                Command::Stats(a) => {
+                    let mode = Mode::Stats {
+                        recorder: installed.stats,
+                        interval: a.interval,
+                        count: a.count,
+                    };
+                    runtime.block_on(run(a.query, mode))
+                }
+            }
         }
     };
     // A task that does not yield (a busy simulated churn) must not keep the process alive.

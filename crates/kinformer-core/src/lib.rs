@@ -54,6 +54,7 @@ mod key;
 mod list;
 pub mod list_watch;
 mod object;
+mod progress;
 mod queue;
 mod resource;
 pub mod selector;
@@ -72,6 +73,7 @@ pub use key::ObjectKey;
 pub use list::{ListPage, ListParams, ObjectList, ResourceVersionMatch, WatchParams};
 pub use list_watch::{BoxListWatch, ListWatch, WatchStream};
 pub use object::{Object, OwnerRef, missing_identity};
+pub use progress::{ListProgress, ProgressTracker};
 pub use queue::{
     Applied, DeltaQueue, Notification, PopFuture, PopIntoFuture, Popped, PoppedItem, ReplaceStep,
     apply_popped,
@@ -80,7 +82,7 @@ pub use resource::{ApiResource, Scope};
 pub use selector::{FieldSelector, LabelSelector};
 pub use status::{Status, StatusCause, StatusDetails};
 pub use store::{ReflectorStore, ReflectorStoreExt, StoreEvent};
-pub use version::ResourceVersion;
+pub use version::{NotComparable, ResourceVersion};
 pub use watch::{Bookmark, INITIAL_EVENTS_END_ANNOTATION, WatchEvent};
 
 /// `k8s-openapi`, re-exported so that users name the same version of it that kinformer uses.

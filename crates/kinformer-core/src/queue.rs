@@ -64,6 +64,9 @@ pub enum Popped<K> {
     /// A resync as one step (in-order mode): re-deliver every object the consumer's store holds
     /// when it reaches this step, as an update from the object to itself.
     Resync,
+    /// A bookmark, in its place among the deltas (in-order mode): once the consumer reaches it,
+    /// its store holds every change up to this resourceVersion. It changes nothing in the store.
+    Bookmark(ResourceVersion),
 }
 
 impl<K> Popped<K> {
@@ -72,11 +75,11 @@ impl<K> Popped<K> {
         match self {
             Self::Key(d) | Self::Batch(d) => d.len(),
             Self::Replace(r) => r.objects.len() + r.tombstones.len(),
-            Self::Resync => 0,
+            Self::Resync | Self::Bookmark(_) => 0,
         }
     }
 
-    /// `true` when the pop carries no delta (an empty relist, a resync step).
+    /// `true` when the pop carries no delta (an empty relist, a resync step, a bookmark).
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
@@ -89,6 +92,7 @@ impl<K> Clone for Popped<K> {
             Self::Batch(d) => Self::Batch(d.clone()),
             Self::Replace(r) => Self::Replace(r.clone()),
             Self::Resync => Self::Resync,
+            Self::Bookmark(rv) => Self::Bookmark(rv.clone()),
         }
     }
 }
@@ -100,6 +104,7 @@ impl<K: std::fmt::Debug> std::fmt::Debug for Popped<K> {
             Self::Batch(d) => f.debug_tuple("Batch").field(d).finish(),
             Self::Replace(r) => f.debug_tuple("Replace").field(r).finish(),
             Self::Resync => f.write_str("Resync"),
+            Self::Bookmark(rv) => f.debug_tuple("Bookmark").field(rv).finish(),
         }
     }
 }
@@ -163,6 +168,13 @@ pub trait DeltaQueue<K: Object>: Send + Sync {
 
     /// How many items wait (keys in classic mode, deltas and steps in in-order mode).
     fn depth(&self) -> usize;
+
+    /// Whether bookmarks written to the queue come out of it in their place, as
+    /// [`Popped::Bookmark`]. A queue that cannot keep them in order (client-go's classic
+    /// `DeltaFIFO` pops by key) drops them; the default says so.
+    fn passes_bookmarks(&self) -> bool {
+        false
+    }
 
     /// How long the oldest waiting item has waited; `None` when the queue is empty. The default
     /// says nothing is known.
@@ -412,6 +424,7 @@ impl<K: std::fmt::Debug> std::fmt::Debug for Applied<K> {
 ///   cache held that the list lacks (with the object it held), then `Added` or `Updated` for each
 ///   listed object, in list order.
 /// - A resync step: `Updated` from each cached object to itself.
+/// - A bookmark: nothing (the consumer may note that its store has reached the version).
 /// - Where `Updated` would go from one incarnation of a name to another (both objects carry a
 ///   uid and the uids differ: the object was deleted and created again while the watch did not
 ///   see it, and a relist found the new one), the notifications are a `Deleted` tombstone with
@@ -479,6 +492,8 @@ pub fn apply_popped<K: Object>(popped: &Popped<K>, cache: &(dyn CacheWrite<K> + 
                 new: Arc::clone(o),
             })
         }),
+        // The consumer notes the version; the store and the handlers' events are unchanged.
+        Popped::Bookmark(_) => {}
     }
     applied
 }
@@ -500,6 +515,9 @@ macro_rules! forward_queue {
             }
             fn depth(&self) -> usize {
                 (**self).depth()
+            }
+            fn passes_bookmarks(&self) -> bool {
+                (**self).passes_bookmarks()
             }
             fn oldest_age(&self) -> Option<Duration> {
                 (**self).oldest_age()

@@ -384,9 +384,14 @@ impl<K: Object> ReflectorStore<K> for DeltaFifo<K> {
                 }
                 Queue::InOrder(q) => q.resync(),
             }),
+            // In order, a bookmark tells the consumer how far its store has come; classic mode
+            // pops by key and has no place to keep it. A relist being gathered would land behind
+            // it: such a bookmark says nothing about the store, and is dropped too.
             StoreEvent::Bookmark(resource_version) => {
-                tracing::trace!(%resource_version, "bookmark");
-                Ok(())
+                self.write(|state, _| match (&mut state.queue, &state.relist) {
+                    (Queue::InOrder(q), None) => q.bookmark(resource_version),
+                    _ => tracing::trace!(%resource_version, "bookmark dropped"),
+                })
             }
         }
     }
@@ -469,6 +474,11 @@ impl<K: Object> DeltaQueue<K> for DeltaFifo<K> {
     /// How many items wait: keys in classic mode, deltas and steps in in-order mode.
     fn depth(&self) -> usize {
         self.state.lock().queue.depth()
+    }
+
+    /// In-order mode passes bookmarks; classic mode drops them.
+    fn passes_bookmarks(&self) -> bool {
+        self.mode == Mode::InOrder
     }
 
     /// How long the oldest waiting item has waited (`None` when empty). In classic mode a key's

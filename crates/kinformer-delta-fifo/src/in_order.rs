@@ -38,6 +38,10 @@ enum Item<K> {
     Resync {
         since: Instant,
     },
+    Bookmark {
+        resource_version: ResourceVersion,
+        since: Instant,
+    },
 }
 
 struct Pending<K> {
@@ -63,9 +67,10 @@ impl<K: Object> InOrder<K> {
 
     pub(crate) fn oldest(&self) -> Option<Instant> {
         self.items.front().map(|i| match i {
-            Item::Delta { since, .. } | Item::Replace { since, .. } | Item::Resync { since } => {
-                *since
-            }
+            Item::Delta { since, .. }
+            | Item::Replace { since, .. }
+            | Item::Resync { since }
+            | Item::Bookmark { since, .. } => *since,
         })
     }
 
@@ -187,7 +192,24 @@ impl<K: Object> InOrder<K> {
         }
     }
 
-    /// The next item: a relist or resync step alone, or a batch of up to `batch_size`
+    /// A bookmark, in its place: once the consumer pops it, its store holds everything up to
+    /// the version. Bookmarks in a row are one, the newest.
+    pub(crate) fn bookmark(&mut self, resource_version: ResourceVersion) {
+        if let Some(Item::Bookmark {
+            resource_version: queued,
+            ..
+        }) = self.items.back_mut()
+        {
+            *queued = resource_version;
+            return;
+        }
+        self.items.push_back(Item::Bookmark {
+            resource_version,
+            since: Instant::now(),
+        });
+    }
+
+    /// The next item: a bookmark, a relist or resync step alone, or a batch of up to `batch_size`
     /// consecutive deltas with distinct keys. A relist's tombstones are what `known` holds now
     /// that the list lacks: the consumer has applied everything queued before the step.
     pub(crate) fn pop(
@@ -199,6 +221,15 @@ impl<K: Object> InOrder<K> {
             Item::Resync { .. } => {
                 self.items.pop_front();
                 Some((Popped::Resync, 1))
+            }
+            Item::Bookmark { .. } => {
+                let Some(Item::Bookmark {
+                    resource_version, ..
+                }) = self.items.pop_front()
+                else {
+                    unreachable!("the front was just seen to be a bookmark");
+                };
+                Some((Popped::Bookmark(resource_version), 1))
             }
             Item::Replace { .. } => {
                 let Some(Item::Replace { mut step, keys, .. }) = self.items.pop_front() else {

@@ -155,7 +155,7 @@ fn an_unchanged_object_keeps_the_held_arc_and_the_fresh_copy_is_dropped() {
                         .filter(|d| d.kind == kinformer_core::DeltaType::Replaced)
                         .map(|d| Arc::clone(d.object.object())),
                 ),
-                Popped::Resync => {}
+                Popped::Resync | Popped::Bookmark(_) => {}
             }
         }
         let by_name = |n: &str| {

@@ -20,6 +20,12 @@ enum Op {
     /// The listed `(name, rv)`s at the list's resourceVersion.
     Replace(&'static [(&'static str, &'static str)], &'static str),
     Resync,
+    /// A watch bookmark at this resourceVersion.
+    Bookmark(&'static str),
+    /// A relist in steps: begin, a page of `(name, rv)`s, the end at a resourceVersion.
+    RelistBegin,
+    RelistPage(&'static [(&'static str, &'static str)]),
+    RelistEnd(&'static str),
     /// Pop, expect this rendering, apply it to the store.
     Pop(&'static str),
     /// Pop, expect this rendering, apply it, and keep the deltas for a later `Requeue`.
@@ -45,6 +51,44 @@ struct Scenario {
 }
 
 const SCENARIOS: &[Scenario] = &[
+    // --- bookmarks --------------------------------------------------------------------------
+    Scenario {
+        name: "in order: a bookmark waits behind what came before it, and ends a batch",
+        mode: Mode::InOrder,
+        batch: 64,
+        known: &[],
+        ops: &[
+            Add("a", "1"),
+            Bookmark("5"),
+            Bookmark("6"),
+            Add("b", "7"),
+            Pop("batch: Added(a@1)"),
+            Pop("bookmark@6"),
+            Heard(&[]),
+            StoreIs(&["a@1"]),
+            Pop("batch: Added(b@7)"),
+        ],
+    },
+    Scenario {
+        name: "in order: a bookmark during a relist's pages is dropped",
+        mode: Mode::InOrder,
+        batch: 64,
+        known: &[],
+        ops: &[
+            RelistBegin,
+            Bookmark("5"),
+            RelistPage(&[("a", "1")]),
+            RelistEnd("9"),
+            Pop("replace@9* [a@1] tombstones []"),
+        ],
+    },
+    Scenario {
+        name: "classic: bookmarks have no place and are dropped",
+        mode: Mode::Classic,
+        batch: 64,
+        known: &[],
+        ops: &[Add("a", "1"), Bookmark("5"), Pop("a: Added(a@1)")],
+    },
     // --- ordering ---------------------------------------------------------------------------
     Scenario {
         name: "classic: a queued key keeps its place while more deltas arrive",
@@ -497,6 +541,12 @@ fn run(s: &Scenario) {
                 .replace(list.iter().map(|(n, v)| obj(n, v)).collect(), rv.into())
                 .unwrap(),
             Resync => fifo.resync().unwrap(),
+            Bookmark(rv) => fifo.bookmark(rv.into()).unwrap(),
+            RelistBegin => fifo.begin_relist().unwrap(),
+            RelistPage(list) => fifo
+                .relist_page(list.iter().map(|(n, v)| obj(n, v)).collect())
+                .unwrap(),
+            RelistEnd(rv) => fifo.end_relist(rv.into()).unwrap(),
             Pop(want) | PopHold(want) => {
                 let item = fifo
                     .try_pop_into(&*store.0)
@@ -512,7 +562,7 @@ fn run(s: &Scenario) {
                 if let PopHold(_) = op {
                     held = match item.popped {
                         Popped::Key(d) | Popped::Batch(d) => d,
-                        Popped::Replace(_) | Popped::Resync => {
+                        Popped::Replace(_) | Popped::Resync | Popped::Bookmark(_) => {
                             panic!("{at}: cannot hold a step")
                         }
                     };

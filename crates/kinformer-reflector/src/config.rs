@@ -4,6 +4,7 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
+use kinformer_core::ProgressTracker;
 use kinformer_core::list_watch::{self, DEFAULT_PAGE_SIZE};
 
 /// Where the first list reads from.
@@ -112,6 +113,9 @@ pub type WatchErrorHandler = Arc<dyn Fn(&WatchErrorInfo<'_>) + Send + Sync>;
 pub struct Config {
     /// A name for logs and metrics, usually the resource (`pods`, `deployments.apps`).
     pub name: String,
+    /// The resource, for the `resource` label of the metrics (`pods`, `deployments.apps`);
+    /// empty (the default): the name.
+    pub resource: String,
     /// `labelSelector` of every list and watch.
     pub label_selector: Option<String>,
     /// `fieldSelector` of every list and watch.
@@ -139,12 +143,16 @@ pub struct Config {
     pub seed: Option<u64>,
     /// Called with every failure the reflector retries.
     pub on_watch_error: Option<WatchErrorHandler>,
+    /// Where each list's progress is written (objects, what the server says remains), for an
+    /// informer to show while it waits for its first sync; `None` (the default) keeps none.
+    pub progress: Option<ProgressTracker>,
 }
 
 impl Default for Config {
     fn default() -> Self {
         Self {
             name: String::new(),
+            resource: String::new(),
             label_selector: None,
             field_selector: None,
             page_size: DEFAULT_PAGE_SIZE,
@@ -156,6 +164,7 @@ impl Default for Config {
             resync_period: None,
             seed: None,
             on_watch_error: None,
+            progress: None,
         }
     }
 }
@@ -176,6 +185,7 @@ impl fmt::Debug for Config {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Config")
             .field("name", &self.name)
+            .field("resource", &self.resource)
             .field("label_selector", &self.label_selector)
             .field("field_selector", &self.field_selector)
             .field("page_size", &self.page_size)
@@ -187,6 +197,7 @@ impl fmt::Debug for Config {
             .field("resync_period", &self.resync_period)
             .field("seed", &self.seed)
             .field("on_watch_error", &self.on_watch_error.is_some())
+            .field("progress", &self.progress.is_some())
             .finish()
     }
 }

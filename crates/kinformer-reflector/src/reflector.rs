@@ -9,15 +9,15 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use futures_util::StreamExt as _;
 use kinformer_core::list_watch::{self, ErrorKind, Pager};
 use kinformer_core::{
-    ListParams, ListWatch, Object, ReflectorStore, ResourceVersion, ResourceVersionMatch,
-    StoreError, StoreEvent, WatchEvent, WatchParams, WatchStream,
+    ListParams, ListWatch, Object, ProgressTracker, ReflectorStore, ResourceVersion,
+    ResourceVersionMatch, StoreError, StoreEvent, WatchEvent, WatchParams, WatchStream,
 };
 use tokio::sync::watch;
 use tokio::time::Instant;
 
 use crate::backoff::Backoff;
 use crate::config::{Config, InitialList, Phase, StreamingList, WatchErrorInfo};
-use crate::metrics::Metrics;
+use crate::metrics::{Metrics, RelistCause};
 use crate::{Error, Result};
 
 /// Lists a resource, then watches it from the list's resourceVersion, and writes everything it
@@ -260,7 +260,8 @@ struct Runner<'a, K, L, S> {
     /// The kind of the failure being retried, so that an episode is logged once.
     episode: Option<(Phase, ErrorKind)>,
     next_resync: Option<Instant>,
-    lists: u64,
+    /// Why the next sync lists again (the failure that ended the last watch or list).
+    relist_cause: RelistCause,
     _objects: PhantomData<fn() -> K>,
 }
 
@@ -285,14 +286,14 @@ where
             stop: reflector.shared.stop.subscribe(),
             rng: fastrand::Rng::with_seed(seed),
             backoff: Backoff::new(config.backoff),
-            metrics: Metrics::new(&config.name),
+            metrics: Metrics::new(&config.name, &config.resource),
             last_sync: String::new(),
             last_sync_unavailable: false,
             paginated: false,
             streaming: config.streaming_list != StreamingList::Off,
             episode: None,
             next_resync: None,
-            lists: 0,
+            relist_cause: RelistCause::Error,
             _objects: PhantomData,
         }
     }
@@ -363,6 +364,9 @@ where
 
     fn report(&mut self, phase: Phase, error: &list_watch::Error, will_relist: bool) {
         self.metrics.error(error.kind());
+        if will_relist {
+            self.relist_cause = RelistCause::of(error);
+        }
         let episode = (phase, error.kind());
         if self.episode == Some(episode) {
             tracing::debug!(?phase, kind = %error.kind(), will_relist, %error, "still failing");
@@ -411,8 +415,23 @@ where
     /// Brings the store up to date with a list (or a streaming list, whose stream then goes on
     /// as the live watch and is returned).
     async fn sync(&mut self) -> Flow<Option<WatchStream<K>>> {
+        // Once the store has held a list, every sync is a relist (one per sync, whatever
+        // fallbacks it takes), for the failure that ended the last watch or list.
+        if !self.last_sync.is_empty() {
+            self.metrics.relist(self.relist_cause);
+        }
+        self.relist_cause = RelistCause::Error;
         if self.streaming {
-            match self.streaming_list().await {
+            let streamed = self.streaming_list().await;
+            match &streamed {
+                Ok(_) => self.metrics.list(true),
+                Err(
+                    StreamingFailure::Refused(_)
+                    | StreamingFailure::Interrupted(Interrupt::Failed(_)),
+                ) => self.metrics.list(false),
+                Err(StreamingFailure::Interrupted(_)) => {}
+            }
+            match streamed {
                 Ok(stream) => return Ok(Some(stream)),
                 Err(StreamingFailure::Refused(e)) => {
                     if e.kind() == ErrorKind::Relist {
@@ -456,7 +475,9 @@ where
 
     async fn list(&mut self) -> Flow<()> {
         let resource_version = self.relist_resource_version();
-        match self.list_at(&resource_version).await {
+        let listed = self.list_at(&resource_version).await;
+        self.count_list(&listed);
+        match listed {
             Err(Interrupt::Failed(e))
                 if e.kind() == ErrorKind::Relist && !resource_version.is_empty() =>
             {
@@ -464,9 +485,20 @@ where
                 // latest at once, as client-go does, rather than waiting on a backoff.
                 tracing::info!(%resource_version, error = %e, "cannot list at the last synced version; listing the latest");
                 self.last_sync_unavailable = true;
-                self.list_at("").await
+                let listed = self.list_at("").await;
+                self.count_list(&listed);
+                listed
             }
             other => other,
+        }
+    }
+
+    /// Counts a list that ended (one stopped on request, or by a closed store, is not counted).
+    fn count_list(&self, listed: &Flow<()>) {
+        match listed {
+            Ok(()) => self.metrics.list(true),
+            Err(Interrupt::Failed(_)) => self.metrics.list(false),
+            Err(_) => {}
         }
     }
 
@@ -481,11 +513,6 @@ where
             resource_version: Some(resource_version.to_owned()).filter(|v| !v.is_empty()),
             ..ListParams::default()
         };
-        self.metrics.lists.increment(1);
-        if self.lists > 0 {
-            self.metrics.relists.increment(1);
-        }
-        self.lists += 1;
         tracing::debug!(%resource_version, page_size, "listing");
 
         let list_watch: &dyn ListWatch<K> = self.list_watch;
@@ -493,6 +520,7 @@ where
         let mut relist = RelistGuard::new(self.store);
         self.store_ready().await?;
         relist.begin()?;
+        self.progress(ProgressTracker::begin);
         let mut version: Option<ResourceVersion> = None;
         let mut first_page = true;
         let mut server_paged = false;
@@ -504,8 +532,10 @@ where
         {
             if page.restarted {
                 // The continue token expired: the pager listed everything again in one go.
+                self.metrics.relist(RelistCause::ExpiredContinue);
                 self.store_ready().await?;
                 relist.begin()?;
+                self.progress(ProgressTracker::begin);
                 version = None;
                 objects = 0;
             }
@@ -519,11 +549,19 @@ where
             }
             version.get_or_insert(page.list.resource_version);
             objects += page.list.items.len();
+            let (listed, remaining) = (
+                page.list.items.len() as u64,
+                page.list
+                    .remaining_item_count
+                    .and_then(|r| u64::try_from(r).ok()),
+            );
+            self.progress(|p| p.page(listed, None, remaining));
             self.store_ready().await?;
             relist.page(page.list.items)?;
         }
         let version = version.unwrap_or_else(|| ResourceVersion::from(""));
         relist.end(version.clone())?;
+        self.progress(ProgressTracker::end);
         if resource_version == "0" && server_paged {
             self.paginated = true;
         }
@@ -547,12 +585,6 @@ where
             send_initial_events: true,
             ..self.watch_params(&resource_version)
         };
-        self.metrics.lists.increment(1);
-        if self.lists > 0 {
-            self.metrics.relists.increment(1);
-        }
-        self.lists += 1;
-        self.metrics.watches.increment(1);
         tracing::debug!(%resource_version, "streaming list");
         let list_watch = self.list_watch;
         let mut stream = match self.until_stopped(list_watch.watch(&params)).await? {
@@ -562,6 +594,7 @@ where
         let mut relist = RelistGuard::new(self.store);
         self.store_ready().await?;
         relist.begin()?;
+        self.progress(ProgressTracker::begin);
         let page_size = usize::try_from(self.config.page_size.max(1)).unwrap_or(usize::MAX);
         let mut page = Vec::new();
         let mut received = 0usize;
@@ -593,6 +626,7 @@ where
                     page.push(object);
                     if page.len() >= page_size {
                         self.store_ready().await?;
+                        self.progress(|p| p.page(page.len() as u64, None, None));
                         relist.page(std::mem::take(&mut page))?;
                     }
                 }
@@ -605,11 +639,13 @@ where
                 WatchEvent::Bookmark(bookmark) if bookmark.is_initial_events_end() => {
                     if !page.is_empty() {
                         self.store_ready().await?;
+                        self.progress(|p| p.page(page.len() as u64, None, None));
                         relist.page(std::mem::take(&mut page))?;
                     }
                     let version = bookmark.resource_version;
                     self.store_ready().await?;
                     relist.end(version.clone())?;
+                    self.progress(ProgressTracker::end);
                     self.last_sync_unavailable = false;
                     self.synced_to(version.as_str());
                     self.healthy(Phase::List);
@@ -626,6 +662,13 @@ where
                     );
                 }
             }
+        }
+    }
+
+    /// Writes to the configured progress tracker, if any.
+    fn progress(&self, f: impl FnOnce(&ProgressTracker)) {
+        if let Some(p) = &self.config.progress {
+            f(p);
         }
     }
 
@@ -649,7 +692,12 @@ where
         if let Some(period) = self.config.resync_period {
             self.next_resync = Some(Instant::now() + period);
         }
+        let mut first = true;
         loop {
+            if !first {
+                self.metrics.watch_restarts.increment(1);
+            }
+            first = false;
             let started = Instant::now();
             let (stream, delivered) = match live.take() {
                 // The streaming list's watch goes on; it has delivered its initial events.
@@ -659,7 +707,6 @@ where
                     // The span carries the version each watch starts from (events carry theirs).
                     tracing::Span::current().record("resource_version", self.last_sync.as_str());
                     tracing::debug!(resource_version = %self.last_sync, timeout = ?params.timeout_seconds, "watching");
-                    self.metrics.watches.increment(1);
                     let list_watch = self.list_watch;
                     match self.until_stopped(list_watch.watch(&params)).await {
                         Err(i) => return i,
@@ -667,21 +714,32 @@ where
                         Ok(Err(e)) if matches!(e.kind(), ErrorKind::Retry | ErrorKind::Resume) => {
                             // 429, a refused connection, a 5xx: the version is still good, so
                             // watch again from it after a wait, with no list.
+                            self.metrics.watch(false);
                             self.report(Phase::Watch, &e, false);
                             if let Err(i) = self.wait_before_retry(&e).await {
                                 return i;
                             }
                             continue;
                         }
-                        Ok(Err(e)) => return Interrupt::Failed(e),
+                        Ok(Err(e)) => {
+                            self.metrics.watch(false);
+                            return Interrupt::Failed(e);
+                        }
                     }
                 }
             };
             let events = match self.consume(stream).await {
                 Ok(events) => events + delivered,
-                Err(i) => return i,
+                Err(i) => {
+                    if matches!(i, Interrupt::Failed(_)) {
+                        self.metrics.watch(false);
+                    }
+                    return i;
+                }
             };
             let elapsed = started.elapsed();
+            // A watch that ends at once is reported as a failure, and counted as one.
+            self.metrics.watch(elapsed >= self.config.short_watch);
             if events == 0 && elapsed < self.config.short_watch {
                 return Interrupt::Failed(Error::ShortWatch { elapsed }.into_list_watch());
             }

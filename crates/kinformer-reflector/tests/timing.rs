@@ -488,10 +488,21 @@ fn counters_go_through_the_metrics_facade() {
         let (result, ()) = tokio::join!(reflector.run(), stopper);
         result.unwrap();
     });
-    let r = "reflector=pods";
-    assert_eq!(counters.get(metric_names::LISTS, r), 1);
-    assert_eq!(counters.get(metric_names::RELISTS, r), 0);
-    assert_eq!(counters.get(metric_names::WATCHES, r), 2);
+    let r = "informer=pods,resource=pods";
+    assert_eq!(
+        counters.get(metric_names::LISTS, &format!("{r},outcome=success")),
+        1
+    );
+    assert_eq!(
+        counters.get(metric_names::RELISTS, &format!("{r},cause=error")),
+        0
+    );
+    // The refused watch ended in error; the second was stopped, and is not counted.
+    assert_eq!(
+        counters.get(metric_names::WATCHES, &format!("{r},outcome=error")),
+        1
+    );
+    assert_eq!(counters.get(metric_names::WATCH_RESTARTS, r), 1);
     assert_eq!(
         counters.get(metric_names::EVENTS, &format!("{r},type=modified")),
         2

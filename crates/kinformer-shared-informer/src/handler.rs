@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use kinformer_core::{DeltaObject, Notification, Object};
+use kinformer_core::{DeltaObject, Notification, Object, ResourceVersion};
 use parking_lot::{Condvar, Mutex};
 
 /// What a controller does when the cache changes: client-go's `ResourceEventHandler`. Every
@@ -34,6 +34,14 @@ pub trait ResourceEventHandler<K>: Send + Sync + 'static {
     fn on_delete(&self, object: &DeltaObject<K>) {
         let _ = object;
     }
+
+    /// A watch bookmark: the cache holds every change up to `resource_version`, and this
+    /// handler has been called for each of them (client-go's `BookmarkFunc`). Bookmarks come in
+    /// order with the changes, with the informer's queue in its default in-order mode; the
+    /// classic queue has no place for them, and this is never called.
+    fn on_bookmark(&self, resource_version: &ResourceVersion) {
+        let _ = resource_version;
+    }
 }
 
 /// A boxed handler is a handler, so handlers of several types can be kept in one list.
@@ -47,11 +55,15 @@ impl<K: Send + Sync + 'static> ResourceEventHandler<K> for Box<dyn ResourceEvent
     fn on_delete(&self, object: &DeltaObject<K>) {
         (**self).on_delete(object);
     }
+    fn on_bookmark(&self, resource_version: &ResourceVersion) {
+        (**self).on_bookmark(resource_version);
+    }
 }
 
 type AddFn<K> = Box<dyn Fn(&Arc<K>, bool) + Send + Sync>;
 type UpdateFn<K> = Box<dyn Fn(&Arc<K>, &Arc<K>) + Send + Sync>;
 type DeleteFn<K> = Box<dyn Fn(&DeltaObject<K>) + Send + Sync>;
+type BookmarkFn = Box<dyn Fn(&ResourceVersion) + Send + Sync>;
 
 /// A handler built from closures: client-go's `ResourceEventHandlerFuncs`.
 ///
@@ -70,6 +82,7 @@ pub struct HandlerFns<K> {
     add: Option<AddFn<K>>,
     update: Option<UpdateFn<K>>,
     delete: Option<DeleteFn<K>>,
+    bookmark: Option<BookmarkFn>,
 }
 
 impl<K> fmt::Debug for HandlerFns<K> {
@@ -78,6 +91,7 @@ impl<K> fmt::Debug for HandlerFns<K> {
             .field("add", &self.add.is_some())
             .field("update", &self.update.is_some())
             .field("delete", &self.delete.is_some())
+            .field("bookmark", &self.bookmark.is_some())
             .finish()
     }
 }
@@ -88,6 +102,7 @@ impl<K> Default for HandlerFns<K> {
             add: None,
             update: None,
             delete: None,
+            bookmark: None,
         }
     }
 }
@@ -118,6 +133,14 @@ impl<K> HandlerFns<K> {
         self.delete = Some(Box::new(f));
         self
     }
+
+    /// Called for each watch bookmark, in order with the changes (see
+    /// [`ResourceEventHandler::on_bookmark`]).
+    #[must_use]
+    pub fn on_bookmark(mut self, f: impl Fn(&ResourceVersion) + Send + Sync + 'static) -> Self {
+        self.bookmark = Some(Box::new(f));
+        self
+    }
 }
 
 impl<K: Send + Sync + 'static> ResourceEventHandler<K> for HandlerFns<K> {
@@ -134,6 +157,11 @@ impl<K: Send + Sync + 'static> ResourceEventHandler<K> for HandlerFns<K> {
     fn on_delete(&self, object: &DeltaObject<K>) {
         if let Some(f) = &self.delete {
             f(object);
+        }
+    }
+    fn on_bookmark(&self, resource_version: &ResourceVersion) {
+        if let Some(f) = &self.bookmark {
+            f(resource_version);
         }
     }
 }
@@ -164,12 +192,18 @@ pub enum BufferPolicy {
 /// push to drop, before it drops them itself.
 pub(crate) const RECLAIM_WAIT: Duration = Duration::from_millis(50);
 
-/// What a listener's buffer holds: a notification, whether it counts towards the registration's
-/// initial sync, and when it was queued.
+/// What a listener's buffer holds: a notification (or a bookmark), whether it counts towards the
+/// registration's initial sync, and when it was queued.
 struct Item<K> {
-    notification: Notification<K>,
+    note: Note<K>,
     initial: bool,
     queued: std::time::Instant,
+}
+
+/// A change for the handler, or a bookmark between changes.
+enum Note<K> {
+    Change(Notification<K>),
+    Bookmark(ResourceVersion),
 }
 
 struct Buffer<K> {
@@ -322,10 +356,13 @@ impl<K: Object + Send + Sync + 'static> Listener<K> {
             let key = key_of(&notification);
             if let Some(&seq) = buffer.last_of_key.get(&key) {
                 let at = usize::try_from(seq - buffer.head).unwrap_or(usize::MAX);
-                if let Some(item) = buffer.items.get_mut(at)
-                    && let Some(merged) = merge(&item.notification, &notification)
+                if let Some(Item {
+                    note: Note::Change(pending),
+                    ..
+                }) = buffer.items.get_mut(at)
+                    && let Some(merged) = merge(pending, &notification)
                 {
-                    item.notification = merged;
+                    *pending = merged;
                     return;
                 }
             }
@@ -339,8 +376,25 @@ impl<K: Object + Send + Sync + 'static> Listener<K> {
         // The thread waits only on an empty buffer, so only the first push needs to wake it.
         let was_empty = buffer.items.is_empty();
         buffer.items.push_back(Item {
-            notification,
+            note: Note::Change(notification),
             initial,
+            queued: std::time::Instant::now(),
+        });
+        drop(buffer);
+        self.backlog_gauge.set(backlog as f64);
+        if was_empty {
+            self.wake.notify_one();
+        }
+    }
+
+    /// Queues a bookmark behind the notifications already queued; never blocks.
+    pub(crate) fn push_bookmark(&self, resource_version: ResourceVersion) {
+        let mut buffer = self.buffer.lock();
+        let backlog = self.pending.fetch_add(1, Ordering::AcqRel) + 1;
+        let was_empty = buffer.items.is_empty();
+        buffer.items.push_back(Item {
+            note: Note::Bookmark(resource_version),
+            initial: false,
             queued: std::time::Instant::now(),
         });
         drop(buffer);
@@ -485,23 +539,30 @@ impl<K: Object + Send + Sync + 'static> Listener<K> {
                     batch.clear();
                     break;
                 }
-                spent.push(self.handle(handler, item));
+                if let Some(done) = self.handle(handler, item) {
+                    spent.push(done);
+                }
             }
         }
     }
 
     /// Hands `item` to the handler; returns its notification, done with.
-    fn handle(&self, handler: &dyn ResourceEventHandler<K>, item: Item<K>) -> Notification<K> {
+    fn handle(
+        &self,
+        handler: &dyn ResourceEventHandler<K>,
+        item: Item<K>,
+    ) -> Option<Notification<K>> {
         {
             *self.in_hand.lock() = Some(item.queued);
             self.lag_gauge.set(item.queued.elapsed().as_secs_f64());
-            let outcome = catch_unwind(AssertUnwindSafe(|| match &item.notification {
-                Notification::Added {
+            let outcome = catch_unwind(AssertUnwindSafe(|| match &item.note {
+                Note::Change(Notification::Added {
                     object,
                     is_in_initial_list,
-                } => handler.on_add(object, *is_in_initial_list),
-                Notification::Updated { old, new } => handler.on_update(old, new),
-                Notification::Deleted { object } => handler.on_delete(object),
+                }) => handler.on_add(object, *is_in_initial_list),
+                Note::Change(Notification::Updated { old, new }) => handler.on_update(old, new),
+                Note::Change(Notification::Deleted { object }) => handler.on_delete(object),
+                Note::Bookmark(rv) => handler.on_bookmark(rv),
             }));
             if let Err(panic) = outcome {
                 self.panics.fetch_add(1, Ordering::Relaxed);
@@ -510,10 +571,9 @@ impl<K: Object + Send + Sync + 'static> Listener<K> {
                     .map(|s| (*s).to_owned())
                     .or_else(|| panic.downcast_ref::<String>().cloned())
                     .unwrap_or_default();
-                let key = match &item.notification {
-                    Notification::Added { object, .. } => object.key(),
-                    Notification::Updated { new, .. } => new.key(),
-                    Notification::Deleted { object } => object.key(),
+                let key = match &item.note {
+                    Note::Change(n) => key_of(n).to_string(),
+                    Note::Bookmark(rv) => format!("bookmark {rv}"),
                 };
                 tracing::error!(handler = %self.name, %key, %message, "event handler panicked");
                 metrics::counter!(crate::metric_names::HANDLER_PANICS, "handler" => self.name.clone())
@@ -537,7 +597,10 @@ impl<K: Object + Send + Sync + 'static> Listener<K> {
                 waker.wake();
             }
         }
-        item.notification
+        match item.note {
+            Note::Change(n) => Some(n),
+            Note::Bookmark(_) => None,
+        }
     }
 }
 

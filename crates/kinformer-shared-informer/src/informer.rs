@@ -5,7 +5,8 @@ use std::fmt;
 use std::future::{Future, poll_fn};
 use std::pin::Pin;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::OnceLock;
+use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 use std::task::{Context, Poll};
 use std::time::Duration;
 
@@ -19,6 +20,7 @@ use tokio::sync::watch;
 use tokio::time::Instant;
 
 use crate::Error;
+use crate::freshness::{self, Freshness, FreshnessError};
 use crate::handler::{Listener, ResourceEventHandler};
 
 /// The source of an informer: any stream of store events, normally the reflector's
@@ -38,6 +40,9 @@ pub struct InformerConfig<K> {
     /// The informer's name, in logs and in its handlers' names (`pods#0`); normally the
     /// resource's.
     pub name: String,
+    /// The resource, for the `resource` label of the informer's metrics (`pods`,
+    /// `deployments.apps`); empty (the default): the name.
+    pub resource: String,
     /// The resync period of handlers added without one, and the informer's first resync check
     /// period (handlers added before the start with a shorter period shorten it); `None` (the
     /// default): no resync.
@@ -57,6 +62,7 @@ impl<K> Default for InformerConfig<K> {
     fn default() -> Self {
         Self {
             name: "informer".to_owned(),
+            resource: String::new(),
             resync_period: None,
             transform: None,
             drain_on_shutdown: true,
@@ -70,6 +76,7 @@ impl<K> fmt::Debug for InformerConfig<K> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("InformerConfig")
             .field("name", &self.name)
+            .field("resource", &self.resource)
             .field("resync_period", &self.resync_period)
             .field("transform", &self.transform.is_some())
             .field("drain_on_shutdown", &self.drain_on_shutdown)
@@ -102,10 +109,65 @@ struct Inner<K> {
     check_period: Mutex<Option<Duration>>,
     /// The resourceVersion the queue has caught up to (the buffer is reused).
     last_sync: Mutex<Option<String>>,
+    /// The resourceVersion the cache has reached, and the writes waiting to be read back.
+    freshness: Arc<freshness::State>,
     transform: Option<Transform<K>>,
     drain_on_shutdown: bool,
     abort_on_panic: bool,
     buffer_policy: crate::BufferPolicy,
+    gauges: Gauges,
+}
+
+/// The informer's gauges ([`metric_names`](crate::metric_names)), made once: the hot path only
+/// stores a number into each.
+struct Gauges {
+    cache_objects: metrics::Gauge,
+    cache_resource_version: metrics::Gauge,
+    bookmark_resource_version: metrics::Gauge,
+    queue_depth: metrics::Gauge,
+    queue_oldest_age: metrics::Gauge,
+    time_to_first_sync: metrics::Gauge,
+    /// Objects in the cache, as the notifications count them (each `Added` is a key the cache
+    /// did not hold, each `Deleted` one it held): no walk of the cache.
+    objects: AtomicI64,
+    /// When [`SharedIndexInformer::run`] started.
+    started: OnceLock<std::time::Instant>,
+}
+
+impl Gauges {
+    fn new(name: &str, resource: &str) -> Self {
+        use crate::metric_names as n;
+        let resource = if resource.is_empty() { name } else { resource };
+        let labels = [
+            metrics::Label::new("informer", name.to_owned()),
+            metrics::Label::new("resource", resource.to_owned()),
+        ];
+        let gauge = |name: &'static str| metrics::gauge!(name, labels.to_vec());
+        Self {
+            cache_objects: gauge(n::CACHE_OBJECTS),
+            cache_resource_version: gauge(n::CACHE_RESOURCE_VERSION),
+            bookmark_resource_version: gauge(n::BOOKMARK_RESOURCE_VERSION),
+            queue_depth: gauge(n::QUEUE_DEPTH),
+            queue_oldest_age: gauge(n::QUEUE_OLDEST_AGE_SECONDS),
+            time_to_first_sync: gauge(n::TIME_TO_FIRST_SYNC_SECONDS),
+            objects: AtomicI64::new(0),
+            started: OnceLock::new(),
+        }
+    }
+
+    /// Sets a version gauge: versions are decimal integers (KEP-5504); an opaque one is skipped.
+    fn version(gauge: &metrics::Gauge, rv: &str) {
+        if let Ok(v) = rv.parse::<u64>() {
+            gauge.set(v as f64);
+        }
+    }
+
+    /// The queue's depth and oldest item, after a pop.
+    fn queue<K: Object, Q: DeltaQueue<K> + ?Sized>(&self, queue: &Q) {
+        self.queue_depth.set(queue.depth() as f64);
+        self.queue_oldest_age
+            .set(queue.oldest_age().map_or(0.0, |age| age.as_secs_f64()));
+    }
 }
 
 /// One list/watch of a resource shared by many handlers: client-go's `SharedIndexInformer`.
@@ -210,6 +272,7 @@ where
         cache: Arc<C>,
         config: InformerConfig<K>,
     ) -> Self {
+        let gauges = Gauges::new(&config.name, &config.resource);
         Self {
             events: Mutex::new(Some(Box::pin(events))),
             queue,
@@ -230,10 +293,12 @@ where
                 resync_period: config.resync_period,
                 check_period: Mutex::new(config.resync_period),
                 last_sync: Mutex::new(None),
+                freshness: Arc::new(freshness::State::new()),
                 transform: config.transform,
                 drain_on_shutdown: config.drain_on_shutdown,
                 abort_on_panic: config.abort_on_handler_panic,
                 buffer_policy: config.handler_buffer,
+                gauges,
             }),
             running: AtomicBool::new(false),
         }
@@ -268,6 +333,70 @@ where
             .lock()
             .as_deref()
             .map(ResourceVersion::from)
+    }
+
+    /// The resourceVersion the cache has reached: it holds every change up to this version
+    /// (the last list's, event's or bookmark's the consumer has applied). `None` before the
+    /// first list is stored. With the classic queue it moves only when the queue is empty.
+    pub fn cache_resource_version(&self) -> Option<ResourceVersion> {
+        self.inner.freshness.reached()
+    }
+
+    /// Waits until the cache has reached `resource_version` (every change up to it is in the
+    /// cache and has been handed to the handlers), at most `timeout`. Versions are compared as
+    /// integers, as Kubernetes 1.35 allows (KEP-5504).
+    ///
+    /// # Errors
+    /// [`FreshnessError::NotComparable`] for an opaque version (this one, or the cache's),
+    /// [`FreshnessError::Timeout`] naming where the cache got to, [`FreshnessError::Stopped`]
+    /// when the informer is shut down first.
+    pub async fn wait_until_fresh(
+        &self,
+        resource_version: &ResourceVersion,
+        timeout: Duration,
+    ) -> Result<(), FreshnessError> {
+        freshness::wait_until(
+            &self.inner.freshness,
+            &self.name,
+            self.inner.stop.subscribe(),
+            resource_version,
+            timeout,
+        )
+        .await
+    }
+
+    /// The transform applied to each object before it is stored, if any.
+    pub fn transform(&self) -> Option<Transform<K>> {
+        self.inner.transform.clone()
+    }
+
+    /// The cache's objects with the exact version they stand at, read in one step with the
+    /// consumer's writes: the list a server would answer at that version (for a consistency
+    /// check). `None` before the first list, and with a queue that drops bookmarks (the classic
+    /// one), whose cache version is only a lower bound.
+    pub fn snapshot(&self) -> Option<(ResourceVersion, Vec<Arc<K>>)> {
+        if !self.queue.passes_bookmarks() {
+            return None;
+        }
+        // The consumer applies a pop and moves the version under this lock.
+        let _handlers = self.inner.handlers.lock();
+        let reached = self.inner.freshness.reached()?;
+        Some((reached, self.cache.list()))
+    }
+
+    /// Read-your-writes for this informer's cache: record the version each write returned, and
+    /// ask whether the cache has caught up with it for that key (see [`Freshness`]).
+    pub fn freshness(&self) -> Freshness {
+        let cache = Arc::clone(&self.cache);
+        Freshness::new(
+            Arc::clone(&self.inner.freshness),
+            &self.name,
+            Arc::new(move |key: &str| {
+                cache
+                    .get_by_key(key)
+                    .and_then(|o| o.resource_version().map(ResourceVersion::from))
+            }),
+        )
     }
 
     /// Adds a handler with the informer's resync period ([`InformerConfig::resync_period`]),
@@ -383,6 +512,7 @@ where
             return;
         };
         self.inner.handlers.lock().started = true;
+        let _ = self.inner.gauges.started.set(std::time::Instant::now());
 
         let mut stop = self.inner.stop.subscribe();
         let stopper = async {
@@ -491,7 +621,24 @@ where
             }
             other => Some(other.clone()),
         };
+        let bookmark = match &event {
+            StoreEvent::Bookmark(rv) if !self.queue.passes_bookmarks() => Some(rv.clone()),
+            _ => None,
+        };
         self.queue.apply(event)?;
+        // A queue that drops bookmarks: an empty one means the cache holds everything up to
+        // the bookmark (a pop is applied before the queue's lock is released).
+        if let Some(rv) = &bookmark {
+            Gauges::version(&self.inner.gauges.bookmark_resource_version, rv.as_str());
+        }
+        if let Some(rv) = bookmark
+            && self.queue.depth() == 0
+        {
+            self.inner.freshness.advance(&rv);
+            if let Some(reached) = self.inner.freshness.reached() {
+                Gauges::version(&self.inner.gauges.cache_resource_version, reached.as_str());
+            }
+        }
         let Some(marker) = marker else {
             return Ok(());
         };
@@ -543,6 +690,20 @@ where
                 })
             })
             .await;
+            // The classic queue pops by key: its cache has reached what was queued only once
+            // nothing is left in it.
+            if matches!(done, Some(Popped::Key(_)))
+                && queue.depth() == 0
+                && let Some(rv) = self.last_sync_resource_version()
+            {
+                inner.freshness.advance(&rv);
+                if let Some(reached) = inner.freshness.reached() {
+                    Gauges::version(&inner.gauges.cache_resource_version, reached.as_str());
+                }
+            }
+            if done.is_some() {
+                inner.gauges.queue(queue);
+            }
             // The queue's lock is released: drop what was popped and what the handlers gave back
             // here, where the writer cannot be waiting on it.
             drop(done);
@@ -569,6 +730,12 @@ fn mark_synced<K: Object, Q: DeltaQueue<K>>(inner: &Inner<K>, queue: &Q) {
     }
     drop(handlers);
     inner.synced.send_replace(true);
+    if let Some(started) = inner.gauges.started.get() {
+        inner
+            .gauges
+            .time_to_first_sync
+            .set(started.elapsed().as_secs_f64());
+    }
 }
 
 /// Stores a popped item and hands what changed to the listeners, under the handlers' lock.
@@ -583,7 +750,36 @@ fn distribute<K: Object + Send + Sync + 'static>(
     for e in applied.errors {
         tracing::warn!(error = %e, "the cache refused a write");
     }
+    // The cache now holds everything up to this version: in order, what was popped last.
+    let reached = match popped {
+        Popped::Batch(deltas) => deltas
+            .last()
+            .and_then(|d| d.object.object().resource_version()),
+        Popped::Replace(step) => Some(step.resource_version.as_str()),
+        Popped::Bookmark(rv) => {
+            for listener in &handlers.listeners {
+                listener.push_bookmark(rv.clone());
+            }
+            Gauges::version(&inner.gauges.bookmark_resource_version, rv.as_str());
+            Some(rv.as_str())
+        }
+        Popped::Key(_) | Popped::Resync => None,
+    };
+    if let Some(rv) = reached.filter(|rv| !rv.is_empty()) {
+        inner.freshness.set(&ResourceVersion::from(rv));
+        Gauges::version(&inner.gauges.cache_resource_version, rv);
+    }
+    let forget = inner.freshness.has_writes();
+    let mut objects = 0i64;
     for notification in applied.notifications {
+        match &notification {
+            Notification::Added { .. } => objects += 1,
+            Notification::Deleted { .. } => objects -= 1,
+            Notification::Updated { .. } => {}
+        }
+        if forget && let Notification::Deleted { object } = &notification {
+            inner.freshness.forget(object.key().as_str());
+        }
         let is_sync = matches!(
             &notification,
             Notification::Updated { old, new }
@@ -606,6 +802,10 @@ fn distribute<K: Object + Send + Sync + 'static>(
                 reclaimed,
             );
         }
+    }
+    if objects != 0 {
+        let now = inner.gauges.objects.fetch_add(objects, Ordering::Relaxed) + objects;
+        inner.gauges.cache_objects.set(now as f64);
     }
 }
 

@@ -85,10 +85,12 @@
 #![forbid(unsafe_code)]
 
 mod factory;
+mod freshness;
 mod handler;
 mod informer;
 
 pub use factory::{InformerOptions, ManagedInformer, SharedInformerFactory};
+pub use freshness::{Freshness, FreshnessError};
 pub use handler::{BufferPolicy, FilteringHandler, HandlerFns, ResourceEventHandler};
 pub use informer::StoreEvents;
 pub use informer::{
@@ -109,8 +111,29 @@ pub enum Error {
     },
 }
 
-/// The names of the informer's counters, through the `metrics` facade.
+/// The names of the informer's metrics, through the `metrics` facade (docs/metrics.md lists
+/// every metric of the pipeline). The informer's own gauges are labelled `informer` with
+/// [`InformerConfig::name`](crate::InformerConfig::name) and `resource` with
+/// [`InformerConfig::resource`](crate::InformerConfig::resource) (the name when
+/// empty); a handler's are labelled `handler` with its name (`pods#0`: the informer's name and
+/// the handler's number). Gauges of versions hold them as numbers: versions are decimal
+/// integers (KEP-5504), and one that is not is skipped.
 pub mod metric_names {
+    /// Objects in the cache (a gauge).
+    pub const CACHE_OBJECTS: &str = "kinformer_informer_cache_objects";
+    /// The resourceVersion the cache has reached (a gauge; see
+    /// [`SharedIndexInformer::cache_resource_version`](crate::SharedIndexInformer::cache_resource_version)).
+    pub const CACHE_RESOURCE_VERSION: &str = "kinformer_informer_cache_resource_version";
+    /// The resourceVersion of the last bookmark the informer took (a gauge).
+    pub const BOOKMARK_RESOURCE_VERSION: &str = "kinformer_informer_bookmark_resource_version";
+    /// Items waiting in the queue between the watch and the cache, after the last pop (a gauge).
+    pub const QUEUE_DEPTH: &str = "kinformer_informer_queue_depth";
+    /// How long the oldest item in the queue had waited, in seconds, after the last pop (a
+    /// gauge; 0 when the queue is empty).
+    pub const QUEUE_OLDEST_AGE_SECONDS: &str = "kinformer_informer_queue_oldest_age_seconds";
+    /// Seconds from [`run`](crate::SharedIndexInformer::run) to the first sync (a gauge, set
+    /// once).
+    pub const TIME_TO_FIRST_SYNC_SECONDS: &str = "kinformer_informer_time_to_first_sync_seconds";
     /// Handler panics, labelled `handler`.
     pub const HANDLER_PANICS: &str = "kinformer_informer_handler_panics_total";
     /// Notifications a handler has not yet handled (a gauge), labelled `handler`.

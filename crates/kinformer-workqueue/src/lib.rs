@@ -81,7 +81,7 @@ mod queue;
 mod rate_limiter;
 mod rate_limiting_queue;
 
-pub use queue::WorkQueue;
+pub use queue::{Gate, WorkQueue};
 pub use rate_limiter::{
     BoxRateLimiter, BucketRateLimiter, ExponentialFailureRateLimiter, MaxOfRateLimiter,
     RateLimiter, default_controller_rate_limiter,

@@ -2,9 +2,9 @@
 
 use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 use std::fmt;
-use std::future::poll_fn;
+use std::future::{Future, poll_fn};
 use std::hash::Hash;
-use std::pin::pin;
+use std::pin::{Pin, pin};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::task::Poll;
 use std::time::Duration;
@@ -22,9 +22,31 @@ enum Phase {
     Stopped,
 }
 
+/// Decides whether a queued item may be handed out yet: a queue made
+/// [`with_gate`](WorkQueue::with_gate) holds back the items whose gate is closed, in their order,
+/// and looks at them again each time the gate says it [`changed`](Gate::changed).
+///
+/// The usual gate is read-your-writes: a controller that wrote an object holds its key until
+/// the informer's cache has caught up with the write (the `kinformer` facade's `FreshKeys`).
+pub trait Gate<T>: Send + Sync {
+    /// Whether `item` may be handed out now. Called under the queue's lock: it must not call
+    /// back into the queue.
+    fn is_open(&self, item: &T) -> bool;
+
+    /// A future that resolves when a closed gate may have opened. It must start watching when
+    /// this is called, before it is first polled, so that no change in between is lost.
+    fn changed(&self) -> Pin<Box<dyn Future<Output = ()> + Send + Sync>>;
+}
+
 struct State<T> {
     /// Items ready to be handed out, in the order they became ready.
     queue: VecDeque<T>,
+    /// Items taken from `queue` whose gate was closed, in their order (still in `dirty`).
+    held: VecDeque<T>,
+    /// Items added with low priority, handed out only when `queue` is empty (still in
+    /// `dirty`), and the same items as a set.
+    low: VecDeque<T>,
+    low_set: HashSet<T>,
     /// Items in `queue`, or held by a worker and to be queued again when it is done.
     dirty: HashSet<T>,
     /// Items held by a worker, between `get` and `done`.
@@ -41,7 +63,16 @@ struct State<T> {
 impl<T: Hash + Eq + Clone> State<T> {
     /// Queues `item` unless it is queued already or a worker holds it; `true` if it was queued.
     fn insert(&mut self, item: T) -> bool {
-        if !self.dirty.insert(item.clone()) || self.processing.contains(&item) {
+        if !self.dirty.insert(item.clone()) {
+            // Waiting with low priority: added again normally, it moves up.
+            if self.low_set.remove(&item) {
+                self.low.retain(|i| *i != item);
+                self.queue.push_back(item);
+                return true;
+            }
+            return false;
+        }
+        if self.processing.contains(&item) {
             return false;
         }
         self.queue.push_back(item);
@@ -68,11 +99,38 @@ impl<T: Hash + Eq + Clone> State<T> {
 
     /// Nothing is queued and nothing is held: a drain is over.
     fn idle(&self) -> bool {
-        self.queue.is_empty() && self.processing.is_empty()
+        self.queue.is_empty()
+            && self.held.is_empty()
+            && self.low.is_empty()
+            && self.processing.is_empty()
+    }
+
+    /// Puts the held items whose gate is open (all of them when `all`) back at the front of
+    /// the queue, in their order.
+    fn release(&mut self, gate: &dyn Gate<T>, all: bool) {
+        if self.held.is_empty() {
+            return;
+        }
+        let mut still = VecDeque::new();
+        let mut open = Vec::new();
+        for item in self.held.drain(..) {
+            if all || gate.is_open(&item) {
+                open.push(item);
+            } else {
+                still.push_back(item);
+            }
+        }
+        self.held = still;
+        for item in open.into_iter().rev() {
+            self.queue.push_front(item);
+        }
     }
 
     fn clear(&mut self) {
         self.queue.clear();
+        self.held.clear();
+        self.low.clear();
+        self.low_set.clear();
         self.dirty.clear();
         self.waiting.clear();
         self.waiting_at.clear();
@@ -85,6 +143,8 @@ struct Inner<T> {
     ready: Notify,
     /// The last held item of a drain is done.
     drained: Notify,
+    /// Holds back items until they may be handed out ([`WorkQueue::with_gate`]).
+    gate: Option<Box<dyn Gate<T>>>,
 }
 
 /// A de-duplicating, delaying queue of items (usually object keys): client-go's
@@ -166,10 +226,58 @@ impl<T: Hash + Eq + Clone + Send> WorkQueue<T> {
     /// assert_eq!(queue.len(), 0);
     /// ```
     pub fn new() -> Self {
+        Self::build(None)
+    }
+
+    /// An empty queue that hands out an item only once `gate` is open for it: items whose gate
+    /// is closed are held back, in their order, and looked at again whenever the gate changes.
+    /// Held items count in [`len`](Self::len) and are still de-duplicated; a
+    /// [`shut_down_with_drain`](Self::shut_down_with_drain) hands them out whatever the gate
+    /// says, so that a drain always ends.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() {
+    /// use std::future::Future;
+    /// use std::pin::Pin;
+    /// use tokio::sync::watch;
+    /// use kinformer_workqueue::{Gate, WorkQueue};
+    ///
+    /// /// Holds back "held" until the switch is on.
+    /// struct Switch(watch::Sender<bool>);
+    /// impl Gate<&'static str> for Switch {
+    ///     fn is_open(&self, item: &&'static str) -> bool {
+    ///         *item != "held" || *self.0.borrow()
+    ///     }
+    ///     fn changed(&self) -> Pin<Box<dyn Future<Output = ()> + Send + Sync>> {
+    ///         let mut changes = self.0.subscribe(); // watching from now
+    ///         Box::pin(async move {
+    ///             let _ = changes.changed().await;
+    ///         })
+    ///     }
+    /// }
+    ///
+    /// let switch = watch::Sender::new(false);
+    /// let queue = WorkQueue::with_gate(Switch(switch.clone()));
+    /// queue.add("held");
+    /// queue.add("free");
+    /// assert_eq!(queue.get().await, Some("free"));
+    /// assert_eq!(queue.len(), 1);
+    /// switch.send_replace(true);
+    /// assert_eq!(queue.get().await, Some("held"));
+    /// # }
+    /// ```
+    pub fn with_gate(gate: impl Gate<T> + 'static) -> Self {
+        Self::build(Some(Box::new(gate)))
+    }
+
+    fn build(gate: Option<Box<dyn Gate<T>>>) -> Self {
         Self {
             inner: Arc::new(Inner {
                 state: Mutex::new(State {
                     queue: VecDeque::new(),
+                    held: VecDeque::new(),
+                    low: VecDeque::new(),
+                    low_set: HashSet::new(),
                     dirty: HashSet::new(),
                     processing: HashSet::new(),
                     waiting: BTreeMap::new(),
@@ -179,6 +287,7 @@ impl<T: Hash + Eq + Clone + Send> WorkQueue<T> {
                 }),
                 ready: Notify::new(),
                 drained: Notify::new(),
+                gate,
             }),
         }
     }
@@ -213,6 +322,36 @@ impl<T: Hash + Eq + Clone + Send> WorkQueue<T> {
             drop(state);
             self.inner.ready.notify_one();
         }
+    }
+
+    /// Queues `item` behind everything added with [`add`](Self::add): it is handed out only
+    /// when nothing else is ready, so a controller's reactions to new changes do not wait
+    /// behind a large initial list (controller-runtime's priority queue does this for the keys
+    /// of the first list). Queued already, it keeps its place; added again with `add` while it
+    /// waits, it moves up. Ignored once shutting down.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() {
+    /// let queue = kinformer_workqueue::WorkQueue::new();
+    /// queue.add_low_priority("listed");
+    /// queue.add("changed");
+    /// assert_eq!(queue.get().await, Some("changed"));
+    /// assert_eq!(queue.get().await, Some("listed"));
+    /// # }
+    /// ```
+    pub fn add_low_priority(&self, item: T) {
+        let mut state = self.lock();
+        if state.phase != Phase::Running {
+            tracing::trace!("work queue shutting down: add ignored");
+            return;
+        }
+        if !state.dirty.insert(item.clone()) || state.processing.contains(&item) {
+            return;
+        }
+        state.low_set.insert(item.clone());
+        state.low.push_back(item);
+        drop(state);
+        self.inner.ready.notify_one();
     }
 
     /// Queues `item` once `delay` has passed on tokio's clock (a zero delay queues it at once).
@@ -292,10 +431,13 @@ impl<T: Hash + Eq + Clone + Send> WorkQueue<T> {
     /// # }
     /// ```
     pub async fn get(&self) -> Option<T> {
+        let gate = self.inner.gate.as_deref();
         loop {
             let mut ready = pin!(self.inner.ready.notified());
             // Registered before the state is read, so no wake-up between the two is lost.
             ready.as_mut().enable();
+            // Likewise the gate's changes.
+            let mut opened = gate.map(|g| g.changed());
             let next_due = {
                 let mut state = self.lock();
                 match state.phase {
@@ -304,6 +446,35 @@ impl<T: Hash + Eq + Clone + Send> WorkQueue<T> {
                         state.promote_due(Instant::now());
                     }
                     Phase::Draining => {}
+                }
+                if let Some(gate) = gate {
+                    let draining = state.phase == Phase::Draining;
+                    state.release(gate, draining);
+                    while let Some(item) = state.queue.front() {
+                        if draining || gate.is_open(item) {
+                            break;
+                        }
+                        let held = state.queue.pop_front().expect("the front was just seen");
+                        state.held.push_back(held);
+                    }
+                }
+                // Nothing of normal priority ready: the next low-priority item whose gate is
+                // open (a closed one waits with the held items).
+                while state.queue.is_empty() {
+                    let Some(item) = state.low.pop_front() else {
+                        break;
+                    };
+                    state.low_set.remove(&item);
+                    let draining = state.phase == Phase::Draining;
+                    match gate {
+                        Some(gate) if !draining && !gate.is_open(&item) => {
+                            state.held.push_back(item);
+                        }
+                        _ => state.queue.push_back(item),
+                    }
+                }
+                if state.held.is_empty() {
+                    opened = None;
                 }
                 if let Some(item) = state.queue.pop_front() {
                     state.dirty.remove(&item);
@@ -324,6 +495,11 @@ impl<T: Hash + Eq + Clone + Send> WorkQueue<T> {
             let mut sleep = pin!(next_due.map(tokio::time::sleep_until));
             poll_fn(|cx| {
                 if ready.as_mut().poll(cx).is_ready() {
+                    return Poll::Ready(());
+                }
+                if let Some(opened) = opened.as_mut()
+                    && opened.as_mut().poll(cx).is_ready()
+                {
                     return Poll::Ready(());
                 }
                 let due = sleep
@@ -368,8 +544,8 @@ impl<T: Hash + Eq + Clone + Send> WorkQueue<T> {
         }
     }
 
-    /// How many items are queued and not yet handed out (not counting those held by workers,
-    /// nor those whose delay has not passed).
+    /// How many items are queued and not yet handed out, those a gate holds back included (not
+    /// counting those held by workers, nor those whose delay has not passed).
     ///
     /// ```
     /// # #[tokio::main(flavor = "current_thread")] async fn main() {
@@ -385,7 +561,7 @@ impl<T: Hash + Eq + Clone + Send> WorkQueue<T> {
         if state.phase == Phase::Running {
             state.promote_due(Instant::now());
         }
-        state.queue.len()
+        state.queue.len() + state.held.len() + state.low.len()
     }
 
     /// `true` when [`len`](Self::len) is 0.
@@ -701,5 +877,94 @@ mod tests {
         assert!(cancelled.is_err());
         q.add("a");
         assert_eq!(q.get().await, Some("a"));
+    }
+
+    /// Open for the items in the set it holds.
+    struct OpenFor(tokio::sync::watch::Sender<HashSet<&'static str>>);
+
+    impl Gate<&'static str> for OpenFor {
+        fn is_open(&self, item: &&'static str) -> bool {
+            self.0.borrow().contains(item)
+        }
+        fn changed(&self) -> Pin<Box<dyn Future<Output = ()> + Send + Sync>> {
+            let mut changes = self.0.subscribe();
+            Box::pin(async move {
+                let _ = changes.changed().await;
+            })
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_gate_holds_items_back_in_order_until_it_opens_for_them() {
+        let open = tokio::sync::watch::Sender::new(HashSet::from(["c"]));
+        let q = WorkQueue::with_gate(OpenFor(open.clone()));
+        for item in ["a", "b", "c"] {
+            q.add(item);
+        }
+        assert_eq!(q.get().await, Some("c"));
+        // Held, still counted, still de-duplicated.
+        assert_eq!(q.len(), 2);
+        q.add("a");
+        assert_eq!(q.len(), 2);
+        // A worker waiting in `get` wakes when the gate changes.
+        let worker = tokio::spawn({
+            let q = q.clone();
+            async move { q.get().await }
+        });
+        tokio::task::yield_now().await;
+        assert!(!worker.is_finished());
+        open.send_modify(|o| {
+            o.insert("b");
+            o.insert("a");
+        });
+        assert_eq!(worker.await.unwrap(), Some("a"));
+        assert_eq!(q.get().await, Some("b"));
+        assert!(q.is_empty());
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_drain_hands_out_what_the_gate_holds() {
+        let open = tokio::sync::watch::Sender::new(HashSet::new());
+        let q = WorkQueue::with_gate(OpenFor(open));
+        q.add("a");
+        let waiting = tokio::spawn({
+            let q = q.clone();
+            async move { q.get().await }
+        });
+        tokio::task::yield_now().await;
+        assert!(!waiting.is_finished());
+        let drain = tokio::spawn({
+            let q = q.clone();
+            async move { q.shut_down_with_drain().await }
+        });
+        let a = waiting.await.unwrap().unwrap();
+        assert_eq!(a, "a");
+        q.done(&a);
+        drain.await.unwrap();
+        assert_eq!(q.get().await, None);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn low_priority_items_wait_behind_the_rest_and_move_up_when_added_again() {
+        let q = WorkQueue::new();
+        for item in ["l1", "l2", "l3"] {
+            q.add_low_priority(item);
+        }
+        q.add("n1");
+        q.add_low_priority("n1"); // queued already: keeps its place
+        assert_eq!(q.len(), 4);
+        assert_eq!(q.get().await, Some("n1"));
+        q.add("l3"); // moves up
+        assert_eq!(q.get().await, Some("l3"));
+        q.add("n2");
+        assert_eq!(q.get().await, Some("n2"));
+        assert_eq!(q.get().await, Some("l1"));
+        assert_eq!(q.get().await, Some("l2"));
+        assert!(q.is_empty());
+        // A low-priority item a worker holds is queued again (normally) when it is done.
+        q.add_low_priority("l1");
+        assert!(q.is_empty(), "l1 is held by a worker");
+        q.done(&"l1");
+        assert_eq!(q.get().await, Some("l1"));
     }
 }

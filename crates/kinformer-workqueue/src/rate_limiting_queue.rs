@@ -101,6 +101,39 @@ impl<T: Hash + Eq + Clone + Send + 'static> RateLimitingQueue<T> {
         }
     }
 
+    /// An empty queue whose retries wait as `limiter` says, and that hands out an item only
+    /// once `gate` is open for it (see [`WorkQueue::with_gate`]).
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() {
+    /// use std::future::Future;
+    /// use std::pin::Pin;
+    /// use kinformer_workqueue::{Gate, RateLimitingQueue, default_controller_rate_limiter};
+    ///
+    /// struct Open;
+    /// impl Gate<String> for Open {
+    ///     fn is_open(&self, _: &String) -> bool {
+    ///         true
+    ///     }
+    ///     fn changed(&self) -> Pin<Box<dyn Future<Output = ()> + Send + Sync>> {
+    ///         Box::pin(std::future::pending())
+    ///     }
+    /// }
+    /// let queue = RateLimitingQueue::with_rate_limiter_and_gate(default_controller_rate_limiter(), Open);
+    /// queue.add("default/web".to_string());
+    /// assert_eq!(queue.get().await.as_deref(), Some("default/web"));
+    /// # }
+    /// ```
+    pub fn with_rate_limiter_and_gate(
+        limiter: impl RateLimiter<T> + 'static,
+        gate: impl crate::Gate<T> + 'static,
+    ) -> Self {
+        Self {
+            queue: WorkQueue::with_gate(gate),
+            limiter: Arc::new(limiter),
+        }
+    }
+
     /// Queues `item` again once the limiter's delay for it has passed, and counts the retry:
     /// call it when handling `item` failed.
     ///
@@ -155,6 +188,11 @@ impl<T: Hash + Eq + Clone + Send + 'static> RateLimitingQueue<T> {
     /// ```
     pub fn add(&self, item: T) {
         self.queue.add(item);
+    }
+
+    /// [`WorkQueue::add_low_priority`]: queued behind every item added with `add`.
+    pub fn add_low_priority(&self, item: T) {
+        self.queue.add_low_priority(item);
     }
 
     /// As [`WorkQueue::add_after`]: queues `item` once `delay` has passed, not counted as a

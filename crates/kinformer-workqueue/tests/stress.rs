@@ -80,6 +80,8 @@ async fn many_workers_process_every_item_and_never_one_twice_at_once() {
                     keys[k].adds.fetch_add(1, Ordering::SeqCst);
                     if i % 10 == 0 {
                         queue.add_after(k, Duration::from_micros(100));
+                    } else if i % 10 == 5 {
+                        queue.add_low_priority(k);
                     } else {
                         queue.add(k);
                     }

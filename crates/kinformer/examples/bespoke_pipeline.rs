@@ -50,6 +50,7 @@ impl ListWatch<Pod> for NoKubeSystem {
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    support::init_logging();
     let (client, _sim) = support::connect().await?;
 
     let cache: Arc<Mutex<BTreeMap<ObjectKey, Arc<Pod>>>> = Arc::default();
@@ -66,7 +67,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         .handler(HandlerFns::new().on_add(|pod: &Arc<Pod>, _| println!("Pod Added: {}", pod.key())))
         .build()?;
     pods.start();
-    pods.wait_synced(None).await;
+    support::synced_or_exit(pods.wait_synced_for(support::sync_timeout()).await);
     let namespaces: std::collections::BTreeSet<String> = cache
         .lock()
         .map_err(|_| "the cache lock is poisoned")?

@@ -40,6 +40,7 @@ fn reconcile(pods: &Lister<Pod, IndexerReader<Pod>>, key: &str) -> Result<(), li
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    support::init_logging();
     let (client, _sim) = support::connect().await?;
     // client-go's `NewTypedRateLimitingQueue(DefaultTypedControllerRateLimiter())`.
     let queue: RateLimitingQueue<String> = RateLimitingQueue::new();
@@ -58,7 +59,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             .on_delete(move |pod: &DeltaObject<Pod>| on_delete(pod.key())),
     )?;
     factory.start();
-    factory.wait_synced(None).await;
+    support::synced_or_exit(factory.wait_synced_for(support::sync_timeout()).await);
 
     let workers: Vec<_> = (0..2)
         .map(|_| {

@@ -14,6 +14,7 @@ use kinformer::prelude::*;
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    support::init_logging();
     let args: Vec<String> = std::env::args().skip(1).collect();
     let [group, version, kind, plural] = match args.as_slice() {
         [g, v, k, p] => [g.as_str(), v, k, p],
@@ -58,7 +59,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             }),
     )?;
     factory.start();
-    factory.wait_synced(None).await;
+    support::synced_or_exit(factory.wait_synced_for(support::sync_timeout()).await);
     support::run_for_a_while().await;
     factory.shutdown().await;
     Ok(())

@@ -14,6 +14,7 @@ use kinformer::prelude::*;
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    support::init_logging();
     let (client, _sim) = support::connect().await?;
 
     // A custom index: any function from an object to the values it is filed under.
@@ -34,7 +35,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         .cache(cache)
         .build()?;
     pods.start();
-    pods.wait_synced(None).await;
+    support::synced_or_exit(pods.wait_synced_for(support::sync_timeout()).await);
 
     let lister = pods.lister();
     let mut per_node = BTreeMap::new();

@@ -11,6 +11,7 @@ use kinformer::prelude::*;
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    support::init_logging();
     let (client, _sim) = support::connect().await?;
 
     let factory = Factory::new(client);
@@ -22,9 +23,9 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             .on_delete(|pod: &DeltaObject<Pod>| println!("Pod Deleted: {}", pod.key())),
     )?;
     factory.start();
-    if !factory.wait_synced(None).await {
-        return Err("the informer stopped before it synced".into());
-    }
+    // Names the late informer, how far it got and its last error when the cluster does not
+    // answer in time.
+    support::synced_or_exit(factory.wait_synced_for(support::sync_timeout()).await);
     eprintln!(
         "synced: {} pods in the cache",
         pods.cache().list_keys().len()

@@ -6,21 +6,25 @@ use std::time::Duration;
 
 use futures_util::Stream;
 use kinformer_core::{
-    BoxListWatch, CacheRead, CacheWrite, DeltaQueue, ListWatch, Object, ReflectorStore,
-    ResourceVersion, StoreEvent,
+    BoxListWatch, CacheRead, CacheWrite, DeltaQueue, ListProgress, ListWatch, Object,
+    ProgressTracker, ReflectorStore, ResourceVersion, StoreEvent,
 };
 use kinformer_delta_fifo::DeltaFifo;
 use kinformer_indexer::{Indexer, IndexerReader, index};
 use kinformer_shared_informer::{
-    EventStream, HasSynced, InformerConfig, ManagedInformer, Registration, ResourceEventHandler,
-    SharedIndexInformer, StoreEvents,
+    EventStream, Freshness, FreshnessError, HasSynced, InformerConfig, ManagedInformer,
+    Registration, ResourceEventHandler, SharedIndexInformer, StoreEvents,
 };
 
-use crate::{Error, Result};
+use crate::consistency::{ConsistencyCheck, ConsistencyChecker, ConsistencyStats};
+use crate::{Error, NotSynced, Result, SyncState};
 
 /// The lister of the default pipeline's cache: `Lister<Pod>` answers queries on an informer's
 /// indexer ([`Informer::lister`]).
 pub type Lister<K> = kinformer_lister::Lister<K, IndexerReader<K>>;
+
+/// A consistency checker and its settings.
+type Checked<K, Q, C> = (Arc<ConsistencyChecker<K, Q, C>>, ConsistencyCheck);
 
 /// An informer: one list/watch of a resource, a cache, and handlers, as client-go's
 /// `SharedIndexInformer`. `Informer::<Pod>::builder()` builds the default pipeline (the
@@ -35,6 +39,12 @@ pub struct Informer<K, Q = DeltaFifo<K>, C = Indexer<K>> {
     inner: Arc<SharedIndexInformer<K, Q, C>>,
     name: Arc<str>,
     task: Mutex<Option<tokio::task::JoinHandle<()>>>,
+    /// The consistency check, when switched on, and its task once started.
+    check: Option<Checked<K, Q, C>>,
+    check_task: Mutex<Option<tokio::task::JoinHandle<()>>>,
+    /// The reflector's list progress and last retried failure (list/watch sources only).
+    progress: Option<ProgressTracker>,
+    last_error: Arc<Mutex<Option<String>>>,
 }
 
 impl<K, Q, C> fmt::Debug for Informer<K, Q, C> {
@@ -66,7 +76,68 @@ where
         if task.is_none() {
             let informer = Arc::clone(&self.inner);
             *task = Some(tokio::spawn(async move { informer.run().await }));
+            if let Some((checker, check)) = &self.check {
+                let (checker, check) = (Arc::clone(checker), check.clone());
+                *self
+                    .check_task
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner) =
+                    Some(tokio::spawn(async move { checker.run(&check).await }));
+            }
         }
+    }
+
+    /// Runs a consistency check now, when checks are switched on: the report, or `None` when
+    /// they are off or this one was skipped or failed (see [`consistency`](Self::consistency)).
+    pub async fn check_consistency(&self) -> Option<crate::consistency::ConsistencyReport> {
+        let (checker, _) = self.check.as_ref()?;
+        checker.check().await
+    }
+
+    /// How the consistency checks have gone, when they are switched on
+    /// ([`InformerBuilder::consistency_check`], or the `KINFORMER_CONSISTENCY_CHECK`
+    /// environment variable).
+    pub fn consistency(&self) -> Option<ConsistencyStats> {
+        self.check.as_ref().map(|(checker, _)| checker.stats())
+    }
+
+    /// How far the current (or last) list has got: objects, rate, and, where the server says
+    /// how many remain, the time left. `None` for an informer fed by a stream of events.
+    pub fn progress(&self) -> Option<ListProgress> {
+        self.progress.as_ref().map(ProgressTracker::snapshot)
+    }
+
+    /// The last failure the reflector retried (a refused connection, a 401, a 410), if any.
+    pub fn last_error(&self) -> Option<String> {
+        self.last_error
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    /// Where the informer stands on its way to its first sync.
+    pub fn sync_state(&self) -> SyncState {
+        SyncState {
+            name: self.name.to_string(),
+            synced: self.inner.has_synced(),
+            progress: self.progress(),
+            last_error: self.last_error(),
+        }
+    }
+
+    /// Waits at most `timeout` for the first sync, as [`wait_synced`](Self::wait_synced), and
+    /// says why when it does not come.
+    ///
+    /// # Errors
+    /// [`NotSynced`] with how far the list got and the last failure the reflector retried.
+    pub async fn wait_synced_for(&self, timeout: Duration) -> std::result::Result<(), NotSynced> {
+        if self.wait_synced(Some(timeout)).await {
+            return Ok(());
+        }
+        Err(NotSynced {
+            waited: timeout,
+            informers: vec![self.sync_state()],
+        })
     }
 
     /// Waits until the first list is in the cache and has been handed to the handlers (`true`),
@@ -120,6 +191,32 @@ where
         self.inner.last_sync_resource_version()
     }
 
+    /// The resourceVersion the cache has reached (see
+    /// [`SharedIndexInformer::cache_resource_version`]).
+    pub fn cache_resource_version(&self) -> Option<ResourceVersion> {
+        self.inner.cache_resource_version()
+    }
+
+    /// Waits until the cache has reached `resource_version`, at most `timeout` (see
+    /// [`SharedIndexInformer::wait_until_fresh`]).
+    ///
+    /// # Errors
+    /// [`FreshnessError`]: an opaque version, the time ran out, or the informer stopped.
+    pub async fn wait_until_fresh(
+        &self,
+        resource_version: &ResourceVersion,
+        timeout: Duration,
+    ) -> std::result::Result<(), FreshnessError> {
+        self.inner.wait_until_fresh(resource_version, timeout).await
+    }
+
+    /// Read-your-writes for the cache: record each write's version, ask whether the cache has
+    /// caught up for that key (see [`Freshness`]); [`FreshKeys`](crate::FreshKeys) makes a work
+    /// queue hold keys until then.
+    pub fn freshness(&self) -> Freshness {
+        self.inner.freshness()
+    }
+
     /// The cache.
     pub fn cache(&self) -> &Arc<C> {
         self.inner.cache()
@@ -132,6 +229,10 @@ where
 
     /// Stops the watch, lets the handlers finish (as configured) and waits for everything to
     /// stop. Handlers can no longer be added afterwards. Idempotent.
+    ///
+    /// # Panics
+    /// With a consistency check set to [`OnMismatch::Panic`](crate::consistency::OnMismatch),
+    /// with its report, if it found the cache differing from the server.
     pub async fn shutdown(&self) {
         self.inner.shutdown().await;
         let task = self
@@ -141,6 +242,21 @@ where
             .take();
         if let Some(task) = task {
             let _ = task.await;
+        }
+        let check = self
+            .check_task
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take();
+        if let Some(check) = check {
+            if !check.is_finished() {
+                check.abort();
+            }
+            if let Err(e) = check.await
+                && e.is_panic()
+            {
+                std::panic::resume_unwind(e.into_panic());
+            }
         }
     }
 
@@ -246,6 +362,7 @@ pub struct InformerBuilder<K, Q = DeltaFifo<K>, C = Indexer<K>> {
     cache: Result<Arc<C>>,
     config: InformerConfig<K>,
     handlers: Vec<(Box<dyn ResourceEventHandler<K>>, Option<Duration>)>,
+    check: Option<ConsistencyCheck>,
 }
 
 impl<K, Q, C> fmt::Debug for InformerBuilder<K, Q, C> {
@@ -272,6 +389,7 @@ impl<K: Object + Send + Sync + 'static> InformerBuilder<K> {
             cache,
             config: InformerConfig::default(),
             handlers: Vec::new(),
+            check: None,
         }
     }
 }
@@ -372,6 +490,7 @@ where
             cache: self.cache,
             config: self.config,
             handlers: self.handlers,
+            check: self.check,
         }
     }
 
@@ -388,6 +507,7 @@ where
             cache: Ok(cache),
             config: self.config,
             handlers: self.handlers,
+            check: self.check,
         }
     }
 
@@ -439,12 +559,31 @@ where
         self
     }
 
+    /// Compares the cache with the server's list at the cache's own resourceVersion after sync
+    /// and then on the check's period (see [`consistency`](crate::consistency)); off unless set
+    /// here or by the `KINFORMER_CONSISTENCY_CHECK` environment variable. Needs a
+    /// [`list_watch`](Self::list_watch) source and the in-order queue (the default).
+    #[must_use]
+    pub fn consistency_check(mut self, check: ConsistencyCheck) -> Self {
+        self.check = Some(check);
+        self
+    }
+
     /// The informer, ready to [`start`](Informer::start).
     pub fn build(self) -> Result<Informer<K, Q, C>> {
         let name = self
             .name
             .or_else(|| Some(self.reflector.name.clone()).filter(|n| !n.is_empty()))
             .unwrap_or_else(type_name::<K>);
+        // The reflector's metrics and the informer's name the same resource (the name when
+        // neither was told one).
+        let resource = Some(self.config.resource.clone())
+            .filter(|r| !r.is_empty())
+            .unwrap_or_else(|| self.reflector.resource.clone());
+        let check = self.check.or_else(ConsistencyCheck::from_env);
+        let mut checked = None;
+        let mut progress = None;
+        let last_error: Arc<Mutex<Option<String>>> = Arc::default();
         let events: StoreEvents<K> = match self.source.ok_or(Error::MissingListWatch)? {
             Source::Events(events) => events,
             Source::ListWatch(list_watch) => {
@@ -452,7 +591,27 @@ where
                 if reflector.name.is_empty() {
                     reflector.name.clone_from(&name);
                 }
+                reflector.resource.clone_from(&resource);
                 reflector.resync_period = None;
+                let tracker = reflector.progress.get_or_insert_with(ProgressTracker::new);
+                progress = Some(tracker.clone());
+                let user_hook = reflector.on_watch_error.take();
+                let noted = Arc::clone(&last_error);
+                reflector.on_watch_error = Some(Arc::new(move |info| {
+                    *noted.lock().unwrap_or_else(PoisonError::into_inner) =
+                        Some(info.error.to_string());
+                    if let Some(hook) = &user_hook {
+                        hook(info);
+                    }
+                }));
+                if let Some(check) = check {
+                    checked = Some((
+                        list_watch.clone(),
+                        reflector.label_selector.clone(),
+                        reflector.field_selector.clone(),
+                        check,
+                    ));
+                }
                 Box::pin(kinformer_reflector::watcher(list_watch, reflector))
             }
         };
@@ -461,6 +620,7 @@ where
         let queue = Arc::new((self.queue)(known)?);
         let mut config = self.config;
         config.name.clone_from(&name);
+        config.resource = resource;
         let informer = SharedIndexInformer::new(events, queue, cache, config);
         for (handler, resync) in self.handlers {
             let added = match resync {
@@ -469,10 +629,20 @@ where
             };
             added?;
         }
+        let inner = Arc::new(informer);
+        let check = checked.map(|(source, labels, fields, check)| {
+            let checker =
+                ConsistencyChecker::new(Arc::clone(&inner), source, labels, fields, &name);
+            (Arc::new(checker), check)
+        });
         Ok(Informer {
-            inner: Arc::new(informer),
+            inner,
             name: name.into(),
             task: Mutex::new(None),
+            check,
+            check_task: Mutex::new(None),
+            progress,
+            last_error,
         })
     }
 }

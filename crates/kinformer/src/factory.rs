@@ -11,7 +11,7 @@ use kinformer_core::k8s_openapi::Resource;
 use kinformer_core::{ApiResource, DynamicObject, ListWatch, Object, PartialObjectMetadata};
 use kinformer_shared_informer::{InformerOptions, SharedInformerFactory, Transform};
 
-use crate::Informer;
+use crate::{Informer, NotSynced, SyncState};
 
 /// One informer per type and resource over one client, shared by everyone who asks, started,
 /// waited for and stopped together: client-go's `SharedInformerFactory`.
@@ -44,7 +44,11 @@ pub struct Factory {
     options: InformerOptions,
     transforms: HashMap<TypeId, Arc<dyn Any + Send + Sync>>,
     resync_for: Mutex<HashMap<TypeId, Duration>>,
+    /// Each informer's sync state, by its key, for a wait that reports.
+    states: Mutex<Vec<(String, StateFn)>>,
 }
+
+type StateFn = Arc<dyn Fn() -> SyncState + Send + Sync>;
 
 impl fmt::Debug for Factory {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -64,6 +68,7 @@ impl Factory {
             options: InformerOptions::default(),
             transforms: HashMap::new(),
             resync_for: Mutex::new(HashMap::new()),
+            states: Mutex::new(Vec::new()),
         }
     }
 
@@ -183,7 +188,7 @@ impl Factory {
             .unwrap_or_else(PoisonError::into_inner)
             .get(&TypeId::of::<K>())
             .copied();
-        self.inner.informer_for(&key, |client, _| {
+        let informer = self.inner.informer_for(&key, |client, _| {
             let mut builder = Informer::<K>::builder()
                 .name(name.clone())
                 .list_watch(api(client, options.namespace.as_deref()))
@@ -201,7 +206,25 @@ impl Factory {
             builder
                 .build()
                 .expect("the default pipeline with a list/watch always builds")
-        })
+        });
+        let mut states = self.states.lock().unwrap_or_else(PoisonError::into_inner);
+        if !states.iter().any(|(k, _)| *k == key) {
+            let weak = Arc::downgrade(&informer);
+            let name = informer.name().to_owned();
+            states.push((
+                key,
+                Arc::new(move || match weak.upgrade() {
+                    Some(informer) => informer.sync_state(),
+                    None => SyncState {
+                        name: name.clone(),
+                        synced: false,
+                        progress: None,
+                        last_error: None,
+                    },
+                }),
+            ));
+        }
+        informer
     }
 
     /// Starts every informer not yet running, each on a task of its own (on the current tokio
@@ -215,6 +238,47 @@ impl Factory {
     pub async fn wait_synced(&self, timeout: Option<Duration>) -> bool {
         let synced = self.inner.wait_for_cache_sync(timeout).await;
         synced.values().all(|s| *s)
+    }
+
+    /// Waits at most `timeout` until every started informer has synced, as
+    /// [`wait_synced`](Self::wait_synced), and says which did not and why.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// use std::time::Duration;
+    /// use k8s_openapi::api::core::v1::Pod;
+    /// use kinformer::prelude::*;
+    ///
+    /// // Nothing listens on this port: the wait ends with the reason.
+    /// let client = Client::new(kinformer::client::Config::new("http://127.0.0.1:9"))?;
+    /// let factory = Factory::new(client);
+    /// let _pods = factory.informer::<Pod>();
+    /// factory.start();
+    /// let late = factory.wait_synced_for(Duration::from_millis(300)).await.unwrap_err();
+    /// assert_eq!(late.informers[0].name, "pods");
+    /// assert!(late.to_string().starts_with("1 informer(s) not synced after 0.3 s; pods: "));
+    /// factory.shutdown().await;
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// # Errors
+    /// [`NotSynced`] naming each informer not synced, how far its list got and its last
+    /// retried failure.
+    pub async fn wait_synced_for(&self, timeout: Duration) -> Result<(), NotSynced> {
+        if self.wait_synced(Some(timeout)).await {
+            return Ok(());
+        }
+        let states: Vec<StateFn> = self
+            .states
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .iter()
+            .map(|(_, f)| Arc::clone(f))
+            .collect();
+        Err(NotSynced {
+            waited: timeout,
+            informers: states.iter().map(|f| f()).filter(|s| !s.synced).collect(),
+        })
     }
 
     /// Stops every informer and waits until each has stopped, its handler threads included.

@@ -47,8 +47,11 @@
 #![forbid(unsafe_code)]
 
 mod builder;
+pub mod consistency;
 #[cfg(feature = "client")]
 mod factory;
+mod fresh;
+mod sync;
 
 /// README.md's Rust examples, compiled as doc tests so they never drift from the code.
 #[cfg(doctest)]
@@ -79,6 +82,8 @@ pub use kinformer_workqueue as workqueue;
 pub use builder::{DEFAULT_QUEUE_CAPACITY, Informer, InformerBuilder, Lister};
 #[cfg(feature = "client")]
 pub use factory::Factory;
+pub use fresh::FreshKeys;
+pub use sync::{NotSynced, SyncState};
 
 /// What building a pipeline can fail with.
 #[derive(Debug, thiserror::Error)]
@@ -127,6 +132,7 @@ pub mod prelude {
 
     #[cfg(feature = "client")]
     pub use crate::Factory;
+    pub use crate::FreshKeys;
     pub use crate::{Informer, InformerBuilder, Lister};
     pub use kinformer_workqueue::{RateLimitingQueue, WorkQueue};
 }

@@ -144,3 +144,67 @@ fn controller_reconciles_each_key_from_the_lister() {
         assert!(!outcome.is_empty(), "{line}");
     }
 }
+
+/// Runs an example against a kubeconfig whose cluster refuses connections, with a short sync
+/// timeout; returns its exit status and stderr.
+fn run_against_a_refused_port(name: &str, rust_log: Option<&str>) -> (bool, String) {
+    let home = tempfile::tempdir().unwrap();
+    let port = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap().port()
+    };
+    std::fs::create_dir_all(home.path().join(".kube")).unwrap();
+    std::fs::write(
+        home.path().join(".kube/config"),
+        format!(
+            "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster: {{server: \"http://127.0.0.1:{port}\"}}\nusers:\n- name: u\n  user: {{}}\ncontexts:\n- name: x\n  context: {{cluster: c, user: u}}\ncurrent-context: x\n"
+        ),
+    )
+    .unwrap();
+    let mut command = Command::new(example(name));
+    command
+        .env("HOME", home.path())
+        .env_remove("KUBECONFIG")
+        .env_remove("KUBERNETES_SERVICE_HOST")
+        .env_remove("RUST_LOG")
+        .env("KINFORMER_EXAMPLE_SYNC_SECONDS", "2")
+        .env("KINFORMER_EXAMPLE_SECONDS", "1")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    if let Some(level) = rust_log {
+        command.env("RUST_LOG", level);
+    }
+    let mut child = command.spawn().unwrap();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while child.try_wait().unwrap().is_none() {
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("example {name} did not give up");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let output = child.wait_with_output().unwrap();
+    (
+        output.status.success(),
+        String::from_utf8_lossy(&output.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn an_example_that_cannot_reach_its_cluster_says_why_and_stops() {
+    let (ok, stderr) = run_against_a_refused_port("pod_watcher", None);
+    assert!(!ok, "{stderr}");
+    assert!(
+        stderr.contains("1 informer(s) not synced after 2.0 s; pods: "),
+        "{stderr}"
+    );
+    assert!(stderr.contains("last error:"), "{stderr}");
+    // The default level shows the reflector's retried failure.
+    assert!(stderr.contains("WARN"), "{stderr}");
+    assert!(stderr.contains("retrying"), "{stderr}");
+    assert!(!stderr.contains("DEBUG"), "{stderr}");
+    // RUST_LOG is honoured.
+    let (_, verbose) = run_against_a_refused_port("pod_watcher", Some("debug"));
+    assert!(verbose.contains("DEBUG"), "{verbose}");
+}

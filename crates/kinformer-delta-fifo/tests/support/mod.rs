@@ -120,6 +120,7 @@ pub fn render(popped: &Popped<DynamicObject>) -> String {
             )
         }
         Popped::Resync => "resync".to_owned(),
+        Popped::Bookmark(rv) => format!("bookmark@{rv}"),
     }
 }
 

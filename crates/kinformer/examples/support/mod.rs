@@ -29,6 +29,37 @@ pub async fn connect() -> Result<(Client, Option<SimServer>), Box<dyn std::error
     Ok((Client::new(Config::new(sim.url()))?, Some(sim)))
 }
 
+/// Logs to stderr as `RUST_LOG` says (`warn` when it is unset: the reflector's retried
+/// failures, with what failed), so that a program that cannot reach its cluster says why.
+pub fn init_logging() {
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+}
+
+/// How long the examples wait for their informers' first sync before they give up and say
+/// which informer is late and why: 30 s, or `KINFORMER_EXAMPLE_SYNC_SECONDS`.
+pub fn sync_timeout() -> Duration {
+    let seconds = std::env::var("KINFORMER_EXAMPLE_SYNC_SECONDS")
+        .ok()
+        .and_then(|s| s.parse::<u64>().ok())
+        .unwrap_or(30);
+    Duration::from_secs(seconds)
+}
+
+/// Goes on once synced; otherwise says which informer is late, how far it got and its last
+/// error, and exits with status 1.
+pub fn synced_or_exit(result: Result<(), kinformer::NotSynced>) {
+    if let Err(late) = result {
+        eprintln!("{late}");
+        std::process::exit(1);
+    }
+}
+
 /// Runs until Ctrl-C, or for `KINFORMER_EXAMPLE_SECONDS` seconds when that is set (the tests
 /// that keep the examples from rotting set it).
 pub async fn run_for_a_while() {
