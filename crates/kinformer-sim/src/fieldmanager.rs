@@ -115,7 +115,7 @@ pub(crate) fn on_update(info: &ResourceInfo, manager: &Manager, old: &Value, new
         _ => stored.clone(),
     };
     set_managed(new, base.clone());
-    if without_managed(old) == without_managed(new) {
+    if same_but_bookkeeping(old, new) {
         // Nothing changed: no new timestamps, no write.
         set_managed(new, stored);
         return;
@@ -160,13 +160,30 @@ fn set_managed(object: &mut Value, managed: Value) {
     }
 }
 
-fn without_managed(object: &Value) -> Value {
-    let mut o = object.clone();
-    if let Some(meta) = o.get_mut("metadata").and_then(Value::as_object_mut) {
-        meta.remove("managedFields");
-        meta.remove("resourceVersion");
-    }
-    o
+/// Whether `a` and `b` differ at most in `managedFields` and `resourceVersion`, compared in
+/// place (an update compares every write this way).
+fn same_but_bookkeeping(a: &Value, b: &Value) -> bool {
+    let (Some(a), Some(b)) = (a.as_object(), b.as_object()) else {
+        return a == b;
+    };
+    let skip = |k: &str| k == "managedFields" || k == "resourceVersion";
+    let same_meta = |x: Option<&Value>, y: Option<&Value>| match (
+        x.and_then(Value::as_object),
+        y.and_then(Value::as_object),
+    ) {
+        (Some(x), Some(y)) => {
+            x.iter().filter(|(k, _)| !skip(k)).count() == y.iter().filter(|(k, _)| !skip(k)).count()
+                && x.iter()
+                    .filter(|(k, _)| !skip(k))
+                    .all(|(k, v)| y.get(k) == Some(v))
+        }
+        _ => x == y,
+    };
+    a.len() == b.len()
+        && a.iter().all(|(k, v)| match k.as_str() {
+            "metadata" => same_meta(Some(v), b.get(k)),
+            _ => b.get(k) == Some(v),
+        })
 }
 
 /// What a write by `manager` can own: a kind with a status subresource splits ownership between
