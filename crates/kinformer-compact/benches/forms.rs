@@ -1,5 +1,6 @@
 //! What each cache form of a realistic ~5 KB pod costs: heap bytes per object (counted by the
-//! allocator) for the typed `Pod`, `Compact<Pod>` and `Compressed<Pod>`, and the time to decode
+//! allocator) for the typed `Pod` (with and without its `managedFields`), `Compact<Pod>` and
+//! `Compressed<Pod>`, and the time to decode
 //! each from JSON and to get the typed pod back.
 //!
 //! `cargo bench -p kinformer-compact --bench forms`. The memory figures are printed first (the
@@ -61,11 +62,21 @@ fn memory() {
     let jsons = pods(0, HELD);
     let json = jsons.iter().map(Vec::len).sum::<usize>() as f64 / HELD as f64;
     let typed = heap_per_object(&jsons, |j| serde_json::from_slice::<Pod>(j).unwrap());
+    let stripped = heap_per_object(&jsons, |j| {
+        let mut pod = serde_json::from_slice::<Pod>(j).unwrap();
+        pod.metadata.managed_fields = None;
+        pod
+    });
     let compact = heap_per_object(&jsons, |j| Compact::<Pod>::from_json(j).unwrap());
     let compressed = heap_per_object(&jsons, |j| Compressed::<Pod>::from_json(j).unwrap());
     let dictionary = Codec::of::<Pod>().dictionary().map_or(0, |d| d.size());
     println!("heap per object over {HELD} pods of {json:.0} B of JSON on average:");
     println!("  Pod             {:>8.0} B", typed);
+    println!(
+        "  Pod, stripped   {:>8.0} B  ({:.1}x less; `strip_managed_fields`)",
+        stripped,
+        typed / stripped
+    );
     println!(
         "  Compact<Pod>    {:>8.0} B  ({:.1}x less)",
         compact,

@@ -53,6 +53,7 @@ mod json;
 mod key;
 mod list;
 pub mod list_watch;
+mod managed_fields;
 mod object;
 mod progress;
 mod queue;
@@ -72,6 +73,7 @@ pub use json::JsonDecoder;
 pub use key::ObjectKey;
 pub use list::{ListPage, ListParams, ObjectList, ResourceVersionMatch, WatchParams};
 pub use list_watch::{BoxListWatch, ListWatch, WatchStream};
+pub use managed_fields::{ManagedFields, strip_managed_fields};
 pub use object::{Object, OwnerRef, missing_identity};
 pub use progress::{ListProgress, ProgressTracker};
 pub use queue::{

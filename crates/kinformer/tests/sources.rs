@@ -249,3 +249,59 @@ async fn wait_synced_returns_false_as_soon_as_the_informer_is_shut_down() {
     let synced = tokio::time::timeout(Duration::from_secs(5), waiting).await;
     assert!(!synced.expect("the wait ends at shutdown").unwrap());
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn managed_fields_are_stripped_before_the_transform_and_the_cache() {
+    let sim = SimServer::start(SimConfig::default()).await.unwrap();
+    let pods = ApiResource::of::<Pod>();
+    let with_fields = |name: &str| {
+        serde_json::json!({
+            "metadata": {"name": name, "namespace": "shop", "managedFields": [{
+                "manager": "kubectl", "operation": "Update", "apiVersion": "v1",
+                "fieldsType": "FieldsV1", "fieldsV1": {"f:spec": {"f:containers": {}}}
+            }]},
+            "spec": {"containers": [{"name": "web", "image": "nginx"}]}
+        })
+    };
+    sim.store().create(&pods, with_fields("listed")).unwrap();
+    let seen_by_transform = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let seen = Arc::clone(&seen_by_transform);
+    let informer = Informer::<Pod>::builder()
+        .list_watch(Api::all(client(&sim).await))
+        .strip_managed_fields()
+        .transform(move |p: Arc<Pod>| {
+            seen.lock()
+                .unwrap()
+                .push(p.metadata.managed_fields.is_some());
+            p
+        })
+        .build()
+        .unwrap();
+    informer.start();
+    assert!(informer.wait_synced(Some(Duration::from_secs(20))).await);
+    // Watched as well as listed.
+    sim.store().create(&pods, with_fields("watched")).unwrap();
+    let lister = informer.lister();
+    eventually("the watched pod", || {
+        lister.list(&LabelSelector::everything()).len() == 2
+    })
+    .await;
+
+    let server = sim.store().list(&pods, None);
+    assert!(
+        server
+            .iter()
+            .all(|p| p["metadata"]["managedFields"].is_array())
+    );
+    let cached = lister.list(&LabelSelector::everything());
+    assert!(cached.iter().all(|p| p.metadata.managed_fields.is_none()));
+    assert!(
+        cached
+            .iter()
+            .all(|p| p.spec.as_ref().unwrap().containers[0].image.as_deref() == Some("nginx"))
+    );
+    // The user's transform ran after the strip, on every object.
+    let seen = seen_by_transform.lock().unwrap().clone();
+    assert_eq!(seen, [false, false]);
+    informer.shutdown().await;
+}
