@@ -1,10 +1,15 @@
 //! The chaos soak, short: 8 s of the seeded workload and every fault class with seed 1, against
 //! the factory's informers and handlers. It must find no invariant violation, and must have
 //! fired every fault class and made the informers relist and rewatch, or it proved nothing.
+//! It counts its heap as the `chaos` binary does, so the memory bounds weigh what is held.
 
 use std::time::Duration;
 
-use kinformer_benches::chaos::{self, ChaosConfig, FaultClass};
+use kinformer_benches::chaos::{self, ChaosConfig, FaultClass, HeapMeter};
+use peak_alloc::PeakAlloc;
+
+#[global_allocator]
+static HEAP: PeakAlloc = PeakAlloc;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_short_soak_with_every_fault_class_finds_no_violation() {
@@ -14,6 +19,10 @@ async fn a_short_soak_with_every_fault_class_finds_no_violation() {
         fault_wait: (Duration::from_millis(40), Duration::from_millis(120)),
         quiesce_every: Duration::from_secs(4),
         settle_timeout: Duration::from_secs(60),
+        heap: Some(HeapMeter {
+            current: || HEAP.current_usage(),
+            peak: || HEAP.peak_usage(),
+        }),
         ..ChaosConfig::new(8, 1)
     };
     let report = chaos::run(&config).await.expect("the soak starts");
@@ -27,6 +36,11 @@ async fn a_short_soak_with_every_fault_class_finds_no_violation() {
         );
     }
     assert!(report.relists >= 1 && report.watch_restarts >= 1, "{text}");
+    // Each form was weighed on the server's pods: the typed pod, with its `managedFields`
+    // decoded, costs the most; the compact one, JSON bytes and decoded metadata, the least.
+    let (typed, compact, metadata) = report.weights.expect("weighed");
+    assert!(typed > metadata && metadata > compact && compact > 0, "{text}");
+    assert!(report.peak_heap.is_some_and(|h| h > typed * 80), "{text}");
     assert_eq!(report.quiescent_checks, 2, "{text}");
     // Each quiescence checks the four caches against the server at their own versions.
     assert!(report.consistency_checks >= 8, "{text}");

@@ -4,7 +4,12 @@
 
 use std::process::ExitCode;
 
-use kinformer_benches::chaos::{self, ChaosConfig};
+use kinformer_benches::chaos::{self, ChaosConfig, HeapMeter};
+use peak_alloc::PeakAlloc;
+
+/// Counts the live heap, so that the soak weighs the objects it holds and reports the peak.
+#[global_allocator]
+static HEAP: PeakAlloc = PeakAlloc;
 
 fn usage() -> ExitCode {
     eprintln!("usage: chaos [--seconds N] [--seed S] [--report PATH]");
@@ -44,7 +49,13 @@ fn main() -> ExitCode {
         .enable_all()
         .build()
         .expect("a tokio runtime");
-    let config = ChaosConfig::new(seconds, seed);
+    let config = ChaosConfig {
+        heap: Some(HeapMeter {
+            current: || HEAP.current_usage(),
+            peak: || HEAP.peak_usage(),
+        }),
+        ..ChaosConfig::new(seconds, seed)
+    };
     eprintln!("chaos: {seconds} s with seed {seed}");
     let result = match runtime.block_on(chaos::run(&config)) {
         Ok(r) => r,

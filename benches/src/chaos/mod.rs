@@ -28,6 +28,7 @@
 pub mod doc;
 mod faults;
 mod history;
+mod weight;
 mod workload;
 
 use std::collections::{BTreeMap, HashMap};
@@ -61,6 +62,9 @@ pub use workload::Writes;
 
 use history::{Behaviour, DELIBERATE_PANIC, Held, Recorder};
 use workload::{NAMESPACES, TIER, Writer};
+
+pub use weight::HeapMeter;
+use weight::Weights;
 
 /// What can stop the soak before it checks anything.
 #[derive(Debug, thiserror::Error)]
@@ -100,6 +104,9 @@ pub struct ChaosConfig {
     /// The slow handler sleeps this long on every 150th call; the other handlers' oldest
     /// pending notification must stay younger than this.
     pub slow_stall: Duration,
+    /// The live heap, where the program counts it: the memory bound then weighs each cached
+    /// form on the server's own pods (see [`HeapMeter`]) and the report shows the peak heap.
+    pub heap: Option<HeapMeter>,
 }
 
 impl ChaosConfig {
@@ -114,6 +121,7 @@ impl ChaosConfig {
             quiesce_every: Duration::from_secs(60),
             settle_timeout: Duration::from_secs(60),
             slow_stall: Duration::from_secs(2),
+            heap: None,
         }
     }
 }
@@ -170,8 +178,14 @@ pub struct ChaosReport {
     pub max_cached: usize,
     /// The process's peak resident memory (Linux), in bytes.
     pub peak_rss: Option<u64>,
-    /// The memory bound at the peak cache size, in bytes.
+    /// The resident-memory bound at the end (it only grows: it follows the most the held
+    /// objects ever weighed), in bytes.
     pub rss_bound: Option<u64>,
+    /// The most heap ever live at once, where the program counts it.
+    pub peak_heap: Option<u64>,
+    /// The heap one object of each form took, as measured at the start (typed `Pod`,
+    /// `Compact<Pod>`, `PartialObjectMetadata`), where the program counts it.
+    pub weights: Option<(u64, u64, u64)>,
     /// Invariant violations (0 to pass).
     pub violation_count: u64,
     /// The first violations, in the order found.
@@ -271,6 +285,16 @@ impl ChaosReport {
             self.rss_bound.map(mib).unwrap_or_else(|| "n/a".into()),
             self.max_cached
         );
+        if let (Some(heap), Some((typed, compact, metadata))) = (self.peak_heap, self.weights) {
+            let _ = writeln!(
+                s,
+                "| Peak heap | {} (one object: typed {:.1} KiB, compact {:.1} KiB, metadata {:.1} KiB) |",
+                mib(heap),
+                typed as f64 / 1024.0,
+                compact as f64 / 1024.0,
+                metadata as f64 / 1024.0
+            );
+        }
         let _ = writeln!(s, "| Invariant violations | **{}** |", self.violation_count);
         let _ = writeln!(
             s,
@@ -427,12 +451,15 @@ struct CacheView {
     state: Box<dyn Fn() -> BTreeMap<String, Held> + Send + Sync>,
     /// What the previous continuous check saw, to catch a version going back.
     last: HashMap<String, Held>,
+    /// Heap bytes one cached object of this form takes.
+    weight: u64,
 }
 
 fn cache_view<K: Object + Send + Sync + 'static>(
     name: &'static str,
     filter: Filter,
     cache: &Arc<Indexer<K>>,
+    weight: u64,
 ) -> CacheView {
     let cache = Arc::clone(cache);
     CacheView {
@@ -445,6 +472,7 @@ fn cache_view<K: Object + Send + Sync + 'static>(
                 .collect()
         }),
         last: HashMap::new(),
+        weight,
     }
 }
 
@@ -458,12 +486,15 @@ struct HandlerView {
     panics: Box<dyn Fn() -> u64 + Send + Sync>,
     max_lag: Duration,
     lag_reported: bool,
+    /// Heap bytes one object of the informer's form takes.
+    weight: u64,
 }
 
 fn handler_view<K: Object + Send + Sync + 'static>(
     recorder: Recorder,
     filter: Filter,
     registration: Registration<K>,
+    weight: u64,
 ) -> HandlerView {
     let registration = Arc::new(registration);
     let (a, b, c) = (
@@ -480,6 +511,7 @@ fn handler_view<K: Object + Send + Sync + 'static>(
         panics: Box::new(move || c.panics()),
         max_lag: Duration::ZERO,
         lag_reported: false,
+        weight,
     }
 }
 
@@ -665,12 +697,18 @@ async fn soak(
     }
     let rv_start = store.resource_version();
     let baseline = rss().map(|(now, _)| now);
+    let heap_baseline = config.heap.map(|m| (m.current)() as u64);
 
     // The pods the first lists find, so that they are paged.
     let mut writer = Writer::new(sim.addr(), config.seed, config.pods);
     while writer.writes.creates < config.pods as u64 / 2 && writer.writes.refused < 1_000 {
         writer.create().await;
     }
+
+    let weights = config
+        .heap
+        .and_then(|meter| Weights::measure(meter, &store.list(&pods(), None)))
+        .unwrap_or(Weights::fixed(RSS_PER_OBJECT));
 
     let mut client_config = ClientConfig::new(sim.url());
     client_config.max_watch_line = faults::MAX_WATCH_LINE;
@@ -705,7 +743,7 @@ async fn soak(
     ] {
         let r = rec(name, behaviour);
         let registration = typed_pods.add_handler(r.clone()).unwrap();
-        handlers.push(handler_view(r, Filter::All, registration));
+        handlers.push(handler_view(r, Filter::All, registration, weights.typed));
     }
     let r = rec("pods/filtered", Behaviour::Fast);
     let registration = typed_pods
@@ -714,16 +752,26 @@ async fn soak(
             r.clone(),
         ))
         .unwrap();
-    handlers.push(handler_view(r, Filter::Selected, registration));
+    handlers.push(handler_view(
+        r,
+        Filter::Selected,
+        registration,
+        weights.typed,
+    ));
     let r = rec("pods-compact/fast", Behaviour::Fast);
     let registration = compact_pods.add_handler(r.clone()).unwrap();
-    handlers.push(handler_view(r, Filter::All, registration));
+    handlers.push(handler_view(r, Filter::All, registration, weights.compact));
     let r = rec("pods-metadata/fast", Behaviour::Fast);
     let registration = meta.add_handler(r.clone()).unwrap();
-    handlers.push(handler_view(r, Filter::All, registration));
+    handlers.push(handler_view(r, Filter::All, registration, weights.metadata));
     let r = rec("pods-selected/fast", Behaviour::Fast);
     let registration = selected.add_handler(r.clone()).unwrap();
-    handlers.push(handler_view(r, Filter::Selected, registration));
+    handlers.push(handler_view(
+        r,
+        Filter::Selected,
+        registration,
+        weights.typed,
+    ));
 
     let consistency = Consistency {
         typed: ConsistencyChecker::new(
@@ -756,10 +804,20 @@ async fn soak(
         ),
     };
     let mut caches = vec![
-        cache_view("pods", Filter::All, typed_pods.cache()),
-        cache_view("pods-compact", Filter::All, compact_pods.cache()),
-        cache_view("pods-metadata", Filter::All, meta.cache()),
-        cache_view("pods-selected", Filter::Selected, selected.cache()),
+        cache_view("pods", Filter::All, typed_pods.cache(), weights.typed),
+        cache_view(
+            "pods-compact",
+            Filter::All,
+            compact_pods.cache(),
+            weights.compact,
+        ),
+        cache_view("pods-metadata", Filter::All, meta.cache(), weights.metadata),
+        cache_view(
+            "pods-selected",
+            Filter::Selected,
+            selected.cache(),
+            weights.typed,
+        ),
     ];
 
     factory.start();
@@ -776,6 +834,8 @@ async fn soak(
     let mut schedule = faults::Schedule::new(sim.faults(), config.seed);
     let mut peak = Peak {
         baseline,
+        heap_baseline,
+        measured: weights.measured,
         ..Peak::default()
     };
     let mut quiescent_checks = 0;
@@ -802,7 +862,7 @@ async fn soak(
             if ticks.is_multiple_of(10) {
                 check_caches(&mut caches, &store, violations);
                 requests.harvest(&sim);
-                peak.sample(&caches, &handlers, violations);
+                peak.sample(&caches, &handlers, config.heap, violations);
             }
             if ticks.is_multiple_of(20) {
                 consistency.check(violations).await;
@@ -818,7 +878,7 @@ async fn soak(
         consistency.check(violations).await;
         quiescent_checks += 1;
         requests.harvest(&sim);
-        peak.sample(&caches, &handlers, violations);
+        peak.sample(&caches, &handlers, config.heap, violations);
     }
 
     for h in &handlers {
@@ -869,6 +929,10 @@ async fn soak(
         max_cached: peak.max_cached,
         peak_rss: rss().map(|(_, hwm)| hwm),
         rss_bound: peak.bound_at_max,
+        peak_heap: config.heap.map(|m| (m.peak)() as u64),
+        weights: weights
+            .measured
+            .then_some((weights.typed, weights.compact, weights.metadata)),
         violation_count: count,
         violations: first,
     })
@@ -953,42 +1017,100 @@ fn check_caches(caches: &mut [CacheView], store: &Store, violations: &Violations
     }
 }
 
-/// Memory: resident memory stays under a fixed allowance plus a share per cached object or
-/// pending notification.
+/// Memory: resident memory stays under a fixed allowance plus the most the held objects have
+/// weighed (an allocator keeps what was freed for reuse, so resident memory follows the high
+/// water mark, not what is held now); where the heap is counted, the live heap stays under the
+/// allowance plus what is held now.
 #[derive(Default)]
 struct Peak {
     baseline: Option<u64>,
+    /// The live heap at the start, where it is counted.
+    heap_baseline: Option<u64>,
+    /// Whether the weights were measured: the allocator's slack is then added on top.
+    measured: bool,
     max_cached: usize,
+    /// The most the held objects have weighed.
+    max_held: u64,
     bound_at_max: Option<u64>,
-    reported: bool,
+    rss_reported: bool,
+    heap_reported: bool,
 }
 
-/// Resident memory allowed above the baseline whatever the caches hold: the server's bounded
-/// history, the runtime, buffers.
+/// Memory allowed above the start whatever the caches hold: the server's bounded history, the
+/// runtime, buffers, a relist's or a consistency check's list in flight.
 const RSS_ALLOWANCE: u64 = 96 * 1024 * 1024;
-/// Resident memory allowed per cached object or pending notification (a typed pod decodes to
-/// a few KiB; this leaves room for the allocator).
+/// Resident memory allowed per cached object or pending notification where the objects were
+/// not weighed (a program without a counting allocator).
 const RSS_PER_OBJECT: u64 = 64 * 1024;
+/// Resident memory per heap byte held, where the objects were weighed: what the allocator
+/// keeps besides the live bytes (free lists, per-thread arenas, fragments).
+const ALLOCATOR_SLACK: (u64, u64) = (3, 2);
+/// Live heap per byte the held objects weighed when measured: objects grow a little as the
+/// writer's updates add `managedFields` entries.
+const GROWTH: (u64, u64) = (5, 4);
 
 impl Peak {
-    fn sample(&mut self, caches: &[CacheView], handlers: &[HandlerView], violations: &Violations) {
-        let cached: usize = caches.iter().map(|c| (c.state)().len()).sum();
-        let pending: usize = handlers.iter().map(|h| (h.backlog)()).sum();
-        let objects = (cached + pending) as u64;
+    /// What the held objects weigh: each cached object once; each pending notification twice,
+    /// since an update holds the old object as well as the new, and the old one may be held
+    /// by nothing else.
+    fn held(caches: &[CacheView], handlers: &[HandlerView]) -> (usize, u64, u64) {
+        let mut cached = 0;
+        let mut objects = 0;
+        let mut bytes = 0;
+        for c in caches {
+            let n = (c.state)().len();
+            cached += n;
+            objects += n as u64;
+            bytes += n as u64 * c.weight;
+        }
+        for h in handlers {
+            let n = (h.backlog)() as u64;
+            objects += n;
+            bytes += 2 * n * h.weight;
+        }
+        (cached, objects, bytes)
+    }
+
+    fn sample(
+        &mut self,
+        caches: &[CacheView],
+        handlers: &[HandlerView],
+        heap: Option<HeapMeter>,
+        violations: &Violations,
+    ) {
+        let (cached, objects, bytes) = Self::held(caches, handlers);
+        let held = if self.measured {
+            bytes * ALLOCATOR_SLACK.0 / ALLOCATOR_SLACK.1
+        } else {
+            RSS_PER_OBJECT * objects
+        };
+        self.max_held = self.max_held.max(held);
+        if let (Some(meter), Some(start)) = (heap, self.heap_baseline) {
+            let now = (meter.current)() as u64;
+            let bound = start + RSS_ALLOWANCE + bytes * GROWTH.0 / GROWTH.1;
+            if self.measured && now > bound && !self.heap_reported {
+                self.heap_reported = true;
+                violations.report(format!(
+                    "live heap {} MiB over the bound {} MiB ({objects} objects cached or pending, weighing {} MiB)",
+                    now >> 20,
+                    bound >> 20,
+                    bytes >> 20
+                ));
+            }
+        }
         let (Some(baseline), Some((now, _))) = (self.baseline, rss()) else {
             return;
         };
-        let bound = baseline + RSS_ALLOWANCE + RSS_PER_OBJECT * objects;
-        if cached >= self.max_cached {
-            self.max_cached = cached;
-            self.bound_at_max = Some(bound);
-        }
-        if now > bound && !self.reported {
-            self.reported = true;
+        let bound = baseline + RSS_ALLOWANCE + self.max_held;
+        self.max_cached = self.max_cached.max(cached);
+        self.bound_at_max = Some(bound);
+        if now > bound && !self.rss_reported {
+            self.rss_reported = true;
             violations.report(format!(
-                "resident memory {} MiB over the bound {} MiB ({objects} objects cached or pending)",
+                "resident memory {} MiB over the bound {} MiB (at most {} MiB of objects held, with the allocator's share)",
                 now >> 20,
-                bound >> 20
+                bound >> 20,
+                self.max_held >> 20
             ));
         }
     }
