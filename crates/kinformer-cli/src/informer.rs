@@ -17,6 +17,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use futures_util::StreamExt;
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use kinformer::core::ListProgress;
 use kinformer::core::Notification;
 use kinformer::core::list_watch::{self, ErrorKind};
 use kinformer::prelude::*;
@@ -26,17 +28,16 @@ use tokio::sync::mpsc;
 use crate::print::{self, Event, EventType, Style};
 use crate::{Class, Error, Signal};
 
-/// The source, counting the list pages and objects received, for the progress line.
+/// The source, counting the list pages received, for the progress line.
 struct CountedLists<L> {
     inner: L,
     listed: Arc<Listed>,
 }
 
-/// List pages and objects received so far.
+/// List pages received so far (the informer's progress counts the objects).
 #[derive(Debug, Default)]
 pub(crate) struct Listed {
     pages: AtomicU64,
-    objects: AtomicU64,
 }
 
 #[async_trait::async_trait]
@@ -47,9 +48,6 @@ impl<K, L: ListWatch<K>> ListWatch<K> for CountedLists<L> {
     ) -> Result<kinformer::core::ObjectList<K>, list_watch::Error> {
         let page = self.inner.list(params).await?;
         self.listed.pages.fetch_add(1, Ordering::Relaxed);
-        self.listed
-            .objects
-            .fetch_add(page.items.len() as u64, Ordering::Relaxed);
         Ok(page)
     }
 
@@ -259,14 +257,15 @@ fn print_notification(
 /// How often the progress line is redrawn.
 const PROGRESS_EVERY: Duration = Duration::from_millis(100);
 
-/// A one-line progress indicator on stderr, redrawn in place: objects received and time spent.
-/// Shown only on a terminal, and only once the list has taken longer than [`Self::AFTER`], so a
-/// quick list draws nothing.
+/// The progress of the first list on stderr, drawn by indicatif: objects received, pages, rate,
+/// bytes, and where the server says how many remain (`remainingItemCount`), a bar and the time
+/// left. Shown only on a terminal (indicatif draws nothing elsewhere), and only once the list
+/// has taken longer than [`Self::AFTER`], so a quick list draws nothing.
 #[derive(Debug)]
 struct Progress {
     resource: String,
     started: Instant,
-    drawn: bool,
+    bar: Option<ProgressBar>,
 }
 
 impl Progress {
@@ -276,40 +275,76 @@ impl Progress {
         Self {
             resource: resource.to_owned(),
             started: Instant::now(),
-            drawn: false,
+            bar: None,
         }
     }
 
-    fn line(resource: &str, objects: u64, pages: u64, cached: usize, elapsed: Duration) -> String {
-        format!(
-            "kinformer: listing {resource}: {objects} objects in {pages} {}, {cached} cached, {:.1}s",
-            if pages == 1 { "page" } else { "pages" },
-            elapsed.as_secs_f64()
-        )
+    /// The words beside the bar, the most useful first: a narrow terminal cuts the end.
+    fn line(resource: &str, list: &ListProgress, pages: u64, cached: usize) -> String {
+        let mut line = match list.remaining {
+            Some(remaining) => {
+                let mut line = format!(
+                    "listing {resource}: {} of {} objects",
+                    list.objects,
+                    list.objects + remaining
+                );
+                if let Some(eta) = list.eta() {
+                    line.push_str(&format!(", about {:.0}s left", eta.as_secs_f64().ceil()));
+                }
+                line
+            }
+            None => format!("listing {resource}: {} objects", list.objects),
+        };
+        line.push_str(&format!(
+            ", {:.0}/s, {pages} {}",
+            list.rate(),
+            if pages == 1 { "page" } else { "pages" }
+        ));
+        if let Some(bytes) = list.bytes {
+            line.push_str(&format!(", {:.1} MiB", bytes as f64 / (1024.0 * 1024.0)));
+        }
+        line.push_str(&format!(
+            ", {cached} cached, {:.1}s",
+            list.elapsed.as_secs_f64()
+        ));
+        line
     }
 
-    fn show(&mut self, listed: &Listed, cached: usize) {
-        let objects = listed.objects.load(Ordering::Relaxed);
-        let pages = listed.pages.load(Ordering::Relaxed);
-        let elapsed = self.started.elapsed();
-        if elapsed < Self::AFTER {
+    fn show(&mut self, list: Option<ListProgress>, pages: u64, cached: usize) {
+        if self.started.elapsed() < Self::AFTER {
             return;
         }
-        let mut err = std::io::stderr().lock();
-        let _ = write!(
-            err,
-            "\r\x1b[2K{}",
-            Self::line(&self.resource, objects, pages, cached, elapsed)
-        );
-        let _ = err.flush();
-        self.drawn = true;
+        let list = list.unwrap_or_default();
+        let message = Self::line(&self.resource, &list, pages, cached);
+        let bar = self.bar.get_or_insert_with(|| {
+            // Made hidden, and shown once it has something to say.
+            let bar = ProgressBar::with_draw_target(None, ProgressDrawTarget::hidden());
+            bar.set_style(
+                ProgressStyle::with_template("kinformer: {wide_msg}")
+                    .unwrap_or_else(|_| ProgressStyle::default_spinner()),
+            );
+            bar
+        });
+        bar.set_message(message);
+        if let Some(remaining) = list.remaining {
+            if bar.length().is_none() {
+                bar.set_style(
+                    ProgressStyle::with_template("kinformer: [{bar:20}] {wide_msg}")
+                        .unwrap_or_else(|_| ProgressStyle::default_bar())
+                        .progress_chars("=> "),
+                );
+            }
+            bar.set_length(list.objects + remaining);
+        }
+        bar.set_position(list.objects);
+        if bar.is_hidden() {
+            bar.set_draw_target(ProgressDrawTarget::stderr());
+        }
     }
 
     fn clear(self) {
-        if self.drawn {
-            let mut err = std::io::stderr().lock();
-            let _ = write!(err, "\r\x1b[2K");
-            let _ = err.flush();
+        if let Some(bar) = self.bar {
+            bar.finish_and_clear();
         }
     }
 }
@@ -343,7 +378,8 @@ pub(crate) async fn get(
             _ = &mut sync => break Ok(()),
             _ = ticker.tick() => {
                 if let Some(p) = &mut progress {
-                    p.show(&listed, informer.cache().list_keys().len());
+                    let pages = listed.pages.load(Ordering::Relaxed);
+                    p.show(informer.progress(), pages, informer.cache().list_keys().len());
                 }
             }
         }
@@ -382,14 +418,29 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_progress_line_counts_objects_and_time() {
+    fn the_progress_line_counts_objects_rate_and_time_left() {
+        let list = ListProgress {
+            listing: true,
+            lists: 1,
+            objects: 1000,
+            bytes: Some(5 * 1024 * 1024),
+            remaining: Some(3000),
+            elapsed: Duration::from_millis(2000),
+        };
         assert_eq!(
-            Progress::line("pods", 1234, 3, 1000, Duration::from_millis(2150)),
-            "kinformer: listing pods: 1234 objects in 3 pages, 1000 cached, 2.1s"
+            Progress::line("pods", &list, 3, 900),
+            "listing pods: 1000 of 4000 objects, about 6s left, 500/s, 3 pages, 5.0 MiB, 900 cached, 2.0s"
         );
+        let list = ListProgress {
+            objects: 7,
+            remaining: None,
+            bytes: None,
+            elapsed: Duration::from_millis(400),
+            ..list
+        };
         assert_eq!(
-            Progress::line("pods", 7, 1, 0, Duration::from_millis(400)),
-            "kinformer: listing pods: 7 objects in 1 page, 0 cached, 0.4s"
+            Progress::line("pods", &list, 1, 0),
+            "listing pods: 7 objects, 18/s, 1 page, 0 cached, 0.4s"
         );
     }
 }

@@ -1,5 +1,6 @@
-//! The progress line of `get` while a large initial list syncs: drawn on stderr when stderr is a
-//! terminal (a pseudo-terminal made by util-linux `script`), absent when it is not.
+//! The progress of `get`'s initial list (objects, the server's `remainingItemCount` as a bar and
+//! the time left): drawn on stderr when stderr is a terminal (a pseudo-terminal made by
+//! util-linux `script`), absent when it is not.
 
 mod support;
 
@@ -95,15 +96,20 @@ async fn the_progress_line_shows_on_a_terminal_and_nowhere_else() {
         PODS,
         "the data went to stdout"
     );
-    // Redrawn in place, with objects and pages counted as they arrive...
-    let drawn = terminal
-        .matches("\r\x1b[2Kkinformer: listing pods: ")
-        .count();
+    // Redrawn in place, with objects counted as they arrive against the server's
+    // `remainingItemCount`, with a bar and the time left...
+    let drawn = terminal.matches("\r\x1b[2Kkinformer: [").count();
     assert!(drawn >= 2, "{terminal:?}");
     assert!(
-        terminal.contains("kinformer: listing pods: 1000 objects in 2 pages,"),
+        terminal.contains("] listing pods: 500 of 1200 objects, about "),
         "{terminal:?}"
     );
+    assert!(
+        terminal.contains("] listing pods: 1000 of 1200 objects, about "),
+        "{terminal:?}"
+    );
+    // ...never drawn empty...
+    assert!(!terminal.contains("kinformer:  "), "{terminal:?}");
     // ...and erased at the end: nothing of it is left on the terminal.
     assert!(terminal.ends_with("\r\x1b[2K"), "{terminal:?}");
 
