@@ -49,6 +49,13 @@ impl KubeVersion {
         self >= Self::V1_33
     }
 
+    /// Whether pods keep `status.observedGeneration` and their conditions' `observedGeneration`:
+    /// from 1.34, where `PodObservedGenerationTracking` is on by default (KEP-5067: alpha in
+    /// 1.33, beta in 1.34).
+    pub fn pods_track_observed_generation(self) -> bool {
+        self >= Self::V1_34
+    }
+
     /// Parses `1.33`, `v1.33` or `33`; `None` for a release the sim does not model.
     pub fn parse(s: &str) -> Option<Self> {
         let s = s.trim().trim_start_matches('v');

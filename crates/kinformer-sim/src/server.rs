@@ -76,6 +76,9 @@ impl SimServer {
         if !config.version.pods_have_generation() {
             store.without_pod_generation();
         }
+        if !config.version.pods_track_observed_generation() {
+            store.without_pod_observed_generation();
+        }
         let shared = Arc::new(Shared {
             store,
             requests: Mutex::new(std::collections::VecDeque::new()),

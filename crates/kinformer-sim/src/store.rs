@@ -191,6 +191,9 @@ pub(crate) struct ResourceInfo {
     pub(crate) status_subresource: bool,
     /// The kind has `metadata.generation` (set to 1 on create, bumped by spec changes).
     pub(crate) generation: bool,
+    /// Writes lose `status.observedGeneration` and `status.conditions[].observedGeneration`
+    /// (pods before 1.34, where `PodObservedGenerationTracking` is off by default).
+    pub(crate) drops_observed_generation: bool,
     /// A custom resource (registered with [`Store::register_crd`]).
     pub(crate) custom: bool,
 }
@@ -298,6 +301,7 @@ impl ResourceInfo {
             field_paths,
             status_subresource,
             generation,
+            drops_observed_generation: false,
             custom: false,
             api,
         }
@@ -578,6 +582,19 @@ pub(crate) fn splitmix(x: u64) -> u64 {
 }
 
 /// RFC 7386 JSON merge patch.
+/// Removes `status.observedGeneration` and every `status.conditions[].observedGeneration`.
+fn drop_observed_generation(object: &mut Value) {
+    let Some(status) = object.get_mut("status").and_then(Value::as_object_mut) else {
+        return;
+    };
+    status.remove("observedGeneration");
+    if let Some(conditions) = status.get_mut("conditions").and_then(Value::as_array_mut) {
+        for c in conditions.iter_mut().filter_map(Value::as_object_mut) {
+            c.remove("observedGeneration");
+        }
+    }
+}
+
 pub(crate) fn merge_patch(target: &mut Value, patch: &Value) {
     let Value::Object(p) = patch else {
         *target = patch.clone();
@@ -854,6 +871,17 @@ impl Store {
         let key = (String::new(), "pods".to_owned());
         if let Some(info) = self.inner.state.lock().resources.get_mut(&key) {
             info.generation = false;
+        }
+    }
+
+    /// Pod writes lose `status.observedGeneration` and the conditions' `observedGeneration`, as
+    /// on releases where `PodObservedGenerationTracking` is off (alpha in 1.33, on from 1.34): the
+    /// registry drops a disabled feature's status fields (`dropDisabledPodStatusFields`,
+    /// `pkg/api/pod/util.go`).
+    pub(crate) fn without_pod_observed_generation(&self) {
+        let key = (String::new(), "pods".to_owned());
+        if let Some(info) = self.inner.state.lock().resources.get_mut(&key) {
+            info.drops_observed_generation = true;
         }
     }
 
@@ -1441,6 +1469,12 @@ impl State {
         } else {
             meta.remove("generation");
         }
+        if info.drops_observed_generation {
+            drop_observed_generation(&mut object);
+        }
+        let Some(meta) = object.get_mut("metadata").and_then(Value::as_object_mut) else {
+            unreachable_meta()
+        };
         if !meta.get("creationTimestamp").is_some_and(Value::is_string) {
             meta.insert("creationTimestamp".into(), Value::String(now_rfc3339()));
         }
@@ -1528,6 +1562,9 @@ impl State {
             Value::String(current.rv.to_string()),
         );
         check(&old, &mut object)?;
+        if info.drops_observed_generation {
+            drop_observed_generation(&mut object);
+        }
         if object == old || dry_run {
             return Ok(object);
         }

@@ -223,6 +223,47 @@ async fn pods_have_a_generation_from_1_33_only() {
 }
 
 #[tokio::test]
+async fn pods_keep_their_status_observed_generation_from_1_34_only() {
+    for (version, kept) in [
+        (KubeVersion::V1_32, false),
+        (KubeVersion::V1_33, false),
+        (KubeVersion::V1_34, true),
+    ] {
+        let (_sim, api) = Api::start_with(SimConfig {
+            version,
+            ..SimConfig::default()
+        })
+        .await;
+        let pod = json!({"metadata": {"name": "p"}, "spec": {"containers": [{"name": "c", "image": "i:1"}]}});
+        api.ok("POST", PODS, Some(pod)).await;
+        // The kubelet's status write names the generation it saw, on the status and each
+        // condition; a server without the feature drops both.
+        let status = api
+            .ok(
+                "PATCH",
+                &format!("{PODS}/p/status"),
+                Some(json!({"status": {"phase": "Running", "observedGeneration": 1,
+                    "conditions": [{"type": "Ready", "status": "True", "observedGeneration": 1}]}})),
+            )
+            .await;
+        assert_eq!(status["status"]["phase"], "Running", "{version:?}");
+        let expected = kept.then(|| json!(1));
+        assert_eq!(
+            status["status"].get("observedGeneration").cloned(),
+            expected,
+            "{version:?}"
+        );
+        assert_eq!(
+            status["status"]["conditions"][0].get("observedGeneration").cloned(),
+            expected,
+            "{version:?}"
+        );
+        let read = api.ok("GET", &format!("{PODS}/p"), None).await;
+        assert_eq!(read["status"], status["status"], "{version:?}");
+    }
+}
+
+#[tokio::test]
 async fn services_nodes_and_namespaces_split_status_from_the_rest() {
     let (_sim, api) = Api::start().await;
     let svc = "/api/v1/namespaces/default/services";
