@@ -254,7 +254,7 @@ impl ResourceInfo {
             "replicasets",
             "statefulsets",
             "daemonsets",
-        ]);
+        ]) || is_endpoint_slices(&api);
         let field_paths = match (api.group.as_str(), api.plural.as_str()) {
             ("", "pods") => vec![
                 "spec.nodeName",
@@ -337,6 +337,20 @@ impl ResourceInfo {
                     .unwrap_or_default()
             };
             relevant(before) != relevant(after)
+        } else if is_endpoint_slices(&self.api) {
+            // pkg/registry/discovery/endpointslice/strategy.go: anything but `metadata`, or the
+            // labels, bumps the generation (an EndpointSlice has no spec).
+            let rest = |v: &Value| -> Vec<(String, Value)> {
+                v.as_object()
+                    .map(|m| {
+                        m.iter()
+                            .filter(|(k, _)| !matches!(k.as_str(), "metadata" | "kind" | "apiVersion"))
+                            .map(|(k, v)| (k.clone(), v.clone()))
+                            .collect()
+                    })
+                    .unwrap_or_default()
+            };
+            rest(before) != rest(after) || before["metadata"].get("labels") != after["metadata"].get("labels")
         } else {
             before.get("spec") != after.get("spec")
         }
@@ -582,6 +596,11 @@ pub(crate) fn splitmix(x: u64) -> u64 {
 }
 
 /// RFC 7386 JSON merge patch.
+/// `discovery.k8s.io` EndpointSlices.
+fn is_endpoint_slices(api: &ApiResource) -> bool {
+    api.group == "discovery.k8s.io" && api.plural == "endpointslices"
+}
+
 /// Removes `status.observedGeneration` and every `status.conditions[].observedGeneration`.
 fn drop_observed_generation(object: &mut Value) {
     let Some(status) = object.get_mut("status").and_then(Value::as_object_mut) else {

@@ -466,3 +466,33 @@ async fn marking_an_object_for_deletion_bumps_only_a_generation_it_has() {
     let held = api.ok("GET", &format!("{deploys}/d"), None).await;
     assert_eq!(held["metadata"]["generation"], 2);
 }
+
+#[tokio::test]
+async fn endpoint_slices_have_a_generation_bumped_by_endpoints_and_labels() {
+    let (_sim, api) = Api::start().await;
+    let path = "/apis/discovery.k8s.io/v1/namespaces/default/endpointslices";
+    let created = api
+        .ok(
+            "POST",
+            path,
+            Some(json!({
+                "metadata": {"name": "web-abc12", "labels": {"kubernetes.io/service-name": "web"}},
+                "addressType": "IPv4",
+                "endpoints": [{"addresses": ["10.0.0.1"]}],
+                "ports": [{"name": "http", "port": 80, "protocol": "TCP"}],
+            })),
+        )
+        .await;
+    assert_eq!(created["metadata"]["generation"], 1);
+    let generation = |v: &serde_json::Value| v["metadata"]["generation"].as_i64();
+    let one = format!("{path}/web-abc12");
+    let patch = |body| api.ok("PATCH", &one, Some(body));
+    // An annotation is metadata: no bump.
+    let annotated = patch(json!({"metadata": {"annotations": {"a": "1"}}})).await;
+    assert_eq!(generation(&annotated), Some(1));
+    // Labels bump it, as the endpoints do.
+    let labelled = patch(json!({"metadata": {"labels": {"extra": "1"}}})).await;
+    assert_eq!(generation(&labelled), Some(2));
+    let moved = patch(json!({"endpoints": [{"addresses": ["10.0.0.2"]}]})).await;
+    assert_eq!(generation(&moved), Some(3));
+}
