@@ -3,7 +3,7 @@
 //! and initial status a real server gives them, and the other kinds with a status subresource
 //! start without a status.
 
-use kinformer_core::{ApiResource, Scope, Status, StatusDetails};
+use kinformer_core::{ApiResource, Scope, Status, StatusCause, StatusDetails};
 use serde_json::{Map, Value, json};
 
 use crate::store::{ResourceInfo, Store, status};
@@ -81,9 +81,16 @@ fn check_namespace(
                     api.plural
                 ),
             );
+            // The lifecycle plugin names the cause, so that a client can tell this 403 from
+            // an authorization one (`plugin/pkg/admission/namespace/lifecycle/admission.go`).
             s.details = Some(StatusDetails {
                 name: name.to_owned(),
                 kind: api.plural.clone(),
+                causes: vec![StatusCause {
+                    reason: "NamespaceTerminating".to_owned(),
+                    message: format!("namespace {ns} is being terminated"),
+                    field: "metadata.namespace".to_owned(),
+                }],
                 ..StatusDetails::default()
             });
             Err(s)
@@ -229,7 +236,8 @@ pub(crate) fn default_update(info: &ResourceInfo, object: &mut Value) {
     }
 }
 
-/// A new namespace: the `kubernetes` finalizer, phase `Active`, and its name label.
+/// A new namespace: the `kubernetes` finalizer added to any it brings, phase `Active`, and its
+/// name label (`pkg/registry/core/namespace/strategy.go`, `PrepareForCreate`).
 fn default_namespace(ns: &mut Value) {
     let name = ns["metadata"]["name"]
         .as_str()
@@ -244,8 +252,17 @@ fn default_namespace(ns: &mut Value) {
     {
         labels.insert("kubernetes.io/metadata.name".into(), json!(name));
     }
+    // The strategy's PrepareForCreate appends `kubernetes` to the finalizers sent, if missing.
     if let Some(spec) = object_mut(ns, "spec") {
-        default_field(spec, "finalizers", json!(["kubernetes"]));
+        let finalizers = spec.entry("finalizers").or_insert_with(|| json!([]));
+        if !finalizers.is_array() {
+            *finalizers = json!([]);
+        }
+        if let Some(list) = finalizers.as_array_mut()
+            && !list.iter().any(|f| f == "kubernetes")
+        {
+            list.push(json!("kubernetes"));
+        }
     }
     if let Some(map) = ns.as_object_mut() {
         map.insert("status".into(), json!({"phase": "Active"}));

@@ -74,6 +74,8 @@ pub(crate) struct Target {
     pub(crate) watch_path: bool,
     /// The request names the object's `/status` subresource.
     pub(crate) status: bool,
+    /// The request names a namespace's `/finalize` subresource.
+    pub(crate) finalize: bool,
 }
 
 impl Target {
@@ -81,6 +83,8 @@ impl Target {
     pub(crate) fn write(&self) -> Write {
         if self.status {
             Write::Status
+        } else if self.finalize {
+            Write::Finalize
         } else {
             Write::Object
         }
@@ -122,12 +126,16 @@ pub(crate) fn parse_target(
         [plural, tail @ ..] => (lookup(plural).ok_or_else(not_served)?, None, tail),
         [] => return Err(not_served()),
     };
-    let (name, status) = match tail {
-        [] => (None, false),
-        [name] => (Some((*name).to_owned()), false),
+    let (name, status, finalize) = match tail {
+        [] => (None, false, false),
+        [name] => (Some((*name).to_owned()), false, false),
         // Only kinds served with a status subresource have the path.
         [name, "status"] if info.status_subresource && !watch_path => {
-            (Some((*name).to_owned()), true)
+            (Some((*name).to_owned()), true, false)
+        }
+        // Namespaces' `/finalize` (`pkg/registry/core/namespace/storage/storage.go`).
+        [name, "finalize"] if !info.custom && info.api.plural == "namespaces" && !watch_path => {
+            (Some((*name).to_owned()), false, true)
         }
         _ => return Err(not_served()),
     };
@@ -137,6 +145,7 @@ pub(crate) fn parse_target(
         name,
         watch_path,
         status,
+        finalize,
     })
 }
 

@@ -66,7 +66,17 @@ pub(crate) async fn route(
         None => Form::Full,
     };
     let status_target = target.status;
+    let finalize_target = target.finalize;
     let result = match (&parts.method, target.name.is_some(), is_watch) {
+        // A namespace's `/finalize` can only be replaced (`FinalizeREST` is an updater alone).
+        (m, _, w) if finalize_target && (w || *m != Method::PUT) => Err(status(
+            405,
+            "MethodNotAllowed",
+            format!(
+                "the server does not allow this method on the requested resource ({})",
+                parts.method
+            ),
+        )),
         // A `/status` subresource can be read, replaced and patched, nothing else.
         (m, _, w)
             if status_target && (w || !matches!(*m, Method::GET | Method::PUT | Method::PATCH)) =>

@@ -229,6 +229,8 @@ pub(crate) enum Write {
     Object,
     /// A write to its `/status` subresource over HTTP.
     Status,
+    /// A write to a namespace's `/finalize` subresource over HTTP: only `spec.finalizers`.
+    Finalize,
 }
 
 impl ResourceInfo {
@@ -344,13 +346,16 @@ impl ResourceInfo {
                 v.as_object()
                     .map(|m| {
                         m.iter()
-                            .filter(|(k, _)| !matches!(k.as_str(), "metadata" | "kind" | "apiVersion"))
+                            .filter(|(k, _)| {
+                                !matches!(k.as_str(), "metadata" | "kind" | "apiVersion")
+                            })
                             .map(|(k, v)| (k.clone(), v.clone()))
                             .collect()
                     })
                     .unwrap_or_default()
             };
-            rest(before) != rest(after) || before["metadata"].get("labels") != after["metadata"].get("labels")
+            rest(before) != rest(after)
+                || before["metadata"].get("labels") != after["metadata"].get("labels")
         } else {
             before.get("spec") != after.get("spec")
         }
@@ -774,6 +779,30 @@ fn keep_stored_status(info: &ResourceInfo, object: &mut Value, old: &Value) {
 /// everything but its status and `managedFields` (apiextensions' `statusStrategy`); a built-in
 /// kind its spec, and pods their owner references (and QoS class, if the write drops it),
 /// deployments their labels (`pkg/registry/{core,apps}/<kind>/strategy.go`).
+/// A namespace's `/finalize` write keeps everything stored but `spec.finalizers`, which it
+/// replaces (`namespaceFinalizeStrategy.PrepareForUpdate`), and the managed fields the write
+/// recorded.
+fn keep_all_but_finalizers(object: &Value, old: &Value) -> Value {
+    let mut kept = old.clone();
+    let finalizers = object["spec"].get("finalizers").cloned();
+    if let Some(k) = kept.as_object_mut() {
+        let spec = k.entry("spec").or_insert_with(|| Value::Object(Map::new()));
+        if let Some(spec) = spec.as_object_mut() {
+            match finalizers {
+                Some(f) => spec.insert("finalizers".into(), f),
+                None => spec.remove("finalizers"),
+            };
+        }
+        if let (Some(m), Some(fields)) = (
+            k.get_mut("metadata").and_then(Value::as_object_mut),
+            object["metadata"].get("managedFields"),
+        ) {
+            m.insert("managedFields".into(), fields.clone());
+        }
+    }
+    kept
+}
+
 fn keep_all_but_status(info: &ResourceInfo, object: Value, old: &Value) -> Value {
     if info.custom {
         let mut kept = old.clone();
@@ -1527,6 +1556,7 @@ impl State {
                 Write::Storage => {}
                 Write::Object => keep_stored_status(info, &mut object, &old),
                 Write::Status => object = keep_all_but_status(info, object, &old),
+                Write::Finalize => object = keep_all_but_finalizers(&object, &old),
             }
         }
         let Some(obj) = object.as_object_mut() else {

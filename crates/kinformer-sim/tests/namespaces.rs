@@ -498,6 +498,11 @@ async fn nothing_new_can_be_created_in_a_terminating_namespace() {
             )
         )
     );
+    // The lifecycle plugin's cause tells it from an authorization 403.
+    assert_eq!(
+        s["details"]["causes"],
+        json!([{"reason": "NamespaceTerminating", "message": "namespace x is being terminated", "field": "metadata.namespace"}])
+    );
     // Nor do the controllers put back what the namespace controller deleted.
     let store = sim.store();
     namespace_when(&store, "x", |ns| ns["spec"].get("finalizers").is_none()).await;
@@ -643,4 +648,65 @@ async fn a_running_pods_grace_period_holds_the_namespace_on_the_paused_clock() {
         (Duration::from_secs(30)..Duration::from_secs(31)).contains(&took),
         "{took:?}"
     );
+}
+
+#[tokio::test]
+async fn a_created_namespace_gets_kubernetes_after_the_finalizers_it_brings() {
+    let (_sim, api) = Api::start().await;
+    let created = api
+        .ok(
+            "POST",
+            NS,
+            Some(json!({"metadata": {"name": "f"}, "spec": {"finalizers": ["example.com/keep"]}})),
+        )
+        .await;
+    assert_eq!(
+        created["spec"]["finalizers"],
+        json!(["example.com/keep", "kubernetes"])
+    );
+    let plain = api
+        .ok("POST", NS, Some(json!({"metadata": {"name": "g"}})))
+        .await;
+    assert_eq!(plain["spec"]["finalizers"], json!(["kubernetes"]));
+}
+
+#[tokio::test]
+async fn finalize_replaces_only_the_spec_finalizers_and_takes_only_put() {
+    let (sim, api) = Api::start().await;
+    let created = namespace(&sim, &api, "fin", &[]).await;
+    let path = format!("{NS}/fin/finalize");
+    // What kubectl's `replace --raw .../finalize` sends: the whole namespace, with other
+    // changes that the subresource ignores.
+    let mut sent = created.clone();
+    sent["spec"]["finalizers"] = json!(["example.com/other"]);
+    sent["metadata"]["labels"]["new"] = json!("1");
+    sent["status"]["phase"] = json!("Terminating");
+    let finalized = api.ok("PUT", &path, Some(sent)).await;
+    assert_eq!(
+        finalized["spec"]["finalizers"],
+        json!(["example.com/other"])
+    );
+    assert_eq!(finalized["metadata"]["labels"].get("new"), None);
+    assert_eq!(finalized["status"]["phase"], "Active");
+    assert_ne!(rv(&finalized), rv(&created));
+    let stored = api.ok("GET", &format!("{NS}/fin"), None).await;
+    assert_eq!(stored["spec"], finalized["spec"]);
+    // A write to the namespace itself keeps the finalizers the subresource set.
+    let mut replaced = stored.clone();
+    replaced["spec"]["finalizers"] = json!([]);
+    let kept = api.ok("PUT", &format!("{NS}/fin"), Some(replaced)).await;
+    assert_eq!(kept["spec"]["finalizers"], json!(["example.com/other"]));
+    for method in ["GET", "PATCH", "DELETE", "POST"] {
+        let (code, s) = api.send(method, &path, Some(json!({}))).await;
+        assert_eq!((method, code), (method, 405), "{s}");
+    }
+    // Only namespaces have it.
+    let (code, _) = api
+        .send(
+            "PUT",
+            "/api/v1/namespaces/fin/configmaps/x/finalize",
+            Some(json!({})),
+        )
+        .await;
+    assert_eq!(code, 404);
 }

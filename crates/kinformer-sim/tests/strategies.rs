@@ -242,8 +242,10 @@ async fn pods_keep_their_status_observed_generation_from_1_34_only() {
             .ok(
                 "PATCH",
                 &format!("{PODS}/p/status"),
-                Some(json!({"status": {"phase": "Running", "observedGeneration": 1,
-                    "conditions": [{"type": "Ready", "status": "True", "observedGeneration": 1}]}})),
+                Some(
+                    json!({"status": {"phase": "Running", "observedGeneration": 1,
+                    "conditions": [{"type": "Ready", "status": "True", "observedGeneration": 1}]}}),
+                ),
             )
             .await;
         assert_eq!(status["status"]["phase"], "Running", "{version:?}");
@@ -254,7 +256,9 @@ async fn pods_keep_their_status_observed_generation_from_1_34_only() {
             "{version:?}"
         );
         assert_eq!(
-            status["status"]["conditions"][0].get("observedGeneration").cloned(),
+            status["status"]["conditions"][0]
+                .get("observedGeneration")
+                .cloned(),
             expected,
             "{version:?}"
         );
