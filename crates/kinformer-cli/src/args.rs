@@ -23,12 +23,13 @@ pub(crate) const MAX_SIM_PODS: usize = 1_000_000;
 /// The exit codes, as `kinformer --help` shows them (docs/cli.md has the same table).
 pub(crate) const EXIT_CODES: &str = "\
 Exit codes:
-  0    done (also when stdout is closed early: kinformer get pods | head -1)
+  0    done (also when stdout or stderr is closed early: kinformer get pods | head -1)
   1    any other failure (a server error, a NAME get did not find, ...)
   2    usage: an unknown flag or command, a bad selector or value, a request the server
        rejected as malformed (400)
   3    the API server cannot be reached: refused, DNS, TLS, or no answer in time
-  4    bad credentials: refused (401), forbidden (403), or a credential plugin failed
+  4    bad credentials: refused (401), forbidden (403), or they cannot be obtained (a
+       credential plugin failed or hung, a token file is missing, an oidc id-token expired)
   5    a broken or missing kubeconfig (missing with --no-sim)
   6    an unknown resource type
   130  interrupted by Ctrl-C (SIGINT)

@@ -22,8 +22,9 @@
 //! discovery. Ctrl-C (or SIGTERM) stops the informer and exits 130 (143), or with the code of
 //! the failure that was being retried (the failure is reported).
 //!
-//! It behaves as a Unix tool: a closed stdout (`kinformer get pods | head -1`) ends it quietly
-//! with exit 0; log lines on stderr are coloured only on a terminal and never with `NO_COLOR` set;
+//! It behaves as a Unix tool: a closed stdout (`kinformer get pods | head -1`) or stderr ends it
+//! quietly with exit 0; text from the server is escaped before it reaches a terminal
+//! (`terminal`); log lines on stderr are coloured only on a terminal and never with `NO_COLOR` set;
 //! usage errors exit 2 with the message and a `--help` hint; other failures print one line and
 //! exit with their class's code ([`Class`]: unreachable 3, credentials 4, kubeconfig 5, unknown
 //! resource 6, anything else 1).
