@@ -39,7 +39,10 @@ async fn a_short_soak_with_every_fault_class_finds_no_violation() {
     // Each form was weighed on the server's pods: the typed pod, with its `managedFields`
     // decoded, costs the most; the compact one, JSON bytes and decoded metadata, the least.
     let (typed, compact, metadata) = report.weights.expect("weighed");
-    assert!(typed > metadata && metadata > compact && compact > 0, "{text}");
+    assert!(
+        typed > metadata && metadata > compact && compact > 0,
+        "{text}"
+    );
     assert!(report.peak_heap.is_some_and(|h| h > typed * 80), "{text}");
     assert_eq!(report.quiescent_checks, 2, "{text}");
     // Each quiescence checks the four caches against the server at their own versions.

@@ -15,15 +15,21 @@ use crate::print::Format;
 /// every write under one lock; far above this it spends all its time writing.
 pub(crate) const MAX_CHURN_PER_SEC: f64 = 100_000.0;
 
+/// The most pods `--sim-pods` and `sim --pods` accept. The simulated server keeps every object in
+/// memory and seeds them before it serves; a million pods (with their nodes, workloads and
+/// services) is already far more than the largest real clusters run.
+pub(crate) const MAX_SIM_PODS: usize = 1_000_000;
+
 /// The exit codes, as `kinformer --help` shows them (docs/cli.md has the same table).
 pub(crate) const EXIT_CODES: &str = "\
 Exit codes:
-  0    done (also when stdout is closed early: kinformer get pods | head -1)
+  0    done (also when stdout or stderr is closed early: kinformer get pods | head -1)
   1    any other failure (a server error, a NAME get did not find, ...)
   2    usage: an unknown flag or command, a bad selector or value, a request the server
        rejected as malformed (400)
   3    the API server cannot be reached: refused, DNS, TLS, or no answer in time
-  4    bad credentials: refused (401), forbidden (403), or a credential plugin failed
+  4    bad credentials: refused (401), forbidden (403), or they cannot be obtained (a
+       credential plugin failed or hung, a token file is missing, an oidc id-token expired)
   5    a broken or missing kubeconfig (missing with --no-sim)
   6    an unknown resource type
   130  interrupted by Ctrl-C (SIGINT)
@@ -114,8 +120,8 @@ pub(crate) struct Query {
     /// Never fall back to the embedded simulated cluster (also: KINFORMER_NO_SIM=1)
     #[arg(long)]
     pub(crate) no_sim: bool,
-    /// Pods the simulated cluster starts with
-    #[arg(long, value_name = "N", default_value_t = 200)]
+    /// Pods the simulated cluster starts with (at most 1000000)
+    #[arg(long, value_name = "N", default_value_t = 200, value_parser = parse_pods)]
     pub(crate) sim_pods: usize,
     /// Writes per second in the simulated cluster (5/s, 300/m, or a number per second)
     #[arg(long, value_name = "RATE", default_value = "5/s", value_parser = parse_churn)]
@@ -230,8 +236,8 @@ pub(crate) struct SimArgs {
     /// The port to listen on, on 127.0.0.1 (0 picks a free one)
     #[arg(long, value_name = "N", default_value_t = 0)]
     pub(crate) port: u16,
-    /// Pods to start with
-    #[arg(long, value_name = "N", default_value_t = 0)]
+    /// Pods to start with (at most 1000000)
+    #[arg(long, value_name = "N", default_value_t = 0, value_parser = parse_pods)]
     pub(crate) pods: usize,
     /// Writes per second (50/s, 600/m, or a number per second)
     #[arg(long, value_name = "RATE", default_value = "0", value_parser = parse_churn)]
@@ -322,13 +328,28 @@ fn parse_field_selector(s: &str) -> Result<String, String> {
     Ok(s.to_owned())
 }
 
-/// A churn rate (`50/s`, `600/m`, `3600/h`, or a bare number per second), at most
-/// [`MAX_CHURN_PER_SEC`].
+/// A number of pods for the simulated cluster, at most [`MAX_SIM_PODS`].
+fn parse_pods(s: &str) -> Result<usize, String> {
+    if s.is_empty() || !s.bytes().all(|b| b.is_ascii_digit()) {
+        return Err("not a number of pods: write a whole number, such as 1000".to_owned());
+    }
+    match s.parse::<usize>() {
+        Ok(pods) if pods <= MAX_SIM_PODS => Ok(pods),
+        // Too large for a number, or for the server.
+        _ => Err(format!(
+            "more than the maximum of {MAX_SIM_PODS} pods (the simulated server holds them all \
+             in memory)"
+        )),
+    }
+}
+
 fn parse_kube_version(s: &str) -> Result<kinformer_sim::KubeVersion, String> {
     kinformer_sim::KubeVersion::parse(s)
         .ok_or_else(|| "not a modelled release: write 1.32, 1.33 or 1.34".to_owned())
 }
 
+/// A churn rate (`50/s`, `600/m`, `3600/h`, or a bare number per second), at most
+/// [`MAX_CHURN_PER_SEC`].
 fn parse_churn(s: &str) -> Result<f64, String> {
     // The sim's own messages quote the value; clap already shows it, so keep only the reason.
     let rate = kinformer_sim::ChurnConfig::parse_rate(s).map_err(|_| {

@@ -68,6 +68,8 @@ pub(crate) struct Failure {
     pub(crate) fatal: bool,
     /// What kind of failure it is, for the exit code.
     class: Class,
+    /// How long the server asked to wait before the next request (`Retry-After`), if it did.
+    pub(crate) retry_after: Option<Duration>,
 }
 
 impl Failure {
@@ -77,7 +79,14 @@ impl Failure {
             cause,
             fatal,
             class,
+            retry_after: None,
         }
+    }
+
+    /// The phase (`list` or `watch`) and class: a failure like the last one retried is not
+    /// logged again.
+    fn episode(&self) -> (&str, Class) {
+        (self.cause.split(':').next().unwrap_or_default(), self.class)
     }
 
     /// The failure as the tool reports it.
@@ -95,6 +104,46 @@ impl Failure {
             class: self.class,
         }
     }
+}
+
+/// The failures the tool retries, logged at `warn` once per episode (a failure unlike the one
+/// before, or after progress) by the tool itself, since only the tool knows what it does next.
+/// The reflector's own `list/watch failed; retrying` warning is filtered out of the log
+/// ([`reflector_warning`]): the tool ends on some failures that the reflector would retry.
+#[derive(Debug, Default)]
+pub(crate) struct Retried {
+    last: Option<(String, Class)>,
+}
+
+impl Retried {
+    /// Logs `f`, which the tool goes on retrying, unless it continues the same episode.
+    pub(crate) fn note(&mut self, f: &Failure, what: std::fmt::Arguments<'_>) {
+        let (phase, class) = f.episode();
+        if self
+            .last
+            .as_ref()
+            .is_some_and(|(p, c)| p == phase && *c == class)
+        {
+            tracing::debug!("{}; still retrying", f.cause);
+            return;
+        }
+        self.last = Some((phase.to_owned(), class));
+        tracing::warn!("{}; {what}", f.cause);
+    }
+
+    /// Progress: the next failure starts a new episode.
+    pub(crate) fn healthy(&mut self) {
+        self.last = None;
+    }
+}
+
+/// Whether a log event is the reflector's warning about a failure it retries (`list/watch
+/// failed; retrying`), which the tool replaces with its own words: the tool ends on failures
+/// retrying cannot fix, and `get` on most failures, where the reflector would retry them.
+pub(crate) fn reflector_warning(meta: &tracing::Metadata<'_>) -> bool {
+    meta.is_event()
+        && *meta.level() == tracing::Level::WARN
+        && meta.target() == "kinformer_reflector::reflector"
 }
 
 /// How long a clean shutdown of the informer may take before the tool exits anyway.
@@ -115,6 +164,9 @@ pub(crate) struct Run {
     pub(crate) style: Style,
     /// Where the list pages and objects received are counted.
     pub(crate) listed: Arc<Listed>,
+    /// How many times `get` has already waited for a throttling server (the first request's
+    /// waits): the bound is on the command's waits, all together.
+    pub(crate) throttled: u32,
 }
 
 /// Builds the informer; returns it with the failures its reflector reports and the style.
@@ -143,11 +195,13 @@ pub(crate) fn build(
             Phase::List => "list",
             _ => "watch",
         };
-        let _ = failures_tx.send(Failure::new(
+        let mut failure = Failure::new(
             format!("{phase}: {}", info.error),
             info.error.kind() == ErrorKind::Fatal,
             Class::of_list_watch(info.error),
-        ));
+        );
+        failure.retry_after = info.error.retry_after();
+        let _ = failures_tx.send(failure);
     });
     let informer = Informer::<DynamicObject>::builder()
         .list_watch(CountedLists {
@@ -184,6 +238,10 @@ pub(crate) async fn watch(
     let mut printed = 0u64;
     // The failure being retried, if any: what Ctrl-C reports.
     let mut episode: Option<Failure> = retrying;
+    let mut retried = Retried::default();
+    if let Some(f) = &episode {
+        retried.note(f, format_args!("retrying"));
+    }
     let result = loop {
         tokio::select! {
             biased;
@@ -193,19 +251,22 @@ pub(crate) async fn watch(
                     episode = Some(f);
                 }
                 break Err(match episode.take() {
-                    Some(f) => f.interrupted(),
-                    None => Error::Interrupted(signal),
+                    // Nobody reads stderr any more: end quietly.
+                    Some(f) if signal != Signal::OutputClosed => f.interrupted(),
+                    _ => Error::Interrupted(signal),
                 });
             }
             Some(f) = failures.recv() => {
                 if f.fatal {
                     break Err(f.into_error());
                 }
+                retried.note(&f, format_args!("retrying"));
                 episode = Some(f);
             }
             n = events.next() => {
                 let Some(n) = n else { break Ok(()) };
                 episode = None;
+                retried.healthy();
                 if let Err(e) = print_notification(out, &style, &n) {
                     break Err(e.into());
                 }
@@ -315,7 +376,9 @@ impl Progress {
             return;
         }
         let list = list.unwrap_or_default();
-        let message = Self::line(&self.resource, &list, pages, cached);
+        // The resource's name may come from the server's discovery.
+        let message = crate::terminal::safe(&Self::line(&self.resource, &list, pages, cached))
+            .into_owned();
         let bar = self.bar.get_or_insert_with(|| {
             // Made hidden, and shown once it has something to say.
             let bar = ProgressBar::with_draw_target(None, ProgressDrawTarget::hidden());
@@ -361,6 +424,7 @@ pub(crate) async fn get(
 ) -> Result<bool, Error> {
     let resource = run.api.resource().plural.clone();
     let listed = Arc::clone(&run.listed);
+    let mut throttled = run.throttled;
     let (informer, mut failures, style) = build(run)?;
     informer.start();
     let informers: [&dyn kinformer::shared_informer::HasSynced; 1] = [&informer];
@@ -371,10 +435,27 @@ pub(crate) async fn get(
         .is_terminal()
         .then(|| Progress::new(&resource));
     let mut ticker = tokio::time::interval(PROGRESS_EVERY);
+    let mut retried = Retried::default();
     let synced = loop {
         tokio::select! {
             signal = &mut interrupt => break Err(Error::Interrupted(signal)),
-            Some(f) = failures.recv() => break Err(f.into_error()),
+            Some(f) = failures.recv() => {
+                // A server that asks to be asked again later (429, or a 5xx with Retry-After)
+                // is, as by kubectl, a bounded number of times; the reflector waits as asked.
+                match f.retry_after {
+                    Some(wait) if !f.fatal && throttled < crate::MAX_THROTTLED_RETRIES
+                        && wait <= crate::MAX_RETRY_AFTER =>
+                    {
+                        throttled += 1;
+                        retried.note(&f, format_args!(
+                            "retrying in {} as the server asks ({throttled} of {})",
+                            crate::seconds(wait),
+                            crate::MAX_THROTTLED_RETRIES
+                        ));
+                    }
+                    _ => break Err(f.into_error()),
+                }
+            }
             _ = &mut sync => break Ok(()),
             _ = ticker.tick() => {
                 if let Some(p) = &mut progress {
@@ -403,7 +484,7 @@ pub(crate) async fn get(
         }
     }
     if objects.is_empty() {
-        eprintln!("No resources found");
+        crate::terminal::to_stderr(format_args!("No resources found\n"));
         return Ok(false);
     }
     if separate && matches!(style.format, print::Format::Text | print::Format::Wide) {

@@ -22,8 +22,9 @@
 //! discovery. Ctrl-C (or SIGTERM) stops the informer and exits 130 (143), or with the code of
 //! the failure that was being retried (the failure is reported).
 //!
-//! It behaves as a Unix tool: a closed stdout (`kinformer get pods | head -1`) ends it quietly
-//! with exit 0; log lines on stderr are coloured only on a terminal and never with `NO_COLOR` set;
+//! It behaves as a Unix tool: a closed stdout (`kinformer get pods | head -1`) or stderr ends it
+//! quietly with exit 0; text from the server is escaped before it reaches a terminal
+//! (`terminal`); log lines on stderr are coloured only on a terminal and never with `NO_COLOR` set;
 //! usage errors exit 2 with the message and a `--help` hint; other failures print one line and
 //! exit with their class's code ([`Class`]: unreachable 3, credentials 4, kubeconfig 5, unknown
 //! resource 6, anything else 1).
@@ -36,6 +37,7 @@ mod informer;
 mod print;
 mod sim;
 mod stats;
+mod terminal;
 
 use std::borrow::Cow;
 use std::io::{IsTerminal, Write};
@@ -46,7 +48,7 @@ use std::time::Duration;
 use clap::CommandFactory;
 use kinformer::prelude::DynamicObject;
 use kinformer_client::{Api, Client, Config, Discovery, KubeconfigOptions};
-use kinformer_core::list_watch::ListWatch as _;
+use kinformer_core::list_watch::{ErrorKind, ListWatch as _};
 use kinformer_core::{ListParams, Scope};
 
 use crate::args::{Cli, Command, Query};
@@ -179,6 +181,8 @@ impl Class {
             | E::Forbidden { .. }
             | E::Auth { .. }
             | E::ExecTimeout { .. } => Self::Credentials,
+            // A token file the kubeconfig names that does not exist: credentials, as documented.
+            E::Config { .. } if e.is_missing_credentials() => Self::Credentials,
             E::Config { .. } | E::InvalidRequest { .. } => Self::Kubeconfig,
             E::NotFound { .. } => Self::UnknownResource,
             E::InvalidName { .. } => Self::Usage,
@@ -234,6 +238,9 @@ pub(crate) enum Signal {
     Interrupt,
     /// SIGTERM: exit 143 (128 + 15, what a shell reports for a process SIGTERM ended).
     Terminate,
+    /// Not a signal: stderr was found closed (`kinformer watch pods 2>&1 | head`). Nobody reads
+    /// what the command says any more, so it ends quietly with exit 0, as for a closed stdout.
+    OutputClosed,
 }
 
 impl Signal {
@@ -241,12 +248,13 @@ impl Signal {
         match self {
             Self::Interrupt => 130,
             Self::Terminate => 143,
+            Self::OutputClosed => 0,
         }
     }
 }
 
 /// Ctrl-C and SIGTERM, listened for from the moment this is made: either stops the command the
-/// same way (the informer stopped, whole lines only).
+/// same way (the informer stopped, whole lines only). A closed stderr stops it too.
 struct Signals {
     #[cfg(unix)]
     interrupt: tokio::signal::unix::Signal,
@@ -275,13 +283,17 @@ impl Signals {
             tokio::select! {
                 _ = self.interrupt.recv() => Signal::Interrupt,
                 _ = self.terminate.recv() => Signal::Terminate,
+                () = terminal::stderr_closed() => Signal::OutputClosed,
             }
         }
         #[cfg(not(unix))]
         {
-            match tokio::signal::ctrl_c().await {
-                Ok(()) => Signal::Interrupt,
-                Err(_) => std::future::pending().await,
+            tokio::select! {
+                interrupted = tokio::signal::ctrl_c() => match interrupted {
+                    Ok(()) => Signal::Interrupt,
+                    Err(_) => std::future::pending().await,
+                },
+                () = terminal::stderr_closed() => Signal::OutputClosed,
             }
         }
     }
@@ -292,6 +304,19 @@ impl Signals {
 /// less than the client's own 60 s bound on response headers, so that a server that accepts
 /// connections and never answers is reported promptly.
 const FIRST_ANSWER_BOUND: Duration = Duration::from_secs(10);
+
+/// How many times `get` asks again when the server answers 429 (or a 5xx) with `Retry-After`,
+/// as kubectl's requests do.
+pub(crate) const MAX_THROTTLED_RETRIES: u32 = 10;
+
+/// The longest `Retry-After` that `get` waits for; a server asking for more ends the command at
+/// once with its answer, so that `get` is bounded (at most 10 waits of 60 s).
+pub(crate) const MAX_RETRY_AFTER: Duration = Duration::from_secs(60);
+
+/// A wait as log lines show it: `1s`, `1.5s`.
+pub(crate) fn seconds(d: Duration) -> String {
+    format!("{}s", d.as_secs_f64())
+}
 
 /// The environment variable that forbids the fallback to an embedded simulated cluster.
 const NO_SIM_ENV: &str = "KINFORMER_NO_SIM";
@@ -309,21 +334,36 @@ fn main() -> ExitCode {
         Command::Sim(_) => "info",
         _ => "warn",
     };
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| default_level.into()),
-        )
-        .with_ansi(colour_on_stderr(
-            std::io::stderr().is_terminal(),
-            std::env::var_os("NO_COLOR"),
-        ))
-        .with_writer(std::io::stderr)
-        .init();
+    {
+        use tracing_subscriber::Layer as _;
+        use tracing_subscriber::layer::SubscriberExt as _;
+        use tracing_subscriber::util::SubscriberInitExt as _;
+        let log = tracing_subscriber::fmt::layer()
+            .with_ansi(colour_on_stderr(
+                std::io::stderr().is_terminal(),
+                std::env::var_os("NO_COLOR"),
+            ))
+            // Log lines carry the server's words: every field is made safe for a terminal.
+            .fmt_fields(terminal::log_fields())
+            // A closed stderr ends the command quietly (`terminal::stderr_closed`), never a panic.
+            .with_writer(terminal::LogWriter)
+            .log_internal_errors(false)
+            .with_filter(
+                tracing_subscriber::EnvFilter::try_from_default_env()
+                    .unwrap_or_else(|_| default_level.into()),
+            )
+            // The tool says itself which failures it retries (`informer::Retried`).
+            .with_filter(tracing_subscriber::filter::filter_fn(|meta| {
+                !informer::reflector_warning(meta)
+            }));
+        tracing_subscriber::registry().with(log).init();
+    }
     let runtime = match tokio::runtime::Runtime::new() {
         Ok(r) => r,
         Err(e) => {
-            eprintln!("kinformer: cannot start the async runtime: {e}");
+            terminal::to_stderr(format_args!(
+                "kinformer: cannot start the async runtime: {e}\n"
+            ));
             return ExitCode::FAILURE;
         }
     };
@@ -344,7 +384,9 @@ fn main() -> ExitCode {
         Err(e) => Err(e),
         Ok(installed) => {
             if let Some(addr) = installed.serving {
-                eprintln!("kinformer: serving metrics at http://{addr}/metrics");
+                terminal::to_stderr(format_args!(
+                    "kinformer: serving metrics at http://{addr}/metrics\n"
+                ));
             }
             match cli.command {
                 Command::Completions { shell } => completions(shell),
@@ -370,11 +412,11 @@ fn main() -> ExitCode {
         Err(Error::Interrupted(signal)) => ExitCode::from(signal.exit_code()),
         Err(e @ (Error::Usage(_) | Error::UnknownResource(_))) => {
             // kubectl's form for these: `error: the server doesn't have a resource type "foo"`.
-            let _ = writeln!(
-                std::io::stderr(),
-                "error: {}",
-                shorten_lines(&e.to_string())
-            );
+            let message = e.to_string();
+            terminal::to_stderr(format_args!(
+                "error: {}\n",
+                shorten_lines(&terminal::safe(&message))
+            ));
             ExitCode::from(e.class().exit_code())
         }
         Err(e) => {
@@ -391,7 +433,11 @@ fn main() -> ExitCode {
                 }
                 _ => message,
             };
-            let _ = writeln!(std::io::stderr(), "kinformer: {}", shorten_lines(&line));
+            // The line quotes the server (a Status message, an error's text): made safe first.
+            terminal::to_stderr(format_args!(
+                "kinformer: {}\n",
+                shorten_lines(&terminal::safe(&line))
+            ));
             ExitCode::from(class.exit_code())
         }
     }
@@ -553,8 +599,8 @@ async fn run(q: Query, mode: Mode) -> Result<(), Error> {
         Some(c) => c,
         None => {
             let (sim, churn) = sim::embedded(q.sim_pods, q.sim_churn, q.seed).await?;
-            eprintln!(
-                "kinformer: {}: using an embedded simulated cluster at {} ({} pods, {} writes/s)",
+            terminal::to_stderr(format_args!(
+                "kinformer: {}: using an embedded simulated cluster at {} ({} pods, {} writes/s)\n",
                 if q.sim {
                     "--sim"
                 } else {
@@ -563,7 +609,7 @@ async fn run(q: Query, mode: Mode) -> Result<(), Error> {
                 sim.url(),
                 q.sim_pods,
                 q.sim_churn,
-            );
+            ));
             let config = Config::new(sim.url());
             embedded = Some((sim, churn));
             config
@@ -572,6 +618,10 @@ async fn run(q: Query, mode: Mode) -> Result<(), Error> {
     let first_bound = match q.request_timeout {
         Some(args::RequestTimeout(timeout)) => {
             config.request_timeout = timeout;
+            // A credential plugin's run is bounded alike.
+            if let Some(timeout) = timeout {
+                config.exec_timeout = timeout;
+            }
             timeout
         }
         None => Some(FIRST_ANSWER_BOUND),
@@ -582,9 +632,15 @@ async fn run(q: Query, mode: Mode) -> Result<(), Error> {
     let mut interrupt = std::pin::pin!(signals.recv());
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
+    // The credentials first, under their own bound (the exec plugin's), so that a plugin that
+    // hangs or fails, or a token file that is missing, is reported as a credentials problem
+    // rather than as a server that does not answer.
     let mut result = tokio::select! {
         signal = &mut interrupt => Err(Error::Interrupted(signal)),
-        resolved = resolve(&client, &q.resource.0, first_bound) => resolved,
+        resolved = async {
+            client.authenticate().await?;
+            resolve(&client, &q.resource.0, first_bound).await
+        } => resolved,
     };
     // Whether a table was printed: the next one comes after a blank line, as in kubectl.
     let mut printed = false;
@@ -683,7 +739,7 @@ impl One<'_> {
             limit: Some(1),
             ..selectors.clone()
         };
-        let bounded = async {
+        let bounded = || async {
             match self.first_bound {
                 Some(limit) => tokio::time::timeout(limit, api.list(&probe))
                     .await
@@ -697,18 +753,43 @@ impl One<'_> {
                 None => api.list(&probe).await,
             }
         };
-        let probed = tokio::select! {
-            signal = &mut interrupt => return Err(Error::Interrupted(signal)),
-            probed = bounded => probed,
+        let mut throttled = 0;
+        let probed = loop {
+            let probed = tokio::select! {
+                signal = &mut interrupt => return Err(Error::Interrupted(signal)),
+                probed = bounded() => probed,
+            };
+            // `get` asks a server that asks to be asked again later (429, or a 5xx with
+            // Retry-After) again, after the wait it asks for, a bounded number of times, as
+            // kubectl does; `watch` leaves that to the informer.
+            let wait = match &probed {
+                Err(e) if !watch && throttled < MAX_THROTTLED_RETRIES => e
+                    .retry_after()
+                    .filter(|wait| *wait <= MAX_RETRY_AFTER && e.kind() != ErrorKind::Fatal),
+                _ => None,
+            };
+            let (Some(wait), Err(e)) = (wait, &probed) else {
+                break probed;
+            };
+            throttled += 1;
+            tracing::warn!(
+                "list: {e}; retrying in {} as the server asks ({throttled} of \
+                 {MAX_THROTTLED_RETRIES})",
+                seconds(wait)
+            );
+            tokio::select! {
+                signal = &mut interrupt => return Err(Error::Interrupted(signal)),
+                () = tokio::time::sleep(wait) => {}
+            }
         };
-        // The failure `watch` goes on to retry, if any: what Ctrl-C then reports.
+        // The failure `watch` goes on to retry, if any: what Ctrl-C then reports. The informer
+        // logs it.
         let mut retrying = None;
         if let Err(e) = probed {
             let class = Class::of_list_watch(&e);
-            if !watch || e.kind() == kinformer_core::list_watch::ErrorKind::Fatal {
+            if !watch || e.kind() == ErrorKind::Fatal {
                 return Err(e.into());
             }
-            tracing::warn!("list: {e}; retrying");
             retrying = Some(informer::Failure::new(format!("list: {e}"), false, class));
         }
         let kind = resource.kind.to_lowercase();
@@ -735,6 +816,7 @@ impl One<'_> {
             field_selector: with_names(selectors.field_selector, &q.names, watch),
             style,
             listed: std::sync::Arc::default(),
+            throttled,
         };
         match *mode {
             Mode::Watch => informer::watch(job, retrying, q.max_events, out, interrupt)
@@ -836,6 +918,14 @@ mod tests {
                 5,
             ),
             (E::InvalidRequest { message: message() }, 5),
+            (
+                E::Config {
+                    path: None,
+                    field: "users[u].user.tokenFile".into(),
+                    message: message(),
+                },
+                4,
+            ),
             (E::NotFound { message: message() }, 6),
             (
                 E::InvalidName {

@@ -1,5 +1,9 @@
 //! What `watch` and `get` print: event lines, JSON and YAML documents, names, and kubectl-like
 //! tables with a summary of each object (pods: status, node, restarts).
+//!
+//! Everything in a line, a name or a table cell that comes from the server is passed through
+//! [`terminal::safe`] first; JSON and YAML are left to their serializers, which escape control
+//! characters in strings, so that they stay exact.
 
 use std::collections::BTreeMap;
 use std::io::Write;
@@ -7,6 +11,8 @@ use std::io::Write;
 use k8s_openapi::jiff::Timestamp;
 use kinformer::prelude::*;
 use serde_json::Value;
+
+use crate::terminal;
 
 /// `-o`: how objects are printed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -85,7 +91,7 @@ pub(crate) fn event(out: &mut impl Write, style: &Style, e: &Event<'_>) -> std::
                 "tombstone": e.tombstone,
                 "object": obj,
             });
-            writeln!(out, "{line}")
+            writeln!(out, "{}", terminal::safe_json(line.to_string()))
         }
         Format::Yaml => {
             let doc = serde_json::json!({
@@ -99,8 +105,8 @@ pub(crate) fn event(out: &mut impl Write, style: &Style, e: &Event<'_>) -> std::
             out,
             "{:<9}{}/{}",
             e.kind.as_str(),
-            style.name_prefix,
-            obj.name()
+            terminal::safe(&style.name_prefix),
+            terminal::safe(obj.name())
         ),
         Format::Text | Format::Wide => {
             let mut fields = summary(style, obj);
@@ -117,11 +123,11 @@ pub(crate) fn event(out: &mut impl Write, style: &Style, e: &Event<'_>) -> std::
                 out,
                 "{:<9}{}\trv={}",
                 e.kind.as_str(),
-                obj.key(),
-                obj.resource_version().unwrap_or("")
+                terminal::safe(obj.key().as_ref()),
+                terminal::safe(obj.resource_version().unwrap_or(""))
             )?;
             if !fields.is_empty() {
-                write!(out, "\t{}", fields.join(" "))?;
+                write!(out, "\t{}", terminal::safe(&fields.join(" ")))?;
             }
             writeln!(out)
         }
@@ -188,14 +194,15 @@ pub(crate) fn objects(
             });
             if style.format == Format::Json {
                 let text = serde_json::to_string_pretty(&list).map_err(std::io::Error::other)?;
-                writeln!(out, "{text}")
+                writeln!(out, "{}", terminal::safe_json(text))
             } else {
                 write!(out, "{}", to_yaml(&list)?)
             }
         }
         Format::Name => {
+            let prefix = terminal::safe(&style.name_prefix);
             for o in objects {
-                writeln!(out, "{}/{}", style.name_prefix, o.name())?;
+                writeln!(out, "{prefix}/{}", terminal::safe(o.name()))?;
             }
             Ok(())
         }
@@ -277,16 +284,21 @@ fn table(
     rows
 }
 
-/// Writes rows as columns three spaces apart, as kubectl does; no trailing spaces.
+/// Writes rows as columns three spaces apart, as kubectl does; no trailing spaces. Every cell is
+/// made safe for a terminal first (and measured as it is printed).
 fn write_table(out: &mut impl Write, rows: &[Vec<String>]) -> std::io::Result<()> {
+    let rows: Vec<Vec<std::borrow::Cow<'_, str>>> = rows
+        .iter()
+        .map(|row| row.iter().map(|cell| terminal::safe(cell)).collect())
+        .collect();
     let columns = rows.iter().map(Vec::len).max().unwrap_or(0);
     let mut widths = vec![0; columns];
-    for row in rows {
+    for row in &rows {
         for (i, cell) in row.iter().enumerate() {
             widths[i] = widths[i].max(cell.chars().count());
         }
     }
-    for row in rows {
+    for row in &rows {
         let mut line = String::new();
         for (i, cell) in row.iter().enumerate() {
             line.push_str(cell);
@@ -555,6 +567,132 @@ mod tests {
         let list: Value = serde_yaml_ng::from_slice(&out).unwrap();
         assert_eq!(list["kind"], "List");
         assert_eq!(list["items"][0]["spec"]["nodeName"], "node-2");
+    }
+
+    /// A pod whose every server-controlled string carries something a terminal would act on.
+    fn hostile() -> DynamicObject {
+        pod(serde_json::json!({
+            "apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": "web\u{1b}]0;owned\u{7}-1\r", "namespace": "shop\u{9b}2J",
+                         "resourceVersion": "4\u{1b}[2K2",
+                         "creationTimestamp": "2026-01-01T00:00:00Z",
+                         "labels": {"app": "w\u{202e}eb\n"}},
+            "spec": {"nodeName": "node\u{1b}[31m", "containers": [{"name": "a"}]},
+            "status": {"phase": "Run\u{8}ning", "podIP": "10.0.0.7\u{7f}",
+                       "containerStatuses": [{"name": "a", "ready": true, "restartCount": 0,
+                         "state": {"waiting": {"reason": "Crash\u{1b}[1A"}}}]}
+        }))
+    }
+
+    /// Whether `text` holds a character that acts on a terminal (a line's own end aside).
+    fn acts_on_a_terminal(text: &str) -> bool {
+        text.lines().any(|l| {
+            l.chars()
+                .any(|c| c != '\t' && terminal::safe(&c.to_string()) != c.to_string())
+        })
+    }
+
+    #[test]
+    fn server_text_never_reaches_a_terminal_raw() {
+        let p = hostile();
+        let now: Timestamp = "2026-01-01T00:05:00Z".parse().unwrap();
+        let arc = std::sync::Arc::new(p.clone());
+        for format in [Format::Text, Format::Wide, Format::Name] {
+            let mut s = style(format);
+            s.show_labels = true;
+            for tombstone in [false, true] {
+                let e = Event {
+                    kind: EventType::Modified,
+                    object: &p,
+                    tombstone,
+                };
+                let line = printed(&s, &e);
+                assert!(!acts_on_a_terminal(&line), "{format:?}: {line:?}");
+                assert_eq!(line.lines().count(), 1, "{format:?}: {line:?}");
+            }
+            let mut out = Vec::new();
+            objects(&mut out, &s, std::slice::from_ref(&arc), now).unwrap();
+            let text = String::from_utf8(out).unwrap();
+            assert!(!acts_on_a_terminal(&text), "{format:?}: {text:?}");
+        }
+        // The escapes are visible, so the reader sees that something odd was sent.
+        let line = printed(
+            &style(Format::Text),
+            &Event {
+                kind: EventType::Added,
+                object: &p,
+                tombstone: false,
+            },
+        );
+        assert!(
+            line.starts_with("ADDED    shop\\u{9b}2J/web\\x1b]0;owned\\x07-1\\r\trv=4\\x1b[2K2\t"),
+            "{line:?}"
+        );
+        // The table's columns are aligned on what is printed.
+        let mut out = Vec::new();
+        objects(
+            &mut out,
+            &style(Format::Text),
+            std::slice::from_ref(&arc),
+            now,
+        )
+        .unwrap();
+        let text = String::from_utf8(out).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines[0].find("NAME "), lines[1].find("web"), "{text}");
+    }
+
+    /// JSON escapes everything [`terminal::safe`] does; YAML (libyaml's emitter) every control
+    /// character, in a double-quoted scalar.
+    fn raw(format: Format, text: &str) -> bool {
+        match format {
+            Format::Yaml => text.chars().any(|c| c.is_control() && c != '\n'),
+            _ => acts_on_a_terminal(text),
+        }
+    }
+
+    #[test]
+    fn json_and_yaml_keep_server_text_exact_and_escaped() {
+        let p = hostile();
+        let now: Timestamp = "2026-01-01T00:05:00Z".parse().unwrap();
+        let name = p.name().to_owned();
+        for format in [Format::Json, Format::Yaml] {
+            let e = Event {
+                kind: EventType::Added,
+                object: &p,
+                tombstone: false,
+            };
+            let text = printed(&style(format), &e);
+            assert!(!raw(format, &text), "{format:?}: {text:?}");
+            let doc: Value = if format == Format::Json {
+                serde_json::from_str(&text).unwrap()
+            } else {
+                serde_yaml_ng::from_str(&text[4..]).unwrap()
+            };
+            assert_eq!(
+                doc["object"]["metadata"]["name"],
+                name.as_str(),
+                "{format:?}"
+            );
+            assert_eq!(doc["object"]["metadata"]["labels"]["app"], "w\u{202e}eb\n");
+            let mut out = Vec::new();
+            objects(
+                &mut out,
+                &style(format),
+                &[std::sync::Arc::new(p.clone())],
+                now,
+            )
+            .unwrap();
+            let text = String::from_utf8(out).unwrap();
+            assert!(!raw(format, &text), "{format:?}: {text:?}");
+            let list: Value = if format == Format::Json {
+                serde_json::from_str(&text).unwrap()
+            } else {
+                serde_yaml_ng::from_str(&text).unwrap()
+            };
+            assert_eq!(list["items"][0]["metadata"]["name"], name.as_str());
+            assert_eq!(list["items"][0]["spec"]["nodeName"], "node\u{1b}[31m");
+        }
     }
 
     #[test]

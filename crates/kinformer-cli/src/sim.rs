@@ -138,17 +138,21 @@ impl StopSignal {
         }
     }
 
-    async fn wait(mut self) -> Result<(), Error> {
+    /// The next Ctrl-C or SIGTERM.
+    async fn wait(&mut self) -> Result<crate::Signal, Error> {
         #[cfg(unix)]
         {
             tokio::select! {
-                _ = self.interrupt.recv() => Ok(()),
-                _ = self.terminate.recv() => Ok(()),
+                _ = self.interrupt.recv() => Ok(crate::Signal::Interrupt),
+                _ = self.terminate.recv() => Ok(crate::Signal::Terminate),
             }
         }
         #[cfg(not(unix))]
         {
-            tokio::signal::ctrl_c().await.map_err(Error::Signal)
+            tokio::signal::ctrl_c()
+                .await
+                .map(|()| crate::Signal::Interrupt)
+                .map_err(Error::Signal)
         }
     }
 }
@@ -177,7 +181,7 @@ pub(crate) async fn embedded(
 
 /// Runs `kinformer sim` until Ctrl-C or SIGTERM.
 pub(crate) async fn run(args: SimArgs) -> Result<(), Error> {
-    let stop = StopSignal::listen()?;
+    let mut stop = StopSignal::listen()?;
     // An explicit path is claimed before anything starts, so a refusal costs nothing.
     let explicit = args
         .kubeconfig
@@ -204,20 +208,43 @@ pub(crate) async fn run(args: SimArgs) -> Result<(), Error> {
     };
     kubeconfig.write(&sim.kubeconfig_yaml())?;
     // The server runs the churn, so that the admin endpoint can stop and restart it.
-    if args.pods > 0 {
+    let sim = if args.pods > 0 {
         // A cluster that looks real: nodes, deployments, replica sets, their pods, services.
-        sim.seed_cluster(&ClusterConfig {
+        // Seeding a large one takes a while: it runs on a thread of its own, so that Ctrl-C
+        // and SIGTERM still stop the command (and remove the kubeconfig) meanwhile.
+        let config = ClusterConfig {
             pods: args.pods,
             seed: args.seed,
             rate_per_sec: args.churn,
+        };
+        let sim = std::sync::Arc::new(sim);
+        let seeding = tokio::task::spawn_blocking({
+            let sim = std::sync::Arc::clone(&sim);
+            move || sim.seed_cluster(&config)
         });
+        tokio::select! {
+            signal = stop.wait() => {
+                let signal = signal?;
+                tracing::info!("interrupted while seeding; stopping");
+                // The seeding thread is left to the process's exit; the server stops with it.
+                drop(kubeconfig);
+                return Err(Error::Interrupted(signal));
+            }
+            seeded = seeding => {
+                if let Err(e) = seeded {
+                    std::panic::resume_unwind(e.into_panic());
+                }
+            }
+        }
+        std::sync::Arc::into_inner(sim).expect("the seeding thread has ended")
     } else {
         // An empty server stays empty unless asked to churn; then pods come and go alone.
         sim.set_churn((args.churn > 0.0).then_some(ChurnConfig {
             rate_per_sec: args.churn,
             seed: args.seed,
         }));
-    }
+        sim
+    };
     let path = kubeconfig.path.display();
     // A closed stdout does not stop the server: the kubeconfig is still there to be used.
     let mut out = std::io::stdout().lock();
@@ -237,7 +264,7 @@ pub(crate) async fn run(args: SimArgs) -> Result<(), Error> {
         })
         .and_then(|()| out.flush());
     drop(out);
-    let stopped = stop.wait().await;
+    let stopped = stop.wait().await.map(|_| ());
     tracing::info!("stopping");
     sim.set_churn(None);
     let _ = tokio::time::timeout(Duration::from_secs(5), sim.shutdown()).await;

@@ -201,6 +201,7 @@ pub(crate) async fn stats(
     let mut interrupt = pin!(interrupt);
     let mut before = Sample::default();
     let mut printed = 0u64;
+    let mut retried = crate::informer::Retried::default();
     let result = loop {
         tokio::select! {
             biased;
@@ -209,10 +210,12 @@ pub(crate) async fn stats(
                 if f.fatal {
                     break Err(f.into_error());
                 }
+                retried.note(&f, format_args!("retrying"));
             }
             _ = ticker.tick() => {
                 let now = sample();
-                let text = line(start.elapsed(), interval, &before, &now, &name);
+                // The informer's name comes from the resource's, which discovery may give.
+                let text = line(start.elapsed(), interval, &before, &now, &crate::terminal::safe(&name));
                 before = now;
                 if let Err(e) = writeln!(out, "{text}").and_then(|()| out.flush()) {
                     break Err(e.into());

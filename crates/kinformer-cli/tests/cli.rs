@@ -250,3 +250,27 @@ async fn watch_converges_through_a_compaction_by_relisting() {
         .unwrap();
     assert!(status.success());
 }
+
+#[test]
+fn the_readme_says_how_to_install_which_rust_and_which_namespace() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let readme = std::fs::read_to_string(root.join("README.md")).unwrap();
+    let manifest = std::fs::read_to_string(root.join("Cargo.toml")).unwrap();
+    let rust_version = manifest
+        .lines()
+        .find_map(|l| l.strip_prefix("rust-version = "))
+        .expect("the workspace's rust-version")
+        .trim_matches('"');
+    assert!(
+        readme.contains("cargo install --path crates/kinformer-cli"),
+        "no install step"
+    );
+    assert!(
+        readme.contains(&format!("Rust {rust_version} or newer")),
+        "the README does not give the minimum Rust, {rust_version}"
+    );
+    assert!(
+        readme.contains("namespace of the kubeconfig's context") && readme.contains("`-A`"),
+        "the README does not say which namespace get lists"
+    );
+}

@@ -239,3 +239,124 @@ async fn ctrl_c_cancels_discovery_that_is_never_answered() {
     assert!(out.join().unwrap().is_empty());
     assert!(err.join().unwrap().is_empty());
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn credentials_that_cannot_be_obtained_exit_4_before_any_request() {
+    let (port, mut connections) = black_hole_reporting().await;
+    let dir = tempfile::tempdir().unwrap();
+    let server = format!("http://127.0.0.1:{port}");
+    for (user, says) in [
+        // A plugin that hangs: killed at its bound (`--request-timeout`, else 60 s).
+        (
+            "\n    exec:\n      apiVersion: client.authentication.k8s.io/v1\n      command: sleep\n      args: [\"600\"]\n      interactiveMode: Never",
+            "did not finish within 1s and was killed",
+        ),
+        // A token file that is not there.
+        (
+            "\n    tokenFile: no-such-token-file",
+            "users[u].user.tokenFile: ",
+        ),
+    ] {
+        let path = kubeconfig(dir.path(), &server, user);
+        for verb in ["get", "watch"] {
+            let (code, out, err) = kinformer(
+                dir.path(),
+                &path,
+                &[verb, "pods", "--request-timeout", "1s"],
+            )
+            .await;
+            assert_eq!(code, Some(4), "{verb}: {err}");
+            assert!(out.is_empty(), "{out}");
+            assert_eq!(err.lines().count(), 1, "{err}");
+            assert!(err.contains(says), "{verb}: {err}");
+            assert!(
+                err.contains("(check the credentials of the kubeconfig's user)"),
+                "{err}"
+            );
+        }
+    }
+    assert!(connections.try_recv().is_err(), "a request went out");
+}
+
+/// An unsigned JWT whose claims are `claims` (the simulated server compares bearer tokens, it
+/// does not verify them).
+fn jwt(claims: &serde_json::Value) -> String {
+    use base64::Engine as _;
+    let part = |v: &[u8]| base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(v);
+    format!(
+        "{}.{}.c2lnbmF0dXJl",
+        part(br#"{"alg":"RS256","typ":"JWT"}"#),
+        part(claims.to_string().as_bytes())
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_oidc_id_token_is_sent_while_valid_and_an_expired_one_says_what_to_do() {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs();
+    let valid = jwt(&serde_json::json!({"iss": "https://idp.example", "exp": now + 3600}));
+    let sim = kinformer_sim::SimServer::start(kinformer_sim::SimConfig {
+        auth: kinformer_sim::Auth::BearerToken(valid.clone()),
+        ..kinformer_sim::SimConfig::default()
+    })
+    .await
+    .unwrap();
+    sim.store().seed_pods(2, 1);
+    let dir = tempfile::tempdir().unwrap();
+    let oidc = |config: &str| {
+        format!(
+            "\n    auth-provider:\n      name: oidc\n      config:\n        client-id: kinformer\n        idp-issuer-url: https://idp.example\n{config}"
+        )
+    };
+    // A valid id-token is the bearer token, as kubectl's oidc plugin sends it.
+    let path = kubeconfig(
+        dir.path(),
+        &sim.url(),
+        &oidc(&format!("        id-token: {valid}")),
+    );
+    let (code, out, err) = kinformer(dir.path(), &path, &["get", "pods", "-A", "-o", "name"]).await;
+    assert_eq!(code, Some(0), "{err}");
+    assert_eq!(out.lines().count(), 2, "{out}");
+
+    // An expired one is never sent: the line says what to do, with and without a refresh token.
+    let expired = jwt(&serde_json::json!({"exp": now - 60}));
+    for (extra, todo) in [
+        ("", "sign in again"),
+        (
+            "\n        refresh-token: r3fresh-S3cret",
+            "run any kubectl command with this context",
+        ),
+    ] {
+        let path = kubeconfig(
+            dir.path(),
+            &sim.url(),
+            &oidc(&format!("        id-token: {expired}{extra}")),
+        );
+        let (code, out, err) = kinformer(dir.path(), &path, &["get", "pods"]).await;
+        assert_eq!(code, Some(4), "{err}");
+        assert!(out.is_empty(), "{out}");
+        assert_eq!(err.lines().count(), 1, "{err}");
+        assert!(
+            err.contains("the oidc id-token of user \"u\" expired at "),
+            "{err}"
+        );
+        assert!(err.contains(todo), "{err}");
+        assert!(!err.contains(&expired) && !err.contains("S3cret"), "{err}");
+    }
+    // A token that is not a JWT is a broken kubeconfig; a removed provider is named as such.
+    for (user, code, says) in [
+        (oidc("        id-token: not-a-jwt"), 5, "not a JWT"),
+        (
+            "\n    auth-provider:\n      name: gcp".to_owned(),
+            5,
+            "\"gcp\" auth provider was removed",
+        ),
+    ] {
+        let path = kubeconfig(dir.path(), &sim.url(), &user);
+        let (status, _, err) = kinformer(dir.path(), &path, &["get", "pods"]).await;
+        assert_eq!(status, Some(code), "{err}");
+        assert!(err.contains(says), "{err}");
+    }
+}

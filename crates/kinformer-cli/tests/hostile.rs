@@ -327,3 +327,302 @@ async fn ctrl_c_cancels_a_first_request_that_is_never_answered() {
         assert!(err.join().unwrap().is_empty(), "{verb}");
     }
 }
+
+/// One answer of a [`serve_with`] server: status, extra header lines (each ending in `\r\n`) and
+/// body; `None` holds the connection open, unanswered (a watch that sends nothing).
+type Answer = Option<(u16, String, String)>;
+
+/// Serves `answer(n, target)` to the n-th request (counting from 0) on 127.0.0.1 until the test
+/// ends; reports each request's target.
+async fn serve_with(
+    answer: impl Fn(usize, &str) -> Answer + Send + Sync + 'static,
+) -> (u16, mpsc::UnboundedReceiver<String>) {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let (tx, rx) = mpsc::unbounded_channel();
+    let answer = std::sync::Arc::new(answer);
+    let served = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    tokio::spawn(async move {
+        loop {
+            let Ok((mut conn, _)) = listener.accept().await else {
+                return;
+            };
+            let (tx, answer, served) = (tx.clone(), answer.clone(), served.clone());
+            tokio::spawn(async move {
+                let mut head = Vec::new();
+                let mut buf = [0u8; 4096];
+                while !head.windows(4).any(|w| w == b"\r\n\r\n") {
+                    match conn.read(&mut buf).await {
+                        Ok(0) | Err(_) => return,
+                        Ok(n) => head.extend_from_slice(&buf[..n]),
+                    }
+                }
+                let line = String::from_utf8_lossy(&head);
+                let target = line
+                    .split_whitespace()
+                    .nth(1)
+                    .unwrap_or_default()
+                    .to_owned();
+                let n = served.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                let _ = tx.send(target.clone());
+                let Some((code, headers, body)) = answer(n, &target) else {
+                    std::future::pending::<()>().await;
+                    return;
+                };
+                let reply = format!(
+                    "HTTP/1.1 {code} Scripted\r\nContent-Type: application/json\r\n{headers}Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                    body.len()
+                );
+                let _ = conn.write_all(reply.as_bytes()).await;
+                let _ = conn.shutdown().await;
+            });
+        }
+    });
+    (port, rx)
+}
+
+/// What a hostile server puts in names, messages and fields: a title change, a screen clear, a
+/// colour, a cursor move, a carriage return, a one-byte CSI and a right-to-left override.
+const HOSTILE: &str = "\u{1b}]0;owned\u{7}\u{1b}[2J\u{1b}[31m\u{1b}[1A\r\u{9b}6n\u{202e}";
+
+/// A pod list of one pod whose every field a table shows carries [`HOSTILE`] text.
+fn hostile_pod_list() -> String {
+    let h = serde_json::Value::from(HOSTILE).to_string();
+    let h = &h[1..h.len() - 1];
+    format!(
+        r#"{{"kind":"PodList","apiVersion":"v1","metadata":{{"resourceVersion":"5"}},"items":[{{"apiVersion":"v1","kind":"Pod","metadata":{{"name":"web{h}","namespace":"shop{h}","resourceVersion":"5","creationTimestamp":"2026-01-01T00:00:00Z","labels":{{"app":"w{h}"}}}},"spec":{{"nodeName":"node{h}","containers":[{{"name":"a"}}]}},"status":{{"phase":"Running{h}","podIP":"10.0.0.1{h}"}}}}]}}"#
+    )
+}
+
+/// A Status of `code` whose message carries [`HOSTILE`] text.
+fn hostile_status(code: u16) -> String {
+    serde_json::json!({
+        "kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+        "message": format!("denied{HOSTILE}"), "reason": "Forbidden", "code": code,
+    })
+    .to_string()
+}
+
+/// Whether `text` holds a character that acts on a terminal (line ends and tabs aside).
+fn acts_on_a_terminal(text: &str) -> bool {
+    text.chars().any(|c| {
+        (c.is_control() && c != '\n' && c != '\t')
+            || matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
+    })
+}
+
+/// `kinformer ARGS --kubeconfig PATH`, logging at `warn`, run to its end off the async threads.
+async fn kinformer_against(
+    dir: &std::path::Path,
+    kubeconfig: &std::path::Path,
+    args: &[&str],
+) -> (Option<i32>, String, String) {
+    let mut cmd = std::process::Command::new(BIN);
+    cmd.env("HOME", dir)
+        .env_remove("KUBECONFIG")
+        .env_remove("KUBERNETES_SERVICE_HOST")
+        .env("RUST_LOG", "warn")
+        .args(args)
+        .arg("--kubeconfig")
+        .arg(kubeconfig)
+        .stdin(Stdio::null());
+    let (status, out, err) = tokio::task::spawn_blocking(move || support::run(cmd))
+        .await
+        .unwrap();
+    (status.code(), out, err)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn server_text_reaches_the_terminal_escaped_and_json_and_yaml_exact() {
+    let (port, _requests) = serve_with(|_, target| {
+        if target.contains("watch=true") {
+            None
+        } else {
+            Some((200, String::new(), hostile_pod_list()))
+        }
+    })
+    .await;
+    let dir = tempfile::tempdir().unwrap();
+    let path = kubeconfig(dir.path(), &format!("http://127.0.0.1:{port}"), "{}");
+    for output in ["wide", "name"] {
+        let (code, out, err) = kinformer_against(
+            dir.path(),
+            &path,
+            &["get", "pods", "-A", "--show-labels", "-o", output],
+        )
+        .await;
+        assert_eq!(code, Some(0), "{err}");
+        assert!(out.contains("web\\x1b]0;owned\\x07"), "{output}: {out:?}");
+        assert!(!acts_on_a_terminal(&out), "{output}: {out:?}");
+        assert!(!acts_on_a_terminal(&err), "{output}: {err:?}");
+    }
+    // Machine output stays exact: the serializers escape what must be escaped.
+    let name = format!("web{HOSTILE}");
+    let (code, out, err) =
+        kinformer_against(dir.path(), &path, &["get", "pods", "-A", "-o", "json"]).await;
+    assert_eq!(code, Some(0), "{err}");
+    assert!(!acts_on_a_terminal(&out), "{out:?}");
+    let list: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(list["items"][0]["metadata"]["name"], name.as_str());
+    let (code, out, err) =
+        kinformer_against(dir.path(), &path, &["get", "pods", "-A", "-o", "yaml"]).await;
+    assert_eq!(code, Some(0), "{err}");
+    assert!(!out.chars().any(|c| c.is_control() && c != '\n'), "{out:?}");
+    let list: serde_json::Value = serde_yaml_ng::from_str(&out).unwrap();
+    assert_eq!(list["items"][0]["metadata"]["name"], name.as_str());
+    // `watch` prints the same names escaped.
+    let (code, out, err) =
+        kinformer_against(dir.path(), &path, &["watch", "pods", "--max-events", "1"]).await;
+    assert_eq!(code, Some(0), "{err}");
+    assert!(
+        out.starts_with("ADDED    shop\\x1b]0;owned\\x07"),
+        "{out:?}"
+    );
+    assert!(!acts_on_a_terminal(&out), "{out:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn server_messages_in_errors_and_warnings_reach_the_terminal_escaped() {
+    // A Status whose message moves the cursor and retitles the terminal: as `get`'s error line...
+    let (port, _requests) =
+        serve_with(|_, _| Some((403, String::new(), hostile_status(403)))).await;
+    let dir = tempfile::tempdir().unwrap();
+    let path = kubeconfig(dir.path(), &format!("http://127.0.0.1:{port}"), "{}");
+    let (code, _, err) = kinformer_against(dir.path(), &path, &["get", "pods"]).await;
+    assert_eq!(code, Some(4), "{err}");
+    assert!(err.contains("denied\\x1b]0;owned\\x07"), "{err:?}");
+    assert!(!acts_on_a_terminal(&err), "{err:?}");
+    assert_eq!(err.lines().count(), 1, "{err:?}");
+    // ... and as the warning of a failure `watch` retries (in a log field, too, at debug).
+    let (port, mut requests) =
+        serve_with(|_, _| Some((500, String::new(), hostile_status(500)))).await;
+    let path = kubeconfig(dir.path(), &format!("http://127.0.0.1:{port}"), "{}");
+    let mut cmd = watch_command(dir.path(), &path);
+    cmd.env("RUST_LOG", "debug");
+    let mut child = KillOnDrop(cmd.spawn().unwrap());
+    let err = drain(child.0.stderr.take().unwrap());
+    // The first failure, and the retry after it: both logged by then.
+    for _ in 0..2 {
+        tokio::time::timeout(BOUND, requests.recv())
+            .await
+            .expect("a request")
+            .unwrap();
+    }
+    signal(&child.0, "INT");
+    let status = tokio::task::spawn_blocking(move || wait_bounded(&mut child.0))
+        .await
+        .unwrap();
+    let err = err.join().unwrap();
+    assert_eq!(status.code(), Some(1), "{err}");
+    assert!(err.contains("WARN"), "{err}");
+    assert!(err.contains("denied\\x1b]0;owned\\x07"), "{err:?}");
+    assert!(!acts_on_a_terminal(&err), "{err:?}");
+}
+
+/// A page of a pod list with no items, continuing nowhere.
+const EMPTY_PODS: &str =
+    r#"{"kind":"PodList","apiVersion":"v1","metadata":{"resourceVersion":"5"},"items":[]}"#;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn get_waits_as_a_throttling_server_asks_a_bounded_number_of_times() {
+    let throttled = |wait: u32| Some((429, format!("Retry-After: {wait}\r\n"), status(429)));
+    // The first list (the probe) is throttled twice, the informer's list once: `get` waits as
+    // asked each time and prints what it then gets.
+    let (port, mut requests) = serve_with(move |n, target| match n {
+        _ if target.contains("watch=true") => None,
+        0 | 1 | 3 => throttled(1),
+        _ => Some((200, String::new(), hostile_pod_list())),
+    })
+    .await;
+    let dir = tempfile::tempdir().unwrap();
+    let path = kubeconfig(dir.path(), &format!("http://127.0.0.1:{port}"), "{}");
+    let (code, out, err) =
+        kinformer_against(dir.path(), &path, &["get", "pods", "-A", "-o", "name"]).await;
+    assert_eq!(code, Some(0), "{err}");
+    assert!(out.starts_with("pod/web"), "{out}");
+    assert!(
+        err.contains("retrying in 1s as the server asks (1 of 10)"),
+        "{err}"
+    );
+    let mut lists = 0;
+    while let Ok(target) = requests.try_recv() {
+        lists += usize::from(!target.contains("watch=true"));
+    }
+    assert_eq!(lists, 5, "{err}");
+
+    // A server that never stops throttling: 10 waits, then its answer ends `get` (exit 1).
+    let (port, mut requests) = serve_with(move |_, _| throttled(0)).await;
+    let path = kubeconfig(dir.path(), &format!("http://127.0.0.1:{port}"), "{}");
+    let (code, _, err) = kinformer_against(dir.path(), &path, &["get", "pods"]).await;
+    assert_eq!(code, Some(1), "{err}");
+    assert!(err.lines().last().unwrap().contains("429"), "{err}");
+    assert!(
+        err.contains("(10 of 10)") && !err.contains("(11 of 10)"),
+        "{err}"
+    );
+    let mut sent = 0;
+    while requests.try_recv().is_ok() {
+        sent += 1;
+    }
+    assert_eq!(sent, 11, "{err}");
+
+    // One that asks for more than the longest wait is not waited for.
+    let (port, _) = serve_with(move |_, _| throttled(3600)).await;
+    let path = kubeconfig(dir.path(), &format!("http://127.0.0.1:{port}"), "{}");
+    let (code, _, err) = kinformer_against(dir.path(), &path, &["get", "pods"]).await;
+    assert_eq!(code, Some(1), "{err}");
+    assert!(!err.contains("retrying"), "{err}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failure_that_ends_the_command_is_not_logged_as_retried() {
+    // The probe passes; the informer's list is refused (watch: retrying cannot fix it) or fails
+    // with a 500 (get: gives up on it, as kubectl does).
+    for (verb, code, exit) in [("watch", 403, 4), ("get", 500, 1)] {
+        let (port, _requests) = serve_with(move |n, target| match n {
+            _ if target.contains("watch=true") => None,
+            0 => Some((200, String::new(), EMPTY_PODS.to_owned())),
+            _ => Some((code, String::new(), status(code))),
+        })
+        .await;
+        let dir = tempfile::tempdir().unwrap();
+        let path = kubeconfig(dir.path(), &format!("http://127.0.0.1:{port}"), "{}");
+        let (status, _, err) = kinformer_against(dir.path(), &path, &[verb, "pods"]).await;
+        assert_eq!(status, Some(exit), "{verb}: {err}");
+        assert!(!err.contains("retrying"), "{verb}: {err}");
+        assert_eq!(err.lines().count(), 1, "{verb}: {err}");
+        assert!(err.contains(&format!("scripted {code}")), "{verb}: {err}");
+    }
+}
+
+#[cfg(unix)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn watch_into_a_pipe_that_closes_ends_quietly() {
+    // `kinformer watch pods 2>&1 | head -1` against a server that keeps failing: the log goes on
+    // (at debug, every retry), into a pipe whose reader has gone.
+    let (port, _requests) = serve(Script::ListStatus(500)).await;
+    let dir = tempfile::tempdir().unwrap();
+    let path = kubeconfig(dir.path(), &format!("http://127.0.0.1:{port}"), "{}");
+    let (reader, writer) = std::io::pipe().unwrap();
+    let mut cmd = watch_command(dir.path(), &path);
+    cmd.env("RUST_LOG", "debug")
+        .stdout(writer.try_clone().unwrap())
+        .stderr(writer);
+    let mut child = KillOnDrop(cmd.spawn().unwrap());
+    // The command's copies only: the pipe closes when its reader does.
+    drop(cmd);
+    let line = tokio::task::spawn_blocking(move || {
+        use std::io::BufRead as _;
+        let mut line = String::new();
+        let _ = std::io::BufReader::new(reader).read_line(&mut line);
+        line
+    })
+    .await
+    .unwrap();
+    assert!(!line.is_empty());
+    let status = tokio::task::spawn_blocking(move || wait_bounded(&mut child.0))
+        .await
+        .unwrap();
+    // Ended by itself, quietly, as for a closed stdout: not a panic (101), not a hang.
+    assert_eq!(status.code(), Some(0), "{status:?}");
+}

@@ -224,6 +224,57 @@ fn churn_above_the_maximum_is_refused() {
 }
 
 #[test]
+fn pod_counts_above_the_maximum_are_refused() {
+    let home = tempfile::tempdir().unwrap();
+    for args in [
+        &["watch", "pods", "--sim", "--sim-pods", "999999999999"][..],
+        &["get", "pods", "--sim-pods", "1000001"],
+        &["sim", "--pods", "99999999"],
+        &["sim", "--pods", "99999999999999999999999"],
+    ] {
+        let mut cmd = bare(home.path());
+        cmd.args(args);
+        let (status, out, err) = run(cmd);
+        assert_eq!(status.code(), Some(2), "{args:?}: {err}");
+        assert!(out.is_empty(), "{args:?}: {out}");
+        assert!(
+            err.contains("more than the maximum of 1000000 pods"),
+            "{args:?}: {err}"
+        );
+    }
+}
+
+#[cfg(unix)]
+#[test]
+fn ctrl_c_and_sigterm_stop_a_sim_while_it_seeds_and_remove_its_kubeconfig() {
+    for (sig, code) in [("INT", 130), ("TERM", 143)] {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("kubeconfig");
+        let mut cmd = bare(dir.path());
+        // The most pods: seeding takes far longer than the signal takes to come.
+        cmd.args(["sim", "--pods", "1000000", "--kubeconfig"])
+            .arg(&path)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null());
+        let mut child = KillOnDrop(cmd.spawn().unwrap());
+        let out = drain(child.0.stdout.take().unwrap());
+        // The kubeconfig is written before the seeding starts.
+        let deadline = std::time::Instant::now() + BOUND;
+        while !path.exists() {
+            assert!(std::time::Instant::now() < deadline, "no kubeconfig");
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        signal(&child.0, sig);
+        let status = wait_bounded(&mut child.0);
+        assert_eq!(status.code(), Some(code), "SIG{sig}: {status}");
+        assert!(!path.exists(), "SIG{sig}: the kubeconfig is left behind");
+        // Stopped while seeding: it never said it was listening.
+        let out = out.join().unwrap();
+        assert!(!out.contains("listening"), "SIG{sig}: {out}");
+    }
+}
+
+#[test]
 fn completions_are_generated() {
     let home = tempfile::tempdir().unwrap();
     let mut cmd = bare(home.path());

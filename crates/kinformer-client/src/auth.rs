@@ -27,6 +27,7 @@ pub(crate) enum Credentials {
     Static(HeaderValue),
     TokenFile(TokenFile),
     Exec(ExecPlugin),
+    Oidc(OidcToken),
 }
 
 impl Credentials {
@@ -47,6 +48,17 @@ impl Credentials {
                 path: path.clone(),
                 cached: Mutex::new(None),
             }),
+            AuthConfig::Oidc {
+                user,
+                id_token,
+                expires,
+                refresh_token,
+            } => Self::Oidc(OidcToken {
+                user: user.clone(),
+                header: id_token.as_ref().map(|t| bearer(t.expose())).transpose()?,
+                expires: *expires,
+                refresh_token: *refresh_token,
+            }),
             AuthConfig::Exec { exec, cluster } => Self::Exec(ExecPlugin {
                 exec: exec.as_ref().clone(),
                 cluster: cluster.clone(),
@@ -64,13 +76,14 @@ impl Credentials {
             Self::Static(h) => Ok(Some(h.clone())),
             Self::TokenFile(f) => f.header().await.map(Some),
             Self::Exec(e) => e.header().await,
+            Self::Oidc(o) => o.header(SystemTime::now()).map(Some),
         }
     }
 
     /// Forgets cached credentials after a 401. Returns `true` when fetching them again may help.
     pub(crate) async fn invalidate(&self) -> bool {
         match self {
-            Self::None | Self::Static(_) => false,
+            Self::None | Self::Static(_) | Self::Oidc(_) => false,
             Self::TokenFile(f) => {
                 *f.cached.lock().await = None;
                 true
@@ -128,6 +141,54 @@ impl TokenFile {
         *cached = Some((stamp.0, stamp.1, h.clone()));
         Ok(h)
     }
+}
+
+/// The `oidc` auth provider's configured id-token, sent while it is valid, as kubectl's oidc
+/// plugin sends it. Refreshing it (with the `refresh-token`, at the identity provider) is left to
+/// the tools that write it; without a valid id-token, a request fails saying what to do.
+#[derive(Debug)]
+pub(crate) struct OidcToken {
+    user: String,
+    header: Option<HeaderValue>,
+    expires: Option<SystemTime>,
+    refresh_token: bool,
+}
+
+impl OidcToken {
+    fn header(&self, now: SystemTime) -> Result<HeaderValue, Error> {
+        let problem = match (&self.header, self.expires) {
+            // As kubectl: valid until its expiry, with no margin.
+            (Some(h), Some(expires)) if now < expires => return Ok(h.clone()),
+            (Some(_), Some(expires)) => format!("expired at {}", rfc3339(expires)),
+            (Some(_), None) => {
+                "carries no expiry (no exp claim), which kubectl counts as expired".to_owned()
+            }
+            (None, _) => "is not set".to_owned(),
+        };
+        let todo = if self.refresh_token {
+            "run any kubectl command with this context (kubectl get --raw /version): kubectl \
+             refreshes the id-token with the refresh-token and writes it into the kubeconfig"
+        } else {
+            "sign in again with the tool that wrote it so that it writes a fresh one, or use an \
+             exec credential plugin instead (such as kubelogin, kubectl oidc-login)"
+        };
+        Err(Error::Auth {
+            message: format!(
+                "the oidc id-token of user {:?} {problem}; kinformer sends a configured id-token \
+                 but does not refresh it: {todo}",
+                self.user
+            ),
+        })
+    }
+}
+
+/// A time as RFC 3339, to the second.
+fn rfc3339(t: SystemTime) -> String {
+    let secs = t
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX));
+    k8s_openapi::jiff::Timestamp::from_second(secs)
+        .map_or_else(|_| format!("{secs}s after the epoch"), |t| t.to_string())
 }
 
 /// An exec credential plugin, its cached credential, and the client certificate it may set.
@@ -371,6 +432,41 @@ mod tests {
         assert_eq!(secs, 1_893_553_445);
         assert!(parse_time("2030-01-02T03:04:05.5+01:00").is_some());
         assert!(parse_time("tomorrow").is_none());
+    }
+
+    #[test]
+    fn an_oidc_id_token_is_sent_until_it_expires_then_says_what_to_do() {
+        let at = |secs| SystemTime::UNIX_EPOCH + Duration::from_secs(secs);
+        let token = |expires, refresh_token| OidcToken {
+            user: "ann".into(),
+            header: Some(bearer("idt").unwrap()),
+            expires,
+            refresh_token,
+        };
+        let h = token(Some(at(2_000)), false).header(at(1_999)).unwrap();
+        assert_eq!(h.to_str().unwrap(), "Bearer idt");
+        let e = token(Some(at(2_000)), false)
+            .header(at(2_000))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("user \"ann\" expired at 1970-01-01T00:33:20Z"),
+            "{e}"
+        );
+        assert!(
+            e.contains("sign in again") && e.contains("exec credential plugin"),
+            "{e}"
+        );
+        let e = token(Some(at(2_000)), true).header(at(3_000)).unwrap_err();
+        assert!(matches!(e, Error::Auth { .. }));
+        assert!(e.to_string().contains("refresh-token"), "{e}");
+        let e = token(None, false).header(at(0)).unwrap_err().to_string();
+        assert!(e.contains("no exp claim"), "{e}");
+        let mut missing = token(None, false);
+        missing.header = None;
+        let e = missing.header(at(0)).unwrap_err().to_string();
+        assert!(e.contains("is not set"), "{e}");
+        assert!(!e.contains("idt"), "{e}");
     }
 
     #[test]

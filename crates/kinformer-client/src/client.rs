@@ -166,6 +166,15 @@ impl Client {
         &self.inner.default_namespace
     }
 
+    /// Obtains the credentials the next request will send, without sending a request: runs the
+    /// exec credential plugin (bounded by [`Config::exec_timeout`]), reads the token file, or
+    /// checks the oidc id-token's expiry, unless a cached credential is still valid. A program
+    /// can so tell credentials that cannot be obtained ([`Error::Auth`],
+    /// [`Error::ExecTimeout`]) from a server that does not answer.
+    pub async fn authenticate(&self) -> Result<(), Error> {
+        self.inner.credentials.header().await.map(|_| ())
+    }
+
     /// Lists one page of `resource` (in `namespace`, or across all namespaces when `None`). The
     /// response may be gzip-compressed.
     ///

@@ -176,6 +176,20 @@ pub enum AuthConfig {
         /// The cluster's settings passed to the plugin when it asks (`provideClusterInfo`).
         cluster: Option<serde_json::Value>,
     },
+    /// The `oidc` auth provider: its `id-token` is sent as a bearer token until it expires (its
+    /// `exp` claim), as kubectl's oidc plugin does. It is never refreshed: a request without a
+    /// valid id-token fails with [`Error::Auth`] saying what to do.
+    Oidc {
+        /// The kubeconfig's name for the user, for messages.
+        user: String,
+        /// `id-token`, when set.
+        id_token: Option<SecretString>,
+        /// When the id-token expires; `None` when it has no `exp` claim (then it counts as
+        /// expired, as in kubectl).
+        expires: Option<std::time::SystemTime>,
+        /// Whether a `refresh-token` is set (kubectl would refresh with it).
+        refresh_token: bool,
+    },
 }
 
 impl fmt::Debug for Config {
@@ -509,12 +523,39 @@ fn apply_user(
     let src = named.source.as_deref();
     let field = |f: &str| format!("users[{}].user.{f}", named.name);
     let u = &named.user;
-    if u.auth_provider {
-        return Err(Error::config(
-            src,
-            field("auth-provider"),
-            "auth providers were removed from Kubernetes clients; use an exec credential plugin",
-        ));
+    let mut oidc = None;
+    if let Some(provider) = &u.auth_provider {
+        if provider.name != "oidc" {
+            return Err(Error::config(
+                src,
+                field("auth-provider"),
+                format!(
+                    "the {:?} auth provider was removed from Kubernetes clients (only oidc \
+                     remains); use an exec credential plugin",
+                    provider.name
+                ),
+            ));
+        }
+        let id_token = provider
+            .config
+            .get("id-token")
+            .filter(|t| !t.expose().trim().is_empty())
+            .cloned();
+        let expires = match &id_token {
+            Some(token) => jwt_expiry(token.expose()).map_err(|problem| {
+                Error::config(src, field("auth-provider.config.id-token"), problem)
+            })?,
+            None => None,
+        };
+        oidc = Some(AuthConfig::Oidc {
+            user: named.name.clone(),
+            id_token,
+            expires,
+            refresh_token: provider
+                .config
+                .get("refresh-token")
+                .is_some_and(|t| !t.expose().is_empty()),
+        });
     }
 
     let cert = match (&u.client_certificate_data, &u.client_certificate) {
@@ -567,7 +608,9 @@ fn apply_user(
         (None, None) => {}
     }
 
-    config.auth = if let Some(token) = u.token.as_ref().filter(|t| !t.expose().is_empty()) {
+    config.auth = if let Some(oidc) = oidc {
+        oidc
+    } else if let Some(token) = u.token.as_ref().filter(|t| !t.expose().is_empty()) {
         AuthConfig::Token(token.clone())
     } else if let Some(path) = u.token_file.as_ref().filter(|p| !p.as_os_str().is_empty()) {
         if !path.exists() {
@@ -619,6 +662,26 @@ fn apply_user(
         AuthConfig::None
     };
     Ok(())
+}
+
+/// The expiry of an OIDC id-token: its `exp` claim (seconds since the epoch), `None` without one.
+/// The token is a JWT: three base64url parts, the second a JSON object of claims; its signature
+/// is the server's to check. The error never quotes the token.
+fn jwt_expiry(token: &str) -> Result<Option<std::time::SystemTime>, String> {
+    let parts: Vec<&str> = token.trim().split('.').collect();
+    let [_, payload, _] = parts[..] else {
+        return Err("not a JWT (three base64url parts separated by dots)".into());
+    };
+    let bytes = base64::engine::general_purpose::URL_SAFE_NO_PAD
+        .decode(payload.trim_end_matches('='))
+        .map_err(|_| "not a JWT: its claims are not base64url".to_owned())?;
+    let claims: serde_json::Value = serde_json::from_slice(&bytes)
+        .map_err(|_| "not a JWT: its claims are not a JSON object".to_owned())?;
+    Ok(claims
+        .get("exp")
+        .and_then(serde_json::Value::as_f64)
+        .filter(|exp| exp.is_finite() && *exp >= 0.0)
+        .map(|exp| std::time::SystemTime::UNIX_EPOCH + Duration::from_secs_f64(exp.min(1e12))))
 }
 
 /// The `spec.cluster` of `KUBERNETES_EXEC_INFO`.

@@ -448,6 +448,14 @@ impl Error {
         }
     }
 
+    /// Whether this is a configuration error about credentials the configuration names but that
+    /// are not there: a user's `tokenFile`, or the in-cluster service-account token, that does
+    /// not exist. A tool reports it as a credentials problem (kubectl's exit for auth failures),
+    /// not as a broken kubeconfig.
+    pub fn is_missing_credentials(&self) -> bool {
+        matches!(self, Self::Config { field, .. } if field.ends_with(".tokenFile") || field == "token")
+    }
+
     pub(crate) fn config(
         path: Option<&std::path::Path>,
         field: impl fmt::Display,
@@ -562,6 +570,19 @@ mod tests {
             assert_eq!(e.is_gone(), gone, "{status:?}");
             assert_eq!(e.retry_after(), retry.map(Duration::from_secs));
         }
+    }
+
+    #[test]
+    fn a_missing_token_file_is_missing_credentials() {
+        let missing = |field: &str| Error::config(None, field, "does not exist");
+        assert!(missing("users[u].user.tokenFile").is_missing_credentials());
+        assert!(missing("token").is_missing_credentials());
+        assert!(!missing("users[u].user.client-key").is_missing_credentials());
+        assert!(!missing("contexts").is_missing_credentials());
+        let auth = Error::Auth {
+            message: "m".into(),
+        };
+        assert!(!auth.is_missing_credentials());
     }
 
     /// Every variant and what it tells the caller: (retryable, gone, resumable, retry_after).

@@ -162,10 +162,22 @@ pub struct AuthInfo {
     /// `exec`: a credential plugin.
     #[serde(default)]
     pub exec: Option<ExecConfig>,
-    /// Whether `auth-provider` (the removed in-tree auth providers) is set; kept only to report
-    /// it clearly. Its content (tokens, often) is not kept.
-    #[serde(default, deserialize_with = "present")]
-    pub auth_provider: bool,
+    /// `auth-provider`: one of the in-tree auth providers. Only `oidc` is still supported, with a
+    /// configured `id-token`, as kubectl's oidc plugin sends it; the others were removed from
+    /// Kubernetes clients and are reported.
+    #[serde(default)]
+    pub auth_provider: Option<AuthProviderConfig>,
+}
+
+/// `users[].user.auth-provider`. `Debug` shows the setting names, never their values.
+#[derive(Debug, Clone, Default, Deserialize)]
+pub struct AuthProviderConfig {
+    /// The provider: `oidc`, or one that was removed (`gcp`, `azure`).
+    #[serde(default)]
+    pub name: String,
+    /// Its settings (`id-token`, `refresh-token`, `idp-issuer-url`, `client-id`, ...).
+    #[serde(default, deserialize_with = "null_as_empty_map")]
+    pub config: std::collections::BTreeMap<String, SecretString>,
 }
 
 /// The exec credential API, version 1: an `exec.apiVersion`, and what a plugin answers with.
@@ -253,9 +265,11 @@ pub struct Context {
     pub namespace: Option<String>,
 }
 
-/// `true` when the field is present, whatever its content (which is skipped, not kept).
-fn present<'de, D: Deserializer<'de>>(d: D) -> Result<bool, D::Error> {
-    serde::de::IgnoredAny::deserialize(d).map(|_| true)
+/// A map that may be written as `null`.
+fn null_as_empty_map<'de, D: Deserializer<'de>>(
+    d: D,
+) -> Result<std::collections::BTreeMap<String, SecretString>, D::Error> {
+    Option::deserialize(d).map(Option::unwrap_or_default)
 }
 
 fn null_as_empty<'de, D, T>(d: D) -> Result<Vec<T>, D::Error>
@@ -482,7 +496,9 @@ clusters:
 "#;
         let kc = Kubeconfig::from_yaml(text, None).unwrap();
         let debug = format!("{kc:?}");
-        assert!(kc.users[0].user.auth_provider);
+        let provider = kc.users[0].user.auth_provider.as_ref().unwrap();
+        assert_eq!(provider.name, "oidc");
+        assert_eq!(provider.config["id-token"].expose(), "idt-secret-4");
         assert!(debug.contains("API_KEY"), "{debug}");
         assert!(debug.contains("redacted@127.0.0.1:3128"), "{debug}");
         for n in 1..=8 {

@@ -31,8 +31,9 @@
 //! [`list_watch::Error`](kinformer_core::list_watch::Error) of the same kind, which the
 //! reflector acts on; [`Error::from_list_watch`] gets the client's error back from it. Paging over
 //! any `ListWatch` is `kinformer_core::list_watch::{Pager, list_all}`. It only reads (GET): no create, update or
-//! delete. Legacy auth-provider plugins are refused. `tls-server-name` changes which name the
-//! server's certificate is verified against, not the SNI sent.
+//! delete. Of the legacy auth-provider plugins only `oidc` is kept (its configured `id-token` is
+//! sent while valid, never refreshed); the others are refused. `tls-server-name` changes which
+//! name the server's certificate is verified against, not the SNI sent.
 //!
 //! Modules, each using only those before it: `error`, `secret`, `kubeconfig` (the file), `proxy`
 //! (the proxy environment, with Go's rules), `config` (describes), `tls` and `auth` (build from
