@@ -131,6 +131,10 @@ pub(crate) struct Query {
     /// Use this context of the kubeconfig
     #[arg(long, value_name = "NAME")]
     pub(crate) context: Option<String>,
+    /// Where discovery is cached, as kubectl's --cache-dir (default: KUBECACHEDIR, else
+    /// ~/.kube/cache; the files are under DIR/discovery/HOST_PORT and used for 6 hours)
+    #[arg(long, value_name = "DIR")]
+    pub(crate) cache_dir: Option<PathBuf>,
     /// Give up on a request (a list page) after this long: 30s, 1m, or a number of seconds; 0 means
     /// no limit
     #[arg(long, value_name = "DURATION", value_parser = parse_request_timeout)]

@@ -46,7 +46,7 @@ use std::time::Duration;
 
 use clap::CommandFactory;
 use kinformer::prelude::DynamicObject;
-use kinformer_client::{Api, Client, Config, Discovery, KubeconfigOptions};
+use kinformer_client::{Api, Client, Config, Discovery, DiscoveryOptions, KubeconfigOptions};
 use kinformer_core::list_watch::ListWatch as _;
 use kinformer_core::{ListParams, Scope};
 
@@ -606,6 +606,12 @@ async fn run(q: Query, mode: Mode) -> Result<(), Error> {
         None => Some(FIRST_ANSWER_BOUND),
     };
     let client = Client::new(config)?;
+    // kubectl's discovery cache; none for the embedded cluster, whose address is new each run.
+    let cache_root = match (&embedded, &q.cache_dir) {
+        (Some(_), _) => None,
+        (None, Some(dir)) => Some(dir.clone()),
+        (None, None) => DiscoveryOptions::default_cache_root(),
+    };
     // Listening for Ctrl-C and SIGTERM from here on: the first request is already cancellable.
     let mut signals = Signals::new().map_err(Error::Signal)?;
     let mut interrupt = std::pin::pin!(signals.recv());
@@ -613,7 +619,7 @@ async fn run(q: Query, mode: Mode) -> Result<(), Error> {
     let mut out = stdout.lock();
     let mut result = tokio::select! {
         signal = &mut interrupt => Err(Error::Interrupted(signal)),
-        resolved = resolve(&client, &q.targets, first_bound) => resolved,
+        resolved = resolve(&client, &q.targets, first_bound, cache_root.as_deref()) => resolved,
     };
     // Whether a table was printed: the next one comes after a blank line, as in kubectl.
     let mut printed = false;
@@ -659,28 +665,53 @@ async fn run(q: Query, mode: Mode) -> Result<(), Error> {
 }
 
 /// The resources the names stand for: built-in names at once ([`args::builtin`]), the others
-/// through the server's discovery, fetched once and bounded by `bound`.
+/// through the server's discovery, fetched once, as kubectl fetches it: from the disk cache
+/// (`cache_root/discovery/HOST_PORT`) while it is fresh, else aggregated discovery or each
+/// group version's list, `/api` and `/apis` bounded by `bound` and each group version by
+/// `bound` of its own. A group version that fails is reported on stderr in kubectl's words
+/// and the others still resolve; a name not found in a cached discovery is looked up again
+/// on the server.
 async fn resolve(
     client: &Client,
     targets: &[args::Target],
     bound: Option<Duration>,
+    cache_root: Option<&std::path::Path>,
 ) -> Result<Vec<kinformer_core::ApiResource>, Error> {
-    let mut discovery = None;
+    let mut discovery: Option<Discovery> = None;
     let mut resources = Vec::with_capacity(targets.len());
+    let mut options = DiscoveryOptions {
+        timeout: bound,
+        group_timeout: bound,
+        cache_dir: cache_root.map(|root| DiscoveryOptions::cache_dir_for(root, client.url())),
+        ..DiscoveryOptions::default()
+    };
     for name in targets.iter().map(|t| &t.resource) {
         if let Some(r) = args::builtin(name) {
             resources.push(r);
             continue;
         }
-        if discovery.is_none() {
-            discovery = Some(Discovery::fetch(client, bound).await?);
+        let mut found = None;
+        for attempt in 0..2 {
+            if discovery.is_none() {
+                let d = Discovery::fetch_with(client, &options).await?;
+                for failed in d.failures() {
+                    eprintln!("kinformer: {failed}");
+                }
+                discovery = Some(d);
+            }
+            let Some(d) = &discovery else { break };
+            found = d.resolve(name).map(|f| f.resource.clone());
+            if found.is_some() || attempt > 0 || !d.from_cache() {
+                break;
+            }
+            // The cache may be older than the resource: ask the server, as kubectl does.
+            tracing::debug!(name, "not in the cached discovery; fetching it again");
+            options.refresh = true;
+            discovery = None;
         }
-        let found = discovery
-            .as_ref()
-            .and_then(|d| d.resolve(name))
-            .ok_or_else(|| Error::UnknownResource(name.clone()))?;
-        tracing::debug!(name, resource = ?found.resource, "resolved through discovery");
-        resources.push(found.resource.clone());
+        let found = found.ok_or_else(|| Error::UnknownResource(name.clone()))?;
+        tracing::debug!(name, resource = ?found, "resolved through discovery");
+        resources.push(found);
     }
     Ok(resources)
 }
