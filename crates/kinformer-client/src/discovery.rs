@@ -163,6 +163,12 @@ impl Default for DiscoveryOptions {
 
 impl DiscoveryOptions {
     /// kubectl's time to live of its discovery cache: 6 hours.
+    ///
+    /// ```
+    /// use kinformer_client::DiscoveryOptions;
+    ///
+    /// assert_eq!(DiscoveryOptions::DEFAULT_TTL.as_secs(), 6 * 3600);
+    /// ```
     pub const DEFAULT_TTL: Duration = Duration::from_secs(6 * 3600);
 
     /// The cache directory kubectl uses for a server: `ROOT/discovery/HOST_PORT`, where
