@@ -836,7 +836,8 @@ impl One<'_> {
                     eprintln!("No resources found");
                     return Ok(false);
                 }
-                if separate && style.format.is_table() {
+                // A blank line between tables, as kubectl; none without headers.
+                if separate && style.format.is_table() && !q.no_headers {
                     writeln!(out)?;
                 }
                 print::objects(out, &style, &objects, k8s_openapi::jiff::Timestamp::now())?;

@@ -254,6 +254,13 @@ async fn table_flags_shape_the_table_as_kubectl() {
     assert_eq!(tables.len(), 2, "{out}");
     assert_eq!(names(tables[0]), ["pod/web-2"]);
     assert_eq!(names(tables[1]), ["namespace/shop"]);
+    // Without headers, no blank line between the tables either, as kubectl.
+    let (_, out, _) = get(&["get", "pod/web-2", "ns/shop", "--no-headers"]).await;
+    assert_eq!(
+        names(&format!("\n{out}")),
+        ["pod/web-2", "namespace/shop"],
+        "{out}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
