@@ -9,7 +9,8 @@ use k8s_openapi::api::apps::v1::{DaemonSet, Deployment, ReplicaSet, StatefulSet}
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Node, Pod, Secret, Service};
 use kinformer_core::{ApiResource, FieldSelector, LabelSelector, ListParams};
 
-use crate::print::Format;
+use crate::jsonpath::Template;
+use crate::print::{Column, Format};
 
 /// The most writes per second `--churn` and `--sim-churn` accept. The simulated server applies
 /// every write under one lock; far above this it spends all its time writing.
@@ -51,6 +52,18 @@ pub(crate) struct Cli {
     pub(crate) command: Command,
 }
 
+impl Cli {
+    /// `-v N`, wherever it was given.
+    pub(crate) fn verbosity(&self) -> Option<u8> {
+        match &self.command {
+            Command::Watch(q) | Command::Get(q) => q.verbosity,
+            Command::Stats(a) => a.query.verbosity,
+            Command::Sim(a) => a.verbosity,
+            Command::Completions { .. } => None,
+        }
+    }
+}
+
 /// The subcommands.
 #[derive(Debug, Subcommand)]
 pub(crate) enum Command {
@@ -77,22 +90,39 @@ pub(crate) struct Query {
     /// The resource, as kubectl takes it: plural, singular, short name or kind (pods, pod, po,
     /// Pod), optionally with its group (deployments.apps, widgets.example.com) or version and
     /// group (deployments.v1.apps); custom resources through the server's discovery
-    /// (`get` takes several, comma-separated: pods,nodes)
+    /// (`get` takes several, comma-separated: pods,nodes); or TYPE/NAME (pod/web-1)
     #[arg(value_parser = parse_resources)]
     pub(crate) resource: Resources,
-    /// Only the objects with these names
+    /// Only the objects with these names (or more TYPE/NAME arguments after a TYPE/NAME)
     #[arg(value_name = "NAME")]
     pub(crate) names: Vec<String>,
-    /// Output format: text (a summary per object), wide, json, yaml, name
-    #[arg(short = 'o', long, value_name = "FORMAT", value_enum, default_value_t = Format::Text)]
+    /// Output format: text (a summary per object), wide, json, yaml, name, jsonpath=TEMPLATE,
+    /// custom-columns=HEADER:PATH,...
+    #[arg(short = 'o', long, value_name = "FORMAT", default_value = "text", value_parser = parse_format)]
     pub(crate) output: Format,
+    /// get: after the list, print every change as it happens (as kubectl get -w)
+    #[arg(short = 'w', long)]
+    pub(crate) watch: bool,
+    /// Tables: leave out the header row
+    #[arg(long)]
+    pub(crate) no_headers: bool,
+    /// Tables: a column with the value of each of these labels (-L app,tier or -L app -L tier)
+    #[arg(short = 'L', long, value_name = "KEY", value_delimiter = ',')]
+    pub(crate) label_columns: Vec<String>,
+    /// get: sort by the value at this JSONPath ('{.metadata.name}' or .status.phase)
+    #[arg(long, value_name = "JSONPATH", value_parser = parse_sort_by)]
+    pub(crate) sort_by: Option<Template>,
+    /// Tables: name each object with its kind (pod/web-1)
+    #[arg(long)]
+    pub(crate) show_kind: bool,
     /// Show every object's labels
     #[arg(long)]
     pub(crate) show_labels: bool,
-    /// Only this namespace (default: all namespaces; an empty value means the context's namespace)
+    /// Only this namespace (default: the context's namespace, as kubectl; an empty value means
+    /// the context's namespace too)
     #[arg(short = 'n', long, value_name = "NS")]
     pub(crate) namespace: Option<String>,
-    /// All namespaces (the default; overrides --namespace)
+    /// All namespaces (overrides --namespace)
     #[arg(short = 'A', long)]
     pub(crate) all_namespaces: bool,
     /// Label selector, e.g. app=web,tier!=db
@@ -107,6 +137,10 @@ pub(crate) struct Query {
     /// Use this context of the kubeconfig
     #[arg(long, value_name = "NAME")]
     pub(crate) context: Option<String>,
+    /// Where discovery is cached, as kubectl's --cache-dir (default: KUBECACHEDIR, else
+    /// ~/.kube/cache; the files are under DIR/discovery/HOST_PORT and used for 6 hours)
+    #[arg(long, value_name = "DIR")]
+    pub(crate) cache_dir: Option<PathBuf>,
     /// Give up on a request (a list page) after this long: 30s, 1m, or a number of seconds; 0 means
     /// no limit
     #[arg(long, value_name = "DURATION", value_parser = parse_request_timeout)]
@@ -134,16 +168,94 @@ pub(crate) struct Query {
     /// stderr)
     #[arg(long, value_name = "ADDR")]
     pub(crate) metrics_addr: Option<std::net::SocketAddr>,
+    /// Log verbosity, as kubectl's -v: 0 warnings only (the default), 1-3 info, 4-6 debug (6
+    /// shows each request), 7 and more trace; overrides RUST_LOG for kinformer's own logs
+    #[arg(short = 'v', long = "v", value_name = "N")]
+    pub(crate) verbosity: Option<u8>,
+    /// The types and names asked for, from the positional arguments ([`parse`] fills it in).
+    #[arg(skip)]
+    pub(crate) targets: Vec<Target>,
+}
+
+/// One resource type of a command line and the names asked for of it (none: every object).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Target {
+    /// The type as typed (`pods`, `deploy.apps`).
+    pub(crate) resource: String,
+    /// The names, validated.
+    pub(crate) names: Vec<String>,
 }
 
 impl Query {
-    /// The namespace asked for: `None` for all namespaces, `Some("")` for the context's.
+    /// The namespace asked for: `None` for all namespaces, `Some("")` for the context's (the
+    /// default, as in kubectl).
     pub(crate) fn namespace(&self) -> Option<&str> {
         if self.all_namespaces {
             None
         } else {
-            self.namespace.as_deref()
+            Some(self.namespace.as_deref().unwrap_or(""))
         }
+    }
+
+    /// Turns the positional arguments into [`Target`]s, as kubectl reads them: `TYPE[,TYPE...]
+    /// [NAME...]` (every type with every name), or `TYPE/NAME...` (each name with its type,
+    /// the types in the order they first appear). Every name is checked.
+    fn make_targets(&mut self) -> Result<(), String> {
+        let mut targets: Vec<Target> = Vec::new();
+        match &self.resource.named {
+            None => {
+                if let Some(bad) = self.names.iter().find(|n| n.contains('/')) {
+                    return Err(format!(
+                        "there is no need to specify a resource type as a separate argument when \
+                         passing arguments in resource/name form (write get TYPE/NAME instead of \
+                         get TYPE TYPE/NAME): {bad:?}"
+                    ));
+                }
+                for name in &self.names {
+                    check_name(name)?;
+                }
+                for r in &self.resource.types {
+                    targets.push(Target {
+                        resource: r.clone(),
+                        names: self.names.clone(),
+                    });
+                }
+            }
+            Some(first) => {
+                let mut pairs = vec![(self.resource.types[0].clone(), first.clone())];
+                for arg in &self.names {
+                    let Some((t, n)) = arg.split_once('/') else {
+                        return Err(format!(
+                            "arguments in resource/name form must have a single resource and \
+                             name: {arg:?} (write TYPE/NAME for every argument)"
+                        ));
+                    };
+                    let parsed = parse_resources(arg)?;
+                    if parsed.types.len() != 1 {
+                        return Err(format!("{t:?}: one type per TYPE/NAME argument"));
+                    }
+                    pairs.push((t.to_owned(), n.to_owned()));
+                }
+                for (t, n) in pairs {
+                    check_name(&n)?;
+                    match targets.iter_mut().find(|x| x.resource == t) {
+                        Some(x) => x.names.push(n),
+                        None => targets.push(Target {
+                            resource: t,
+                            names: vec![n],
+                        }),
+                    }
+                }
+            }
+        }
+        self.targets = targets;
+        Ok(())
+    }
+
+    /// Whether the command names exactly one object of one type (`get ns default`,
+    /// `get ns/default`): kubectl then prints the object itself, not a `List`.
+    pub(crate) fn single_object(&self) -> bool {
+        matches!(&self.targets[..], [t] if t.names.len() == 1)
     }
 
     /// The list options the selectors make.
@@ -201,7 +313,16 @@ pub(crate) fn parse(
             ));
         }
     }
-    let cli = Cli::from_arg_matches(&matches).map_err(|e| e.format(&mut command))?;
+    let mut cli = Cli::from_arg_matches(&matches).map_err(|e| e.format(&mut command))?;
+    let query = match &mut cli.command {
+        Command::Watch(q) | Command::Get(q) => Some(q),
+        Command::Stats(a) => Some(&mut a.query),
+        Command::Sim(_) | Command::Completions { .. } => None,
+    };
+    if let Some(q) = query {
+        q.make_targets()
+            .map_err(|e| command.error(ErrorKind::InvalidValue, e))?;
+    }
     let query = match &cli.command {
         Command::Watch(q) | Command::Get(q) => Some(q),
         Command::Stats(a) => Some(&a.query),
@@ -261,6 +382,10 @@ pub(crate) struct SimArgs {
     /// resourceVersion=0 honour limit (paged), and watches get no periodic bookmarks
     #[arg(long)]
     pub(crate) no_watch_cache: bool,
+    /// Log verbosity, as kubectl's -v: 0 the default (info), 1-3 info, 4-6 debug, 7 and more
+    /// trace; overrides RUST_LOG for kinformer's own logs
+    #[arg(short = 'v', long = "v", value_name = "N")]
+    pub(crate) verbosity: Option<u8>,
     /// Serve fault-injection endpoints under /kinformer-sim/admin/ (POST compact,
     /// close-watches, drop-connections, gone-next-watch, fail?code=429&count=2&retryAfter=1,
     /// stall?ms=5000, churn?rate=50/s, clear)
@@ -273,22 +398,100 @@ pub(crate) struct SimArgs {
 pub(crate) struct RequestTimeout(pub(crate) Option<Duration>);
 
 /// The resource types a command line names, as typed: one, or several comma-separated
-/// (`pods,nodes`). They are resolved once the server is known ([`builtin`], then discovery).
+/// (`pods,nodes`), or one with a name (`pod/web-1`). They are resolved once the server is known
+/// ([`builtin`], then discovery).
 #[derive(Debug, Clone)]
-pub(crate) struct Resources(pub(crate) Vec<String>);
+pub(crate) struct Resources {
+    /// The types.
+    pub(crate) types: Vec<String>,
+    /// The name of `TYPE/NAME`.
+    pub(crate) named: Option<String>,
+}
 
-fn parse_resources(names: &str) -> Result<Resources, String> {
-    let names: Vec<String> = names.split(',').map(str::to_owned).collect();
-    if names.iter().any(String::is_empty) {
+fn parse_resources(arg: &str) -> Result<Resources, String> {
+    let (names, named) = match arg.split_once('/') {
+        Some((t, n)) => (t, Some(n.to_owned())),
+        None => (arg, None),
+    };
+    let types: Vec<String> = names.split(',').map(str::to_owned).collect();
+    if types.iter().any(String::is_empty) {
         return Err("an empty resource name (write pods or pods,nodes)".to_owned());
     }
-    if let Some(bad) = names
+    if let Some(bad) = types
         .iter()
-        .find(|n| n.contains(|c: char| c == '/' || c.is_whitespace() || c.is_control()))
+        .find(|n| n.contains(|c: char| c.is_whitespace() || c.is_control()))
     {
         return Err(format!("{bad:?} is not a resource name"));
     }
-    Ok(Resources(names))
+    if let Some(name) = &named {
+        if types.len() > 1 {
+            return Err("one type per TYPE/NAME argument (write pod/a deploy/b)".to_owned());
+        }
+        check_name(name)?;
+    }
+    Ok(Resources { types, named })
+}
+
+/// Checks an object name given on the command line: it becomes a path segment and a field
+/// selector's value, so it must be one (not empty, `.` or `..`, no `/` or `%`) and hold no
+/// control characters.
+fn check_name(name: &str) -> Result<(), String> {
+    let mut problems = kinformer_core::validation::is_valid_path_segment_name(name);
+    if name.chars().any(char::is_control) {
+        problems.push("may not contain control characters".to_owned());
+    }
+    if problems.is_empty() {
+        Ok(())
+    } else {
+        Err(format!(
+            "invalid resource name {name:?}: {}",
+            problems.join("; ")
+        ))
+    }
+}
+
+/// `-o`: the named formats, `jsonpath=TEMPLATE` and `custom-columns=HEADER:PATH,...`.
+fn parse_format(s: &str) -> Result<Format, String> {
+    const ALLOWED: &str = "text, wide, json, yaml, name, jsonpath=TEMPLATE, \
+                           custom-columns=HEADER:PATH,...";
+    Ok(match s {
+        "text" => Format::Text,
+        "wide" => Format::Wide,
+        "json" => Format::Json,
+        "yaml" => Format::Yaml,
+        "name" => Format::Name,
+        _ => {
+            if let Some(template) = s.strip_prefix("jsonpath=") {
+                Format::JsonPath(Template::parse(template).map_err(|e| e.to_string())?)
+            } else if let Some(spec) = s.strip_prefix("custom-columns=") {
+                let mut columns = Vec::new();
+                for part in spec.split(',') {
+                    let Some((header, path)) = part.split_once(':') else {
+                        return Err(format!(
+                            "custom-columns: {part:?} is not HEADER:PATH (write \
+                             NAME:.metadata.name,NODE:.spec.nodeName)"
+                        ));
+                    };
+                    columns.push(Column {
+                        header: header.to_owned(),
+                        path: Template::parse_relaxed(path).map_err(|e| e.to_string())?,
+                    });
+                }
+                Format::CustomColumns(columns)
+            } else if matches!(s, "jsonpath" | "custom-columns") {
+                return Err(format!("{s} needs a template: -o {s}=..."));
+            } else {
+                return Err(format!(
+                    "unable to match a printer suitable for the output format {s:?}, allowed \
+                     formats are: {ALLOWED}"
+                ));
+            }
+        }
+    })
+}
+
+fn parse_sort_by(s: &str) -> Result<Template, String> {
+    Template::parse_relaxed(s).map_err(|e| e.to_string())
 }
 
 /// The resource a name stands for when it is one of the built-in types every Kubernetes API
@@ -432,7 +635,7 @@ mod tests {
         let Command::Watch(a) = cli.command else {
             panic!("not watch")
         };
-        assert_eq!(a.resource.0, ["po"]);
+        assert_eq!(a.resource.types, ["po"]);
         assert_eq!(a.namespace(), Some("shop"));
         assert_eq!(a.selectors().label_selector.as_deref(), Some("app=web"));
         assert_eq!(
@@ -451,7 +654,7 @@ mod tests {
         let Command::Get(a) = cli.command else {
             panic!("not get")
         };
-        assert_eq!(a.resource.0, ["deploy"]);
+        assert_eq!(a.resource.types, ["deploy"]);
         assert_eq!(a.namespace(), None);
         assert_eq!(a.kubeconfig, Some(PathBuf::from("/k")));
         assert_eq!(a.context.as_deref(), Some("c"));
@@ -487,10 +690,10 @@ mod tests {
         assert_eq!(
             query("get pods,no,deploy.apps,widgets.example.com")
                 .resource
-                .0,
+                .types,
             ["pods", "no", "deploy.apps", "widgets.example.com"]
         );
-        for bad in ["get pods,", "get ,pods", "get pods/log"] {
+        for bad in ["get pods,", "get ,pods", "get pods/", "get pods,nodes/x"] {
             assert!(parse(bad).is_err(), "{bad}");
         }
     }
@@ -533,7 +736,7 @@ mod tests {
         else {
             panic!("not stats")
         };
-        assert_eq!(a.query.resource.0, ["po"]);
+        assert_eq!(a.query.resource.types, ["po"]);
         assert_eq!(a.interval, Duration::from_millis(250));
         assert_eq!(a.count, Some(3));
         assert!(a.query.sim);
@@ -555,7 +758,7 @@ mod tests {
         };
         let q = query("-n shop get pods");
         assert_eq!(
-            (q.namespace(), q.resource.0.as_slice()),
+            (q.namespace(), q.resource.types.as_slice()),
             (Some("shop"), &["pods".to_owned()][..])
         );
         let q = query("-nshop --sim watch po -A");
@@ -615,6 +818,114 @@ mod tests {
             .render_help()
             .to_string();
         assert!(!sim.contains("--namespace"), "{sim}");
+    }
+
+    fn full(line: &str) -> Result<Query, String> {
+        let args = std::iter::once("kinformer")
+            .chain(line.split_whitespace())
+            .map(std::ffi::OsString::from);
+        match super::parse(args).map_err(|e| e.to_string())?.command {
+            Command::Watch(q) | Command::Get(q) => Ok(q),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn type_slash_name_arguments_and_names_are_checked() {
+        let targets = |line: &str| -> Vec<(String, Vec<String>)> {
+            full(line)
+                .unwrap()
+                .targets
+                .into_iter()
+                .map(|t| (t.resource, t.names))
+                .collect()
+        };
+        let t = |r: &str, names: &[&str]| {
+            (
+                r.to_owned(),
+                names.iter().map(|n| (*n).to_owned()).collect::<Vec<_>>(),
+            )
+        };
+        assert_eq!(targets("get pods"), [t("pods", &[])]);
+        assert_eq!(
+            targets("get pods,nodes a b"),
+            [t("pods", &["a", "b"]), t("nodes", &["a", "b"])]
+        );
+        assert_eq!(
+            targets("get pod/a deploy/b pod/c"),
+            [t("pod", &["a", "c"]), t("deploy", &["b"])]
+        );
+        assert!(full("get ns default").unwrap().single_object());
+        assert!(full("get ns/default").unwrap().single_object());
+        assert!(!full("get ns default kube-system").unwrap().single_object());
+        assert!(!full("get ns").unwrap().single_object());
+        for (line, says) in [
+            ("get pod/a b", "resource/name form"),
+            ("get pods pod/a", "no need to specify a resource type"),
+            ("get pods ..", "invalid resource name"),
+            ("get pods a%2Fb", "invalid resource name"),
+            ("get pod/..", "invalid resource name"),
+            ("get pods,nodes/a", "one type per TYPE/NAME"),
+        ] {
+            let err = full(line).unwrap_err();
+            assert!(err.contains(says), "{line}: {err}");
+        }
+    }
+
+    #[test]
+    fn parses_kubectls_output_and_table_flags() {
+        let q = full("get pods -w --no-headers -L app,tier -L zone --sort-by {.metadata.name} --show-kind -o custom-columns=NAME:.metadata.name,NODE:{.spec.nodeName}").unwrap();
+        assert!(q.watch && q.no_headers && q.show_kind);
+        assert_eq!(q.label_columns, ["app", "tier", "zone"]);
+        assert!(q.sort_by.is_some());
+        let Format::CustomColumns(columns) = &q.output else {
+            panic!("{:?}", q.output)
+        };
+        assert_eq!(columns.len(), 2);
+        assert_eq!(columns[1].header, "NODE");
+        assert!(matches!(
+            full("get pods -o jsonpath={.items[*].metadata.name}")
+                .unwrap()
+                .output,
+            Format::JsonPath(_)
+        ));
+        assert_eq!(
+            full("get pods --sort-by .status.phase")
+                .unwrap()
+                .namespace(),
+            Some("")
+        );
+        for (line, says) in [
+            ("get pods -o jsonpath", "needs a template"),
+            ("get pods -o jsonpath={.a", "unclosed action"),
+            ("get pods -o custom-columns=NAME", "not HEADER:PATH"),
+            ("get pods -o go-template={{.x}}", "allowed formats are"),
+            ("get pods --sort-by {.a[}", "invalid JSONPath"),
+        ] {
+            let err = full(line).unwrap_err();
+            assert!(err.contains(says), "{line}: {err}");
+        }
+    }
+
+    #[test]
+    fn verbosity_is_kubectls_v_anywhere() {
+        for line in [
+            "-v=6 get pods",
+            "get pods -v=6",
+            "get pods --v=6",
+            "get pods -v 6",
+        ] {
+            let args = std::iter::once("kinformer")
+                .chain(line.split_whitespace())
+                .map(std::ffi::OsString::from);
+            assert_eq!(super::parse(args).unwrap().verbosity(), Some(6), "{line}");
+        }
+        for line in ["sim -v=2", "-v 2 sim"] {
+            let args = std::iter::once("kinformer")
+                .chain(line.split_whitespace())
+                .map(std::ffi::OsString::from);
+            assert_eq!(super::parse(args).unwrap().verbosity(), Some(2), "{line}");
+        }
     }
 
     #[test]

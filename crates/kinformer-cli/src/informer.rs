@@ -221,10 +221,15 @@ pub(crate) async fn stop(informer: &Informer<DynamicObject>) {
 /// Prints every notification until `max_events` lines have been printed, a failure retrying
 /// cannot fix, or `interrupt` completes. `retrying`: a failure already seen before the informer
 /// starts, which it is about to retry.
+///
+/// `rows`: print as `get -w` does ([`print::watched`]: the notifications already waiting as one
+/// aligned table, the header only over the first, or one document per object) instead of
+/// event lines.
 pub(crate) async fn watch(
     run: Run,
     retrying: Option<Failure>,
     max_events: Option<u64>,
+    rows: bool,
     out: &mut impl Write,
     interrupt: impl Future<Output = Signal>,
 ) -> Result<(), Error> {
@@ -267,10 +272,30 @@ pub(crate) async fn watch(
                 let Some(n) = n else { break Ok(()) };
                 episode = None;
                 retried.healthy();
-                if let Err(e) = print_notification(out, &style, &n) {
-                    break Err(e.into());
+                if rows {
+                    // What is already there is printed as one table, aligned (the initial
+                    // list, as kubectl prints it); each later change as rows of its own.
+                    let mut batch = vec![n];
+                    while max_events.is_none_or(|m| printed + (batch.len() as u64) < m) {
+                        match futures_util::FutureExt::now_or_never(events.next()) {
+                            Some(Some(n)) => batch.push(n),
+                            _ => break,
+                        }
+                    }
+                    let objects: Vec<&DynamicObject> = batch.iter().map(object_of).collect();
+                    let now = k8s_openapi::jiff::Timestamp::now();
+                    if let Err(e) = print::watched(out, &style, &objects, printed == 0, now)
+                        .and_then(|()| out.flush())
+                    {
+                        break Err(e.into());
+                    }
+                    printed += batch.len() as u64;
+                } else {
+                    if let Err(e) = print_notification(out, &style, &n) {
+                        break Err(e.into());
+                    }
+                    printed += 1;
                 }
-                printed += 1;
                 if max_events.is_some_and(|m| printed >= m) {
                     break Ok(());
                 }
@@ -282,6 +307,19 @@ pub(crate) async fn watch(
     result
 }
 
+/// The object a notification carries: the new state, or a deleted object's last known one.
+fn object_of(n: &Notification<DynamicObject>) -> &DynamicObject {
+    match n {
+        Notification::Added { object, .. } => object,
+        Notification::Updated { new, .. } => new,
+        Notification::Deleted { object } => match object {
+            DeltaObject::Object(o) => o,
+            DeltaObject::DeletedFinalStateUnknown(t) => &t.last_known,
+        },
+    }
+}
+
+/// Prints one notification as an event line.
 fn print_notification(
     out: &mut impl Write,
     style: &Style,
@@ -377,8 +415,8 @@ impl Progress {
         }
         let list = list.unwrap_or_default();
         // The resource's name may come from the server's discovery.
-        let message = crate::terminal::safe(&Self::line(&self.resource, &list, pages, cached))
-            .into_owned();
+        let message =
+            crate::terminal::safe(&Self::line(&self.resource, &list, pages, cached)).into_owned();
         let bar = self.bar.get_or_insert_with(|| {
             // Made hidden, and shown once it has something to say.
             let bar = ProgressBar::with_draw_target(None, ProgressDrawTarget::hidden());
@@ -412,20 +450,18 @@ impl Progress {
     }
 }
 
-/// Waits for the cache to sync, then prints it (only the objects called `names`, when given),
-/// after a blank line when `separate` (a table printed before). Returns whether it printed
-/// anything. The first failure ends it, as `kubectl get` does.
+/// Waits for the cache to sync, then returns its objects sorted by key (only those called
+/// `names`, when given; a name it does not hold is [`Error::NotFound`]). The first failure ends
+/// it, as `kubectl get` does.
 pub(crate) async fn get(
     run: Run,
     names: &[String],
-    separate: bool,
-    out: &mut impl Write,
     interrupt: impl Future<Output = Signal>,
-) -> Result<bool, Error> {
+) -> Result<Vec<Arc<DynamicObject>>, Error> {
     let resource = run.api.resource().plural.clone();
     let listed = Arc::clone(&run.listed);
     let mut throttled = run.throttled;
-    let (informer, mut failures, style) = build(run)?;
+    let (informer, mut failures, _style) = build(run)?;
     informer.start();
     let informers: [&dyn kinformer::shared_informer::HasSynced; 1] = [&informer];
     let mut sync = pin!(wait_for_cache_sync(&informers, None));
@@ -483,15 +519,7 @@ pub(crate) async fn get(
             }
         }
     }
-    if objects.is_empty() {
-        crate::terminal::to_stderr(format_args!("No resources found\n"));
-        return Ok(false);
-    }
-    if separate && matches!(style.format, print::Format::Text | print::Format::Wide) {
-        writeln!(out)?;
-    }
-    print::objects(out, &style, &objects, k8s_openapi::jiff::Timestamp::now())?;
-    Ok(true)
+    Ok(objects)
 }
 
 #[cfg(test)]

@@ -34,6 +34,7 @@
 mod args;
 mod exporter;
 mod informer;
+mod jsonpath;
 mod print;
 mod sim;
 mod stats;
@@ -47,7 +48,7 @@ use std::time::Duration;
 
 use clap::CommandFactory;
 use kinformer::prelude::DynamicObject;
-use kinformer_client::{Api, Client, Config, Discovery, KubeconfigOptions};
+use kinformer_client::{Api, Client, Config, Discovery, DiscoveryOptions, KubeconfigOptions};
 use kinformer_core::list_watch::{ErrorKind, ListWatch as _};
 use kinformer_core::{ListParams, Scope};
 
@@ -334,6 +335,12 @@ fn main() -> ExitCode {
         Command::Sim(_) => "info",
         _ => "warn",
     };
+    // `-v N` sets the level as kubectl's verbosity does; otherwise `RUST_LOG`, else warnings.
+    let filter = match cli.verbosity() {
+        Some(v) => tracing_subscriber::EnvFilter::new(verbosity_filter(v, default_level)),
+        None => tracing_subscriber::EnvFilter::try_from_default_env()
+            .unwrap_or_else(|_| default_level.into()),
+    };
     {
         use tracing_subscriber::Layer as _;
         use tracing_subscriber::layer::SubscriberExt as _;
@@ -348,10 +355,7 @@ fn main() -> ExitCode {
             // A closed stderr ends the command quietly (`terminal::stderr_closed`), never a panic.
             .with_writer(terminal::LogWriter)
             .log_internal_errors(false)
-            .with_filter(
-                tracing_subscriber::EnvFilter::try_from_default_env()
-                    .unwrap_or_else(|_| default_level.into()),
-            )
+            .with_filter(filter)
             // The tool says itself which failures it retries (`informer::Retried`).
             .with_filter(tracing_subscriber::filter::filter_fn(|meta| {
                 !informer::reflector_warning(meta)
@@ -441,6 +445,19 @@ fn main() -> ExitCode {
             ExitCode::from(class.exit_code())
         }
     }
+}
+
+/// The log filter `-v=N` stands for, as kubectl's verbosity: 0 keeps the command's default
+/// level, 1-3 show kinformer's info lines, 4-6 its debug lines (each request), 7 and more its
+/// trace lines. Other crates stay at warnings.
+fn verbosity_filter(v: u8, default_level: &str) -> String {
+    let level = match v {
+        0 => return default_level.to_owned(),
+        1..=3 => "info",
+        4..=6 => "debug",
+        _ => "trace",
+    };
+    format!("warn,kinformer={level}")
 }
 
 /// Whether log lines get ANSI colours: only on a terminal, and never when `NO_COLOR` is set to a
@@ -548,6 +565,8 @@ enum Mode {
     Watch,
     /// Print the synced cache.
     Get,
+    /// `get -w`: print the list, then every change, as rows of the table.
+    GetWatch,
     /// Print counters every `interval`.
     Stats {
         /// Where the reflector's counters are read.
@@ -563,7 +582,7 @@ impl Mode {
     fn verb(&self) -> &'static str {
         match self {
             Self::Watch => "watch",
-            Self::Get => "get",
+            Self::Get | Self::GetWatch => "get",
             Self::Stats { .. } => "stats",
         }
     }
@@ -571,10 +590,21 @@ impl Mode {
 
 /// `watch`, `get` or `stats`.
 async fn run(q: Query, mode: Mode) -> Result<(), Error> {
+    let mode = match mode {
+        Mode::Get if q.watch => Mode::GetWatch,
+        other => other,
+    };
     let watch = !matches!(mode, Mode::Get);
-    if watch && q.resource.0.len() > 1 {
+    if watch && q.targets.len() > 1 {
         return Err(Error::Usage(format!(
             "{} takes one resource type; run one {} per type",
+            mode.verb(),
+            mode.verb()
+        )));
+    }
+    if watch && q.targets.iter().any(|t| t.names.len() > 1) {
+        return Err(Error::Usage(format!(
+            "{} takes at most one NAME; run one {} per name",
             mode.verb(),
             mode.verb()
         )));
@@ -627,6 +657,12 @@ async fn run(q: Query, mode: Mode) -> Result<(), Error> {
         None => Some(FIRST_ANSWER_BOUND),
     };
     let client = Client::new(config)?;
+    // kubectl's discovery cache; none for the embedded cluster, whose address is new each run.
+    let cache_root = match (&embedded, &q.cache_dir) {
+        (Some(_), _) => None,
+        (None, Some(dir)) => Some(dir.clone()),
+        (None, None) => DiscoveryOptions::default_cache_root(),
+    };
     // Listening for Ctrl-C and SIGTERM from here on: the first request is already cancellable.
     let mut signals = Signals::new().map_err(Error::Signal)?;
     let mut interrupt = std::pin::pin!(signals.recv());
@@ -639,27 +675,40 @@ async fn run(q: Query, mode: Mode) -> Result<(), Error> {
         signal = &mut interrupt => Err(Error::Interrupted(signal)),
         resolved = async {
             client.authenticate().await?;
-            resolve(&client, &q.resource.0, first_bound).await
+            resolve(&client, &q.targets, first_bound, cache_root.as_deref()).await
         } => resolved,
     };
     // Whether a table was printed: the next one comes after a blank line, as in kubectl.
     let mut printed = false;
+    // A document format prints every type's objects as one document, once all are listed.
+    let mut documents = Vec::new();
     if let Ok(resources) = &result {
-        for resource in resources {
+        for (resource, target) in resources.iter().zip(&q.targets) {
             let one = One {
                 client: &client,
                 q: &q,
                 resource,
+                names: &target.names,
                 several: resources.len() > 1,
                 first_bound,
             };
-            match one.run(&mode, printed, &mut out, interrupt.as_mut()).await {
+            match one
+                .run(&mode, printed, &mut documents, &mut out, interrupt.as_mut())
+                .await
+            {
                 Ok(p) => printed |= p,
                 Err(e) => {
                     result = Err(e);
                     break;
                 }
             }
+        }
+        if result.is_ok()
+            && matches!(mode, Mode::Get)
+            && q.output.is_document()
+            && let Err(e) = print::document(&mut out, &q.output, &documents, q.single_object())
+        {
+            result = Err(e.into());
         }
     }
     let flushed = out.flush();
@@ -673,28 +722,57 @@ async fn run(q: Query, mode: Mode) -> Result<(), Error> {
 }
 
 /// The resources the names stand for: built-in names at once ([`args::builtin`]), the others
-/// through the server's discovery, fetched once and bounded by `bound`.
+/// through the server's discovery, fetched once, as kubectl fetches it: from the disk cache
+/// (`cache_root/discovery/HOST_PORT`) while it is fresh, else aggregated discovery or each
+/// group version's list, `/api` and `/apis` bounded by `bound` and each group version by
+/// `bound` of its own. A group version that fails is reported on stderr in kubectl's words
+/// and the others still resolve; a name not found in a cached discovery is looked up again
+/// on the server.
 async fn resolve(
     client: &Client,
-    names: &[String],
+    targets: &[args::Target],
     bound: Option<Duration>,
+    cache_root: Option<&std::path::Path>,
 ) -> Result<Vec<kinformer_core::ApiResource>, Error> {
-    let mut discovery = None;
-    let mut resources = Vec::with_capacity(names.len());
-    for name in names {
+    let mut discovery: Option<Discovery> = None;
+    let mut resources = Vec::with_capacity(targets.len());
+    let mut options = DiscoveryOptions {
+        timeout: bound,
+        group_timeout: bound,
+        cache_dir: cache_root.map(|root| DiscoveryOptions::cache_dir_for(root, client.url())),
+        ..DiscoveryOptions::default()
+    };
+    for name in targets.iter().map(|t| &t.resource) {
         if let Some(r) = args::builtin(name) {
             resources.push(r);
             continue;
         }
-        if discovery.is_none() {
-            discovery = Some(Discovery::fetch(client, bound).await?);
+        let mut found = None;
+        for attempt in 0..2 {
+            if discovery.is_none() {
+                let d = Discovery::fetch_with(client, &options).await?;
+                for failed in d.failures() {
+                    // A failed group's words come from the server.
+                    terminal::to_stderr(format_args!(
+                        "kinformer: {}\n",
+                        terminal::safe(&failed.to_string())
+                    ));
+                }
+                discovery = Some(d);
+            }
+            let Some(d) = &discovery else { break };
+            found = d.resolve(name).map(|f| f.resource.clone());
+            if found.is_some() || attempt > 0 || !d.from_cache() {
+                break;
+            }
+            // The cache may be older than the resource: ask the server, as kubectl does.
+            tracing::debug!(name, "not in the cached discovery; fetching it again");
+            options.refresh = true;
+            discovery = None;
         }
-        let found = discovery
-            .as_ref()
-            .and_then(|d| d.resolve(name))
-            .ok_or_else(|| Error::UnknownResource(name.clone()))?;
-        tracing::debug!(name, resource = ?found.resource, "resolved through discovery");
-        resources.push(found.resource.clone());
+        let found = found.ok_or_else(|| Error::UnknownResource(name.clone()))?;
+        tracing::debug!(name, resource = ?found, "resolved through discovery");
+        resources.push(found);
     }
     Ok(resources)
 }
@@ -704,6 +782,8 @@ struct One<'a> {
     client: &'a Client,
     q: &'a Query,
     resource: &'a kinformer_core::ApiResource,
+    /// The names asked for of this type.
+    names: &'a [String],
     /// Whether the command names several types (`get pods,nodes`): names then carry their type.
     several: bool,
     /// The bound on the first request, when there is one.
@@ -712,11 +792,13 @@ struct One<'a> {
 
 impl One<'_> {
     /// Runs the command for this type; `Ok(true)` when `get` printed a table. `separate`: a
-    /// table was printed before.
+    /// table was printed before. In a document format `get` adds its objects to `documents`
+    /// instead of printing them.
     async fn run(
         &self,
         mode: &Mode,
         separate: bool,
+        documents: &mut Vec<std::sync::Arc<DynamicObject>>,
         out: &mut impl Write,
         mut interrupt: std::pin::Pin<&mut impl Future<Output = Signal>>,
     ) -> Result<bool, Error> {
@@ -794,7 +876,7 @@ impl One<'_> {
         }
         let kind = resource.kind.to_lowercase();
         let style = print::Style {
-            format: q.output,
+            format: q.output.clone(),
             show_labels: q.show_labels,
             name_prefix: if resource.group.is_empty() {
                 kind
@@ -803,7 +885,9 @@ impl One<'_> {
             },
             plural: resource.plural.clone(),
             namespace_column: namespace.is_none() && resource.scope == Scope::Namespaced,
-            prefix_names: self.several,
+            prefix_names: self.several || q.show_kind,
+            no_headers: q.no_headers,
+            label_columns: q.label_columns.clone(),
         };
         let job = informer::Run {
             api,
@@ -813,16 +897,39 @@ impl One<'_> {
                 format!("{}.{}", resource.plural, resource.group)
             },
             label_selector: selectors.label_selector,
-            field_selector: with_names(selectors.field_selector, &q.names, watch),
+            field_selector: with_names(selectors.field_selector, self.names, watch),
             style,
             listed: std::sync::Arc::default(),
             throttled,
         };
         match *mode {
-            Mode::Watch => informer::watch(job, retrying, q.max_events, out, interrupt)
+            Mode::Watch => informer::watch(job, retrying, q.max_events, false, out, interrupt)
                 .await
                 .map(|()| false),
-            Mode::Get => informer::get(job, &q.names, separate, out, interrupt).await,
+            Mode::GetWatch => informer::watch(job, retrying, q.max_events, true, out, interrupt)
+                .await
+                .map(|()| true),
+            Mode::Get => {
+                let style = job.style.clone();
+                let mut objects = informer::get(job, self.names, interrupt).await?;
+                if let Some(by) = &q.sort_by {
+                    sort_by(&mut objects, by)?;
+                }
+                if style.format.is_document() {
+                    documents.extend(objects);
+                    return Ok(false);
+                }
+                if objects.is_empty() {
+                    terminal::to_stderr(format_args!("No resources found\n"));
+                    return Ok(false);
+                }
+                // A blank line between tables, as kubectl; none without headers.
+                if separate && style.format.is_table() && !q.no_headers {
+                    writeln!(out)?;
+                }
+                print::objects(out, &style, &objects, k8s_openapi::jiff::Timestamp::now())?;
+                Ok(true)
+            }
             Mode::Stats {
                 recorder,
                 interval,
@@ -834,16 +941,62 @@ impl One<'_> {
     }
 }
 
-/// `watch pods NAME` watches one object: a `metadata.name` field selector, as kubectl does.
-/// `get` filters its cache instead, so that several names work.
+/// `watch pods NAME` watches one object: a `metadata.name` field selector, as kubectl does,
+/// with the name escaped as a field selector's value (`\\`, `\,`, `\=`). `get` filters its
+/// cache instead, so that several names work.
 fn with_names(field_selector: Option<String>, names: &[String], watch: bool) -> Option<String> {
     match (watch, names) {
-        (true, [name]) => Some(match field_selector {
-            Some(s) if !s.is_empty() => format!("{s},metadata.name={name}"),
-            _ => format!("metadata.name={name}"),
-        }),
+        (true, [name]) => {
+            let mut escaped = String::with_capacity(name.len());
+            for c in name.chars() {
+                if matches!(c, '\\' | ',' | '=') {
+                    escaped.push('\\');
+                }
+                escaped.push(c);
+            }
+            Some(match field_selector {
+                Some(s) if !s.is_empty() => format!("{s},metadata.name={escaped}"),
+                _ => format!("metadata.name={escaped}"),
+            })
+        }
         _ => field_selector,
     }
+}
+
+/// `--sort-by`: orders objects by the first value the path finds in each, as kubectl does:
+/// numbers by value, strings and timestamps as text; objects where it finds nothing first.
+/// Values of different kinds (a number and a string) are a usage error.
+fn sort_by(
+    objects: &mut [std::sync::Arc<DynamicObject>],
+    by: &jsonpath::Template,
+) -> Result<(), Error> {
+    let mut keyed = Vec::with_capacity(objects.len());
+    for o in objects.iter() {
+        let doc = print::to_value(o)?;
+        let key = by.values(&doc).first().map(|v| (*v).clone());
+        keyed.push((key, std::sync::Arc::clone(o)));
+    }
+    let mut mixed = false;
+    keyed.sort_by(|(a, _), (b, _)| match (a, b) {
+        (None, None) => std::cmp::Ordering::Equal,
+        (None, Some(_)) => std::cmp::Ordering::Less,
+        (Some(_), None) => std::cmp::Ordering::Greater,
+        (Some(a), Some(b)) => jsonpath::compare(a, b).unwrap_or_else(|| {
+            mixed = true;
+            std::cmp::Ordering::Equal
+        }),
+    });
+    if mixed {
+        return Err(Error::Usage(
+            "--sort-by: the path finds values of different types (numbers and strings) to \
+             compare"
+                .to_owned(),
+        ));
+    }
+    for (slot, (_, o)) in objects.iter_mut().zip(keyed) {
+        *slot = o;
+    }
+    Ok(())
 }
 
 #[cfg(test)]

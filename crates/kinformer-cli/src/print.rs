@@ -12,10 +12,11 @@ use k8s_openapi::jiff::Timestamp;
 use kinformer::prelude::*;
 use serde_json::Value;
 
+use crate::jsonpath::{self, Template};
 use crate::terminal;
 
 /// `-o`: how objects are printed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+#[derive(Debug, Clone, PartialEq)]
 pub(crate) enum Format {
     /// One line per object or event, with a summary column.
     Text,
@@ -27,6 +28,31 @@ pub(crate) enum Format {
     Yaml,
     /// `kind/name` only.
     Name,
+    /// `jsonpath=TEMPLATE`: the template, for the `List` (`get`) or each object.
+    JsonPath(Template),
+    /// `custom-columns=HEADER:PATH,...`: a table of these columns.
+    CustomColumns(Vec<Column>),
+}
+
+impl Format {
+    /// Whether `get` prints all its types as one document (a `List`, or the object alone).
+    pub(crate) fn is_document(&self) -> bool {
+        matches!(self, Self::Json | Self::Yaml | Self::JsonPath(_))
+    }
+
+    /// Whether this format prints a table.
+    pub(crate) fn is_table(&self) -> bool {
+        matches!(self, Self::Text | Self::Wide | Self::CustomColumns(_))
+    }
+}
+
+/// One column of `-o custom-columns`.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Column {
+    /// Its header.
+    pub(crate) header: String,
+    /// What it shows.
+    pub(crate) path: Template,
 }
 
 /// A watch event's type, as the API server names it.
@@ -75,14 +101,19 @@ pub(crate) struct Style {
     pub(crate) plural: String,
     /// Whether the table gets a NAMESPACE column.
     pub(crate) namespace_column: bool,
-    /// Whether the table's names carry their type (`pod/web-1`), as when `get` prints several.
+    /// Whether the table's names carry their type (`pod/web-1`), as when `get` prints several
+    /// or with `--show-kind`.
     pub(crate) prefix_names: bool,
+    /// `--no-headers`.
+    pub(crate) no_headers: bool,
+    /// `-L`: label keys shown as columns.
+    pub(crate) label_columns: Vec<String>,
 }
 
 /// Prints one event.
 pub(crate) fn event(out: &mut impl Write, style: &Style, e: &Event<'_>) -> std::io::Result<()> {
     let obj = e.object;
-    match style.format {
+    match &style.format {
         Format::Json => {
             let line = serde_json::json!({
                 "type": e.kind.as_str(),
@@ -108,6 +139,18 @@ pub(crate) fn event(out: &mut impl Write, style: &Style, e: &Event<'_>) -> std::
             terminal::safe(&style.name_prefix),
             terminal::safe(obj.name())
         ),
+        Format::JsonPath(template) => {
+            writeln!(
+                out,
+                "{:<9}{}",
+                e.kind.as_str(),
+                template.render(&to_value(obj)?)
+            )
+        }
+        Format::CustomColumns(columns) => {
+            let cells = custom_cells(columns, &to_value(obj)?);
+            writeln!(out, "{:<9}{}", e.kind.as_str(), cells.join("\t"))
+        }
         Format::Text | Format::Wide => {
             let mut fields = summary(style, obj);
             if e.tombstone {
@@ -176,29 +219,70 @@ fn summary(style: &Style, obj: &DynamicObject) -> Vec<String> {
     f
 }
 
-/// Prints the objects of `get`, sorted by key, in the chosen format.
+/// The JSON form of an object, its fields in the order kubectl prints them (sorted).
+pub(crate) fn to_value(obj: &DynamicObject) -> std::io::Result<Value> {
+    serde_json::to_value(obj).map_err(std::io::Error::other)
+}
+
+/// Prints `objects` as one document in a document format ([`Format::is_document`]): the object
+/// itself when `single` (the command named one object, `get ns default`), else a `List` of
+/// them all, whatever their types, as kubectl does.
+pub(crate) fn document(
+    out: &mut impl Write,
+    format: &Format,
+    objects: &[std::sync::Arc<DynamicObject>],
+    single: bool,
+) -> std::io::Result<()> {
+    let doc = match objects {
+        [one] if single => without_managed_fields(format, to_value(one)?),
+        _ => {
+            let items = objects
+                .iter()
+                .map(|o| Ok(without_managed_fields(format, to_value(o)?)))
+                .collect::<std::io::Result<Vec<_>>>()?;
+            serde_json::json!({
+                "apiVersion": "v1",
+                "kind": "List",
+                "metadata": {"resourceVersion": ""},
+                "items": items,
+            })
+        }
+    };
+    one_document(out, format, &doc)
+}
+
+/// Prints one document: JSON indented by four spaces as kubectl, YAML as kubectl's, or a
+/// JSONPath template's output (no newline is added, as kubectl adds none).
+pub(crate) fn one_document(
+    out: &mut impl Write,
+    format: &Format,
+    doc: &Value,
+) -> std::io::Result<()> {
+    match format {
+        Format::Json => {
+            let mut text = Vec::new();
+            let mut ser = serde_json::Serializer::with_formatter(
+                &mut text,
+                serde_json::ser::PrettyFormatter::with_indent(b"    "),
+            );
+            serde::Serialize::serialize(doc, &mut ser).map_err(std::io::Error::other)?;
+            let text = String::from_utf8(text).map_err(std::io::Error::other)?;
+            writeln!(out, "{}", terminal::safe_json(text))
+        }
+        Format::Yaml => write!(out, "{}", to_yaml(doc)?),
+        Format::JsonPath(template) => write!(out, "{}", template.render(doc)),
+        _ => Ok(()),
+    }
+}
+
+/// Prints the objects of one type for `get`, in their order, in a table or `-o name` format.
 pub(crate) fn objects(
     out: &mut impl Write,
     style: &Style,
     objects: &[std::sync::Arc<DynamicObject>],
     now: Timestamp,
 ) -> std::io::Result<()> {
-    match style.format {
-        Format::Json | Format::Yaml => {
-            let items: Vec<&DynamicObject> = objects.iter().map(|o| &**o).collect();
-            let list = serde_json::json!({
-                "apiVersion": "v1",
-                "kind": "List",
-                "metadata": {"resourceVersion": ""},
-                "items": items,
-            });
-            if style.format == Format::Json {
-                let text = serde_json::to_string_pretty(&list).map_err(std::io::Error::other)?;
-                writeln!(out, "{}", terminal::safe_json(text))
-            } else {
-                write!(out, "{}", to_yaml(&list)?)
-            }
-        }
+    match &style.format {
         Format::Name => {
             let prefix = terminal::safe(&style.name_prefix);
             for o in objects {
@@ -206,19 +290,105 @@ pub(crate) fn objects(
             }
             Ok(())
         }
-        Format::Text | Format::Wide => {
-            let rows = table(style, objects, now);
+        format if format.is_document() => document(out, format, objects, false),
+        _ => {
+            let refs: Vec<&DynamicObject> = objects.iter().map(|o| &**o).collect();
+            let mut rows = table(style, &refs, now)?;
+            if style.no_headers {
+                rows.remove(0);
+            }
             write_table(out, &rows)
         }
     }
 }
 
+/// Prints objects as `get -w` does: table rows aligned among themselves (the header over the
+/// first batch, unless `--no-headers`); a JSON or YAML document per object (YAML documents
+/// separated by `---`); a JSONPath template's output per object; or `kind/name`.
+pub(crate) fn watched(
+    out: &mut impl Write,
+    style: &Style,
+    objects: &[&DynamicObject],
+    first: bool,
+    now: Timestamp,
+) -> std::io::Result<()> {
+    match &style.format {
+        Format::Name => {
+            for o in objects {
+                writeln!(out, "{}/{}", style.name_prefix, o.name())?;
+            }
+            Ok(())
+        }
+        format if format.is_document() => {
+            for (i, o) in objects.iter().enumerate() {
+                if *format == Format::Yaml && (i > 0 || !first) {
+                    writeln!(out, "---")?;
+                }
+                one_document(out, format, &without_managed_fields(format, to_value(o)?))?;
+            }
+            Ok(())
+        }
+        _ => {
+            let mut rows = table(style, objects, now)?;
+            if !first || style.no_headers {
+                rows.remove(0);
+            }
+            write_table(out, &rows)
+        }
+    }
+}
+
+/// `-o json|yaml` leave out `metadata.managedFields`, as kubectl does unless asked
+/// (`--show-managed-fields`); a JSONPath template still sees them.
+fn without_managed_fields(format: &Format, mut doc: Value) -> Value {
+    if matches!(format, Format::Json | Format::Yaml)
+        && let Some(meta) = doc.get_mut("metadata").and_then(Value::as_object_mut)
+    {
+        meta.remove("managedFields");
+    }
+    doc
+}
+
+/// The cells of custom columns for one object: each path's values comma-separated, `<none>`
+/// where it finds nothing, as kubectl prints them.
+fn custom_cells(columns: &[Column], doc: &Value) -> Vec<String> {
+    columns
+        .iter()
+        .map(|c| {
+            let values = c.path.values(doc);
+            if values.is_empty() {
+                return "<none>".to_owned();
+            }
+            let mut cell = String::new();
+            for (i, v) in values.into_iter().enumerate() {
+                if i > 0 {
+                    cell.push(',');
+                }
+                jsonpath::push_value(&mut cell, v);
+            }
+            cell
+        })
+        .collect()
+}
+
+/// The header of an `-L` column: the key's last `/`-separated part, upper-cased, as kubectl.
+fn label_header(key: &str) -> String {
+    key.rsplit('/').next().unwrap_or(key).to_uppercase()
+}
+
 /// The table `get` prints: a header row, then one row per object.
 fn table(
     style: &Style,
-    objects: &[std::sync::Arc<DynamicObject>],
+    objects: &[&DynamicObject],
     now: Timestamp,
-) -> Vec<Vec<String>> {
+) -> std::io::Result<Vec<Vec<String>>> {
+    if let Format::CustomColumns(columns) = &style.format {
+        let mut rows = vec![columns.iter().map(|c| c.header.clone()).collect::<Vec<_>>()];
+        for o in objects {
+            rows.push(custom_cells(columns, &to_value(o)?));
+        }
+        return Ok(rows);
+    }
     let wide = style.format == Format::Wide;
     let mut header: Vec<&str> = Vec::new();
     if style.namespace_column {
@@ -236,10 +406,12 @@ fn table(
         _ => &["AGE"],
     };
     header.extend_from_slice(extra);
+    let mut header: Vec<String> = header.iter().map(|h| (*h).to_owned()).collect();
+    header.extend(style.label_columns.iter().map(|k| label_header(k)));
     if style.show_labels {
-        header.push("LABELS");
+        header.push("LABELS".to_owned());
     }
-    let mut rows = vec![header.iter().map(|h| (*h).to_owned()).collect::<Vec<_>>()];
+    let mut rows = vec![header];
     for o in objects {
         let mut row = Vec::new();
         if style.namespace_column {
@@ -276,12 +448,15 @@ fn table(
                 _ => age(o, now),
             });
         }
+        for key in &style.label_columns {
+            row.push(o.labels().get(key).cloned().unwrap_or_default());
+        }
         if style.show_labels {
             row.push(labels(o));
         }
         rows.push(row);
     }
-    rows
+    Ok(rows)
 }
 
 /// Writes rows as columns three spaces apart, as kubectl does; no trailing spaces. Every cell is
@@ -312,8 +487,135 @@ fn write_table(out: &mut impl Write, rows: &[Vec<String>]) -> std::io::Result<()
     Ok(())
 }
 
+/// YAML as kubectl prints it: keys sorted, a string that reads as a YAML timestamp
+/// (`creationTimestamp: "2026-01-01T00:00:00Z"`) double-quoted, as Go's YAML encoder does, so
+/// that a YAML 1.1 reader takes it back as a string, and quoted strings in double quotes
+/// (`resourceVersion: "4"`, not `'4'`).
 fn to_yaml(value: &Value) -> std::io::Result<String> {
-    serde_yaml_ng::to_string(value).map_err(std::io::Error::other)
+    let text = serde_yaml_ng::to_string(value).map_err(std::io::Error::other)?;
+    Ok(quote_timestamps(&text))
+}
+
+/// Double-quotes the plain scalars of `text` that look like timestamps, and turns single-quoted
+/// values into double-quoted ones; the content of block scalars (`|`, `>`) is left alone.
+fn quote_timestamps(text: &str) -> String {
+    let mut out = String::with_capacity(text.len() + 64);
+    // The indentation of the line that opened a block scalar, while in one.
+    let mut block: Option<usize> = None;
+    for line in text.split_inclusive('\n') {
+        let body = line.trim_end_matches('\n');
+        let indent = body.len() - body.trim_start().len();
+        if let Some(opened) = block {
+            if body.trim().is_empty() || indent > opened {
+                out.push_str(line);
+                continue;
+            }
+            block = None;
+        }
+        let (head, value) = split_scalar(body);
+        if let Some(text) = single_quoted(value) {
+            out.push_str(head);
+            out.push('"');
+            for c in text.chars() {
+                if matches!(c, '"' | '\\') {
+                    out.push('\\');
+                }
+                out.push(c);
+            }
+            out.push('"');
+            out.push_str(&line[body.len()..]);
+        } else if is_timestamp(value) {
+            out.push_str(head);
+            out.push('"');
+            out.push_str(value);
+            out.push('"');
+            out.push_str(&line[body.len()..]);
+        } else {
+            out.push_str(line);
+        }
+        if value.starts_with(['|', '>']) {
+            block = Some(indent);
+        }
+    }
+    out
+}
+
+/// The text of a whole single-quoted scalar (`'4'`, `'it''s'`), if `value` is one.
+fn single_quoted(value: &str) -> Option<String> {
+    let inner = value.strip_prefix('\'')?.strip_suffix('\'')?;
+    if inner.replace("''", "").contains('\'') {
+        return None;
+    }
+    Some(inner.replace("''", "'"))
+}
+
+/// A YAML line split before its value: `("  key: ", "value")`, `("- ", "value")`, or the
+/// whole line and `""` when it holds no scalar value.
+fn split_scalar(line: &str) -> (&str, &str) {
+    let mut at = line.len() - line.trim_start().len();
+    while line[at..].starts_with("- ") {
+        at += 2;
+    }
+    let rest = &line[at..];
+    if rest.starts_with(['"', '\'']) {
+        // A quoted key (or a quoted value): its `: ` comes after the closing quote.
+        let quote = &rest[..1];
+        let Some(close) = rest[1..].find(quote) else {
+            return (line, "");
+        };
+        return match rest[close + 2..].strip_prefix(": ") {
+            Some(v) => (&line[..line.len() - v.len()], v),
+            None => (line, ""),
+        };
+    }
+    match rest.find(": ") {
+        Some(colon) => {
+            let v = &rest[colon + 2..];
+            (&line[..line.len() - v.len()], v)
+        }
+        None if at > 0 && !rest.ends_with(':') => (&line[..at], rest),
+        None => (line, ""),
+    }
+}
+
+/// Whether Go's YAML encoder would take this plain string for a timestamp: `2006-1-2`,
+/// `2006-1-2T15:4:5[.9][Z|+07:00]` (`T`, `t` or a space before the time).
+fn is_timestamp(s: &str) -> bool {
+    fn digits(s: &str, min: usize, max: usize) -> Option<&str> {
+        let n = s.bytes().take_while(u8::is_ascii_digit).count();
+        (min..=max).contains(&n).then(|| &s[n..])
+    }
+    let date = || -> Option<&str> {
+        let rest = digits(s, 4, 4)?.strip_prefix('-')?;
+        let rest = digits(rest, 1, 2)?.strip_prefix('-')?;
+        digits(rest, 1, 2)
+    };
+    let Some(rest) = date() else { return false };
+    if rest.is_empty() {
+        return true;
+    }
+    let Some(time) = rest.strip_prefix(['T', 't', ' ']) else {
+        return false;
+    };
+    let time = || -> Option<&str> {
+        let rest = digits(time, 1, 2)?.strip_prefix(':')?;
+        let rest = digits(rest, 1, 2)?.strip_prefix(':')?;
+        let mut rest = digits(rest, 1, 2)?;
+        if let Some(fraction) = rest.strip_prefix('.') {
+            rest = digits(fraction, 1, 9)?;
+        }
+        Some(rest)
+    };
+    match time() {
+        Some("" | "Z") => true,
+        Some(zone) => zone
+            .strip_prefix(['+', '-'])
+            .and_then(|z| digits(z, 2, 2))
+            .and_then(|z| z.strip_prefix(':'))
+            .and_then(|z| digits(z, 2, 2))
+            .is_some_and(str::is_empty),
+        None => false,
+    }
 }
 
 fn str_at<'a>(data: &'a Value, pointer: &str) -> Option<&'a str> {
@@ -454,6 +756,8 @@ mod tests {
             plural: "pods".into(),
             namespace_column: true,
             prefix_names: false,
+            no_headers: false,
+            label_columns: Vec::new(),
         }
     }
 
@@ -693,6 +997,74 @@ mod tests {
             assert_eq!(list["items"][0]["metadata"]["name"], name.as_str());
             assert_eq!(list["items"][0]["spec"]["nodeName"], "node\u{1b}[31m");
         }
+    }
+
+    #[test]
+    fn yaml_quotes_timestamps_as_kubectl() {
+        let doc = serde_json::json!({
+            "metadata": {"creationTimestamp": "2026-01-01T00:00:00Z", "name": "2026-01-01",
+                         "resourceVersion": "4"},
+            "enabled": "true",
+            "quote": "it's",
+            "list": ["2026-01-01T00:00:00.5+02:00", "x"],
+            "text": "line one\nat: 2026-01-01T00:00:00Z\n",
+            "notATime": "2026-01-01Tnoon",
+            "spaced": "2026-1-2 3:04:05",
+        });
+        let yaml = to_yaml(&doc).unwrap();
+        assert!(
+            yaml.contains("creationTimestamp: \"2026-01-01T00:00:00Z\"\n"),
+            "{yaml}"
+        );
+        assert!(yaml.contains("resourceVersion: \"4\"\n"), "{yaml}");
+        assert!(yaml.contains("enabled: \"true\"\n"), "{yaml}");
+        assert!(yaml.contains("name: \"2026-01-01\"\n"), "{yaml}");
+        assert!(
+            yaml.contains("- \"2026-01-01T00:00:00.5+02:00\"\n"),
+            "{yaml}"
+        );
+        assert!(yaml.contains("notATime: 2026-01-01Tnoon\n"), "{yaml}");
+        assert!(yaml.contains("spaced: \"2026-1-2 3:04:05\"\n"), "{yaml}");
+        // The content of a block scalar is text, never quoted.
+        assert!(yaml.contains("  at: 2026-01-01T00:00:00Z\n"), "{yaml}");
+        let back: Value = serde_yaml_ng::from_str(&yaml).unwrap();
+        assert_eq!(back, doc);
+    }
+
+    #[test]
+    fn tables_take_label_columns_custom_columns_and_no_headers() {
+        let p = std::sync::Arc::new(sample());
+        let now: Timestamp = "2026-01-01T00:05:00Z".parse().unwrap();
+        let mut s = style(Format::Text);
+        s.namespace_column = false;
+        s.label_columns = vec!["app".into(), "example.com/tier".into()];
+        s.prefix_names = true;
+        let mut out = Vec::new();
+        objects(&mut out, &s, std::slice::from_ref(&p), now).unwrap();
+        assert_eq!(
+            String::from_utf8(out).unwrap(),
+            "NAME        READY   STATUS    RESTARTS   AGE   APP   TIER\n\
+             pod/web-1   1/2     Running   3          5m    web   \n"
+        );
+        let columns = vec![
+            Column {
+                header: "NAME".into(),
+                path: Template::parse_relaxed(".metadata.name").unwrap(),
+            },
+            Column {
+                header: "CONTAINERS".into(),
+                path: Template::parse_relaxed("{.spec.containers[*].name}").unwrap(),
+            },
+            Column {
+                header: "MISSING".into(),
+                path: Template::parse_relaxed(".spec.nope").unwrap(),
+            },
+        ];
+        let mut s = style(Format::CustomColumns(columns));
+        s.no_headers = true;
+        let mut out = Vec::new();
+        objects(&mut out, &s, &[p], now).unwrap();
+        assert_eq!(String::from_utf8(out).unwrap(), "web-1   a,b   <none>\n");
     }
 
     #[test]

@@ -45,7 +45,15 @@ fn keys_of(out: &str) -> BTreeSet<String> {
 fn watch_falls_back_to_an_embedded_cluster_when_nothing_is_configured() {
     let home = tempfile::tempdir().unwrap();
     let mut cmd = bare(home.path());
-    cmd.args(["watch", "pods", "--sim-pods", "4", "--sim-churn", "200/s"]);
+    cmd.args([
+        "watch",
+        "pods",
+        "-A",
+        "--sim-pods",
+        "4",
+        "--sim-churn",
+        "200/s",
+    ]);
     cmd.args(["--max-events", "10", "--seed", "3"]);
     let (status, out, err) = run(cmd);
     assert!(status.success(), "{err}");
@@ -140,7 +148,11 @@ async fn get_lists_what_the_server_holds_through_a_kubeconfig() {
     let (sim, dir, path) = tls_sim().await;
     sim.store().seed_pods(7, 11);
     let mut cmd = bare(dir.path());
-    cmd.arg("get").arg("pods").arg("--kubeconfig").arg(&path);
+    cmd.arg("get")
+        .arg("pods")
+        .arg("-A")
+        .arg("--kubeconfig")
+        .arg(&path);
     let (status, out, err) = tokio::task::spawn_blocking(move || run(cmd)).await.unwrap();
     assert!(status.success(), "{err}");
     let want: BTreeSet<String> = sim
@@ -177,6 +189,7 @@ async fn watch_converges_through_a_compaction_by_relisting() {
     let mut cmd = bare(dir.path());
     cmd.arg("watch")
         .arg("pods")
+        .arg("-A")
         .arg("--kubeconfig")
         .arg(&path)
         .args(["--max-events", "6"]);

@@ -68,8 +68,12 @@ async fn kinformer(
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn watch_prints_each_event_with_its_version_and_a_pod_summary() {
     let (_sim, dir, path, [rv1, rv2]) = sim_with_two_pods().await;
-    let (status, out, err) =
-        kinformer(dir.path(), &path, &["watch", "po", "--max-events", "2"]).await;
+    let (status, out, err) = kinformer(
+        dir.path(),
+        &path,
+        &["watch", "po", "-A", "--max-events", "2"],
+    )
+    .await;
     assert!(status.success(), "{err}");
     assert_eq!(
         out,
@@ -84,7 +88,7 @@ async fn watch_prints_each_event_with_its_version_and_a_pod_summary() {
     let (status, out, err) = kinformer(
         dir.path(),
         &path,
-        &["watch", "pods", "web-2", "--max-events", "1"],
+        &["watch", "pods", "web-2", "-A", "--max-events", "1"],
     )
     .await;
     assert!(status.success(), "{err}");
@@ -124,7 +128,7 @@ async fn watch_o_json_prints_one_document_per_line() {
     let (status, out, err) = kinformer(
         dir.path(),
         &path,
-        &["watch", "pod", "-o", "json", "--max-events", "2"],
+        &["watch", "pod", "-A", "-o", "json", "--max-events", "2"],
     )
     .await;
     assert!(status.success(), "{err}");
@@ -146,7 +150,7 @@ async fn watch_o_json_prints_one_document_per_line() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn get_prints_names_single_objects_and_reports_missing_ones() {
     let (_sim, dir, path, _) = sim_with_two_pods().await;
-    let (status, out, err) = kinformer(dir.path(), &path, &["get", "po", "-o", "name"]).await;
+    let (status, out, err) = kinformer(dir.path(), &path, &["get", "po", "-A", "-o", "name"]).await;
     assert!(status.success(), "{err}");
     assert_eq!(out, "pod/web-1\npod/web-2\n");
 
@@ -203,6 +207,19 @@ async fn get_prints_names_single_objects_and_reports_missing_ones() {
     )
     .await;
     assert!(status.success(), "{err}");
+    // As kubectl: an empty List, and no "No resources found".
+    let list: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(list["kind"], "List", "{out}");
+    assert_eq!(list["items"], json!([]), "{out}");
+    assert!(err.is_empty(), "{err}");
+
+    let (status, out, err) = kinformer(
+        dir.path(),
+        &path,
+        &["get", "deployments.apps", "-o", "name"],
+    )
+    .await;
+    assert!(status.success(), "{err}");
     assert!(out.is_empty(), "{out}");
     assert_eq!(err, "No resources found\n");
 }
@@ -229,6 +246,7 @@ fn no_sim_forbids_the_embedded_cluster() {
     cmd.env("KINFORMER_NO_SIM", "0").args([
         "get",
         "pods",
+        "-A",
         "--sim-pods",
         "2",
         "--sim-churn",
@@ -254,6 +272,7 @@ fn stats_reports_counters_until_ctrl_c() {
     cmd.args([
         "stats",
         "pods",
+        "-A",
         "--sim",
         "--sim-pods",
         "5",

@@ -82,6 +82,7 @@ fn watch_serves_every_layer_s_metrics_in_prometheus_text() {
     cmd.args([
         "watch",
         "pods",
+        "-A",
         "--sim",
         "--sim-pods",
         "5",
@@ -137,6 +138,7 @@ fn stats_and_the_endpoint_read_the_same_metrics() {
         .args([
             "stats",
             "pods",
+            "-A",
             "--sim",
             "--sim-pods",
             "4",

@@ -76,7 +76,7 @@ async fn the_progress_line_shows_on_a_terminal_and_nowhere_else() {
     // terminal shows to its stdout; the command's own stdout goes to a file.
     let listed = dir.path().join("listed");
     let line = format!(
-        "{} get pods -o name --kubeconfig {} > {}",
+        "{} get pods -A -o name --kubeconfig {} > {}",
         quoted(std::path::Path::new(BIN)),
         quoted(&path),
         quoted(&listed)
@@ -115,7 +115,7 @@ async fn the_progress_line_shows_on_a_terminal_and_nowhere_else() {
 
     // Not a terminal: nothing of it.
     let mut cmd = bare(dir.path());
-    cmd.args(["get", "pods", "-o", "name", "--kubeconfig"])
+    cmd.args(["get", "pods", "-A", "-o", "name", "--kubeconfig"])
         .arg(&path);
     let (status, out, err) = tokio::task::spawn_blocking(move || run(cmd)).await.unwrap();
     assert!(status.success(), "{err}");

@@ -69,7 +69,8 @@ async fn custom_resources_resolve_by_every_kind_of_name() {
         "widgets.example.com",
         "widgets.v1.example.com",
     ] {
-        let (code, out, err) = kinformer(dir.path(), &path, &["get", name, "-o", "name"]).await;
+        let (code, out, err) =
+            kinformer(dir.path(), &path, &["get", name, "-A", "-o", "name"]).await;
         assert_eq!(code, Some(0), "{name}: {err}");
         assert_eq!(out, "widget.example.com/w1\n", "{name}");
         assert!(err.is_empty(), "{name}: {err}");
@@ -77,13 +78,18 @@ async fn custom_resources_resolve_by_every_kind_of_name() {
     let (code, out, err) = kinformer(
         dir.path(),
         &path,
-        &["watch", "widgets.example.com", "--max-events", "1"],
+        &["watch", "widgets.example.com", "-A", "--max-events", "1"],
     )
     .await;
     assert_eq!(code, Some(0), "{err}");
     assert!(out.starts_with("ADDED    shop/w1\trv="), "{out}");
     // A built-in type and a custom one in one command.
-    let (code, out, err) = kinformer(dir.path(), &path, &["get", "ns,widgets", "-o", "name"]).await;
+    let (code, out, err) = kinformer(
+        dir.path(),
+        &path,
+        &["get", "ns,widgets", "-A", "-o", "name"],
+    )
+    .await;
     assert_eq!(code, Some(0), "{err}");
     assert!(out.ends_with("widget.example.com/w1\n"), "{out}");
 }
@@ -97,7 +103,8 @@ async fn the_core_group_wins_a_name_two_groups_serve() {
         ("events.", "event/core-event\n"),
         ("events.example.com", "event.example.com/custom-event\n"),
     ] {
-        let (code, out, err) = kinformer(dir.path(), &path, &["get", name, "-o", "name"]).await;
+        let (code, out, err) =
+            kinformer(dir.path(), &path, &["get", name, "-A", "-o", "name"]).await;
         assert_eq!(code, Some(0), "{name}: {err}");
         assert_eq!(out, expected, "{name}");
     }

@@ -152,6 +152,7 @@ fn a_closed_stdout_ends_get_quietly_with_exit_0() {
     cmd.args([
         "get",
         "pods",
+        "-A",
         "--sim",
         "--sim-pods",
         "4000",

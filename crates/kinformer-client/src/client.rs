@@ -346,6 +346,25 @@ impl Client {
         })
     }
 
+    /// GETs `path` with this `Accept`: the body (bounded as a list body is) and the response's
+    /// `Content-Type`, for a caller that decodes according to what the server chose.
+    pub(crate) async fn get_bytes(
+        &self,
+        path: &str,
+        accept: &'static str,
+    ) -> Result<(Vec<u8>, Option<String>), Error> {
+        let (response, encoding) = self.send(path, accept, Request::List).await?;
+        let content_type = response
+            .headers()
+            .get(reqwest::header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned);
+        let body = self
+            .read_list_body(response, encoding, self.inner.max_list_body)
+            .await?;
+        Ok((body, content_type))
+    }
+
     /// Reads a list body: at most `limit` bytes once decompressed (else
     /// [`Error::BodyTooLarge`] naming `limit`), with no more than `list_progress_timeout`
     /// between chunks.

@@ -2,10 +2,12 @@
 //! `/api/v1`, `/apis`, `/apis/GROUP/VERSION`), and how a name a person types (`po`, `pods`,
 //! `Pod`, `deployments.apps`, `widgets.v1.example.com`) maps to one of them, in kubectl's order.
 
-use std::time::Duration;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, SystemTime};
 
 use kinformer_core::{ApiResource, Scope, validation};
-use serde::Deserialize;
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
 
 use crate::{Client, Error};
 
@@ -38,7 +40,8 @@ impl DiscoveredResource {
 /// then the groups in the order the server lists them (its priority order; custom resources
 /// come after the built-in groups), and within a group the preferred version first.
 ///
-/// Fetch it with [`Discovery::fetch`], then turn what a person typed into a resource with
+/// Fetch it with [`Discovery::fetch`] (or [`Discovery::fetch_with`], with a disk cache and
+/// per-group bounds), then turn what a person typed into a resource with
 /// [`Discovery::resolve`]:
 ///
 /// ```no_run
@@ -55,14 +58,187 @@ impl DiscoveredResource {
 /// # Ok(()) }
 /// ```
 ///
-/// A group version whose list cannot be fetched (an aggregated API that is down) is left out and
-/// named in [`failed_group_versions`](Self::failed_group_versions), as kubectl carries on
-/// without it; `/api` and `/apis` themselves must answer.
+/// `/api` and `/apis` are asked for aggregated discovery (`apidiscovery.k8s.io/v2`, every
+/// group's resources in one document, as kubectl 1.30 and later ask); a server that does not
+/// serve it answers with the plain group lists, and each group version's resource list is then
+/// fetched on its own, each within its own bound. A group version whose list cannot be had (an
+/// aggregated API that is down or hung, or one the server marks stale) is left out and named in
+/// [`failures`](Self::failures), as kubectl carries on without it; `/api` and `/apis`
+/// themselves must answer.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Discovery {
     resources: Vec<DiscoveredResource>,
-    failed: Vec<String>,
+    failed: Vec<FailedGroupVersion>,
+    from_cache: bool,
 }
+
+/// A group version discovery could not read, and why.
+///
+/// ```
+/// use kinformer_client::FailedGroupVersion;
+///
+/// let failed = FailedGroupVersion {
+///     group_version: "metrics.k8s.io/v1beta1".into(),
+///     reason: "the server is currently unable to handle the request".into(),
+/// };
+/// assert_eq!(
+///     failed.to_string(),
+///     "couldn't get resource list for metrics.k8s.io/v1beta1: the server is currently unable \
+///      to handle the request"
+/// );
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FailedGroupVersion {
+    /// `GROUP/VERSION`, or `VERSION` for the core group.
+    pub group_version: String,
+    /// The error, as a line.
+    pub reason: String,
+}
+
+impl std::fmt::Display for FailedGroupVersion {
+    /// kubectl's words for it.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "couldn't get resource list for {}: {}",
+            self.group_version, self.reason
+        )
+    }
+}
+
+/// How [`Discovery::fetch_with`] fetches: its bounds and its disk cache.
+///
+/// ```
+/// use std::time::Duration;
+/// use kinformer_client::DiscoveryOptions;
+///
+/// let options = DiscoveryOptions {
+///     timeout: Some(Duration::from_secs(10)),
+///     group_timeout: Some(Duration::from_secs(5)),
+///     cache_dir: Some(DiscoveryOptions::cache_dir_for(
+///         std::path::Path::new("/home/me/.kube/cache"),
+///         "https://10.0.0.1:6443",
+///     )),
+///     ..DiscoveryOptions::default()
+/// };
+/// assert_eq!(
+///     options.cache_dir.unwrap(),
+///     std::path::Path::new("/home/me/.kube/cache/discovery/10.0.0.1_6443")
+/// );
+/// assert_eq!(options.ttl, DiscoveryOptions::DEFAULT_TTL);
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DiscoveryOptions {
+    /// The bound on `/api` and `/apis` together ([`Error::Timeout`] waiting for "the discovery
+    /// documents"); `None`: only the client's own bounds.
+    pub timeout: Option<Duration>,
+    /// The bound on each group version's own resource list (asked for only when the server does
+    /// not serve aggregated discovery, or its cache file is stale); a group version that takes
+    /// longer is a [`FailedGroupVersion`] and the others are still resolved.
+    pub group_timeout: Option<Duration>,
+    /// The directory of this server's cache, kubectl's layout
+    /// ([`cache_dir_for`](Self::cache_dir_for)): `servergroups.json`, and
+    /// `GROUP/VERSION/serverresources.json` per group version (`v1/serverresources.json` for
+    /// the core group). `None`: no cache.
+    pub cache_dir: Option<PathBuf>,
+    /// How long a cache file is used after it was written (its modification time), kubectl's
+    /// 6 hours by default.
+    pub ttl: Duration,
+    /// Fetch everything again, ignoring the cache (and rewriting it): what to do when a name
+    /// was not found in a discovery read from the cache.
+    pub refresh: bool,
+}
+
+impl Default for DiscoveryOptions {
+    fn default() -> Self {
+        Self {
+            timeout: None,
+            group_timeout: None,
+            cache_dir: None,
+            ttl: Self::DEFAULT_TTL,
+            refresh: false,
+        }
+    }
+}
+
+impl DiscoveryOptions {
+    /// kubectl's time to live of its discovery cache: 6 hours.
+    ///
+    /// ```
+    /// use kinformer_client::DiscoveryOptions;
+    ///
+    /// assert_eq!(DiscoveryOptions::DEFAULT_TTL.as_secs(), 6 * 3600);
+    /// ```
+    pub const DEFAULT_TTL: Duration = Duration::from_secs(6 * 3600);
+
+    /// The cache directory kubectl uses for a server: `ROOT/discovery/HOST_PORT`, where
+    /// `ROOT` is the cache root (`~/.kube/cache`, [`default_cache_root`](Self::default_cache_root))
+    /// and `HOST_PORT` the server URL without its scheme, every character but letters, digits,
+    /// `_`, `.`, `/`, `(` and `)` replaced by `_` (`https://10.0.0.1:6443` gives
+    /// `10.0.0.1_6443`). A path segment `.` or `..` becomes `_`, so that the directory stays
+    /// under `ROOT`, and user information (`user:password@`) is left out.
+    ///
+    /// ```
+    /// use std::path::Path;
+    /// use kinformer_client::DiscoveryOptions;
+    ///
+    /// let dir = DiscoveryOptions::cache_dir_for(Path::new("/c"), "http://h:8080/../x");
+    /// assert_eq!(dir, Path::new("/c/discovery/h_8080/_/x"));
+    /// ```
+    pub fn cache_dir_for(root: &Path, server: &str) -> PathBuf {
+        let schemeless = server
+            .strip_prefix("https://")
+            .or_else(|| server.strip_prefix("http://"))
+            .unwrap_or(server);
+        // Never a credential in a file name: user information before `@` is dropped.
+        let authority_end = schemeless.find('/').unwrap_or(schemeless.len());
+        let schemeless = match schemeless[..authority_end].rfind('@') {
+            Some(at) => &schemeless[at + 1..],
+            None => schemeless,
+        };
+        let safe: String = schemeless
+            .chars()
+            .map(|c| {
+                if c.is_ascii_alphanumeric() || matches!(c, '_' | '/' | '.' | '(' | ')') {
+                    c
+                } else {
+                    '_'
+                }
+            })
+            .collect();
+        let mut dir = root.join("discovery");
+        for segment in safe.split('/').filter(|s| !s.is_empty()) {
+            dir.push(if matches!(segment, "." | "..") {
+                "_"
+            } else {
+                segment
+            });
+        }
+        dir
+    }
+
+    /// kubectl's cache root: `$KUBECACHEDIR`, else `$HOME/.kube/cache`; `None` without either.
+    ///
+    /// ```
+    /// use kinformer_client::DiscoveryOptions;
+    ///
+    /// if let Some(root) = DiscoveryOptions::default_cache_root() {
+    ///     println!("discovery is cached under {}", root.join("discovery").display());
+    /// }
+    /// ```
+    pub fn default_cache_root() -> Option<PathBuf> {
+        if let Some(dir) = std::env::var_os("KUBECACHEDIR").filter(|d| !d.is_empty()) {
+            return Some(PathBuf::from(dir));
+        }
+        let home = std::env::var_os("HOME").filter(|h| !h.is_empty())?;
+        Some(Path::new(&home).join(".kube").join("cache"))
+    }
+}
+
+/// What `/api` and `/apis` are asked for: aggregated discovery first, the plain documents
+/// otherwise (a server without aggregated discovery ignores the parameters and sends those).
+const ACCEPT_AGGREGATED: &str =
+    "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,application/json";
 
 /// `/api`: the core group's versions.
 #[derive(Debug, Deserialize)]
@@ -71,35 +247,53 @@ struct ApiVersions {
     versions: Vec<String>,
 }
 
-/// `/apis`: the groups and their versions.
-#[derive(Debug, Deserialize)]
+/// `/apis`: the groups and their versions; also the cache's `servergroups.json` (with the core
+/// group as the group named `""`, as kubectl writes it).
+#[derive(Debug, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
 struct ApiGroupList {
+    #[serde(default)]
+    kind: String,
+    #[serde(default)]
+    api_version: String,
     #[serde(default)]
     groups: Vec<ApiGroup>,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 struct ApiGroup {
     name: String,
     #[serde(default)]
     versions: Vec<GroupVersion>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     preferred_version: Option<GroupVersion>,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
 struct GroupVersion {
+    #[serde(default)]
+    group_version: String,
     version: String,
 }
 
-/// `/api/v1`, `/apis/GROUP/VERSION`: the resources of one group version.
-#[derive(Debug, Deserialize)]
+/// `/api/v1`, `/apis/GROUP/VERSION`: the resources of one group version; also the cache's
+/// `serverresources.json`.
+#[derive(Debug, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
 struct ApiResourceList {
+    #[serde(default)]
+    kind: String,
+    #[serde(default)]
+    api_version: String,
+    #[serde(default)]
+    group_version: String,
     #[serde(default)]
     resources: Vec<ApiResourceEntry>,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 struct ApiResourceEntry {
     name: String,
@@ -111,138 +305,432 @@ struct ApiResourceEntry {
     kind: String,
     #[serde(default)]
     verbs: Vec<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    short_names: Vec<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    categories: Vec<String>,
+}
+
+/// Aggregated discovery (`apidiscovery.k8s.io/v2` `APIGroupDiscoveryList`): every group, each
+/// version in order of preference, with its resources.
+#[derive(Debug, Deserialize)]
+struct GroupDiscoveryList {
+    #[serde(default)]
+    items: Vec<GroupDiscovery>,
+}
+
+#[derive(Debug, Deserialize)]
+struct GroupDiscovery {
+    #[serde(default)]
+    metadata: GroupMeta,
+    #[serde(default)]
+    versions: Vec<VersionDiscovery>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+struct GroupMeta {
+    #[serde(default)]
+    name: String,
+}
+
+#[derive(Debug, Deserialize)]
+struct VersionDiscovery {
+    version: String,
+    #[serde(default)]
+    resources: Vec<ResourceDiscovery>,
+    /// `Current`, or `Stale` when the server could not refresh it (an aggregated API down).
+    #[serde(default)]
+    freshness: String,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct ResourceDiscovery {
+    resource: String,
+    #[serde(default)]
+    response_kind: Option<ResponseKind>,
+    #[serde(default)]
+    scope: String,
+    #[serde(default)]
+    singular_resource: String,
+    #[serde(default)]
+    verbs: Vec<String>,
     #[serde(default)]
     short_names: Vec<String>,
     #[serde(default)]
     categories: Vec<String>,
+    #[serde(default)]
+    subresources: Vec<SubresourceDiscovery>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct SubresourceDiscovery {
+    subresource: String,
+    #[serde(default)]
+    response_kind: Option<ResponseKind>,
+    #[serde(default)]
+    verbs: Vec<String>,
+}
+
+#[derive(Debug, Deserialize)]
+struct ResponseKind {
+    #[serde(default)]
+    kind: String,
+}
+
+/// A resource of aggregated discovery as the plain list has it: the resource, then each of its
+/// subresources (`pods/status`), as kubectl writes them to its cache.
+fn entries_of(r: ResourceDiscovery) -> Vec<ApiResourceEntry> {
+    let namespaced = r.scope == "Namespaced";
+    let kind = r.response_kind.map(|k| k.kind).unwrap_or_default();
+    let mut entries = Vec::with_capacity(1 + r.subresources.len());
+    for sub in r.subresources {
+        entries.push(ApiResourceEntry {
+            name: format!("{}/{}", r.resource, sub.subresource),
+            singular_name: r.singular_resource.clone(),
+            namespaced,
+            kind: sub.response_kind.map_or_else(|| kind.clone(), |k| k.kind),
+            verbs: sub.verbs,
+            short_names: Vec::new(),
+            categories: Vec::new(),
+        });
+    }
+    entries.insert(
+        0,
+        ApiResourceEntry {
+            name: r.resource,
+            singular_name: r.singular_resource,
+            namespaced,
+            kind,
+            verbs: r.verbs,
+            short_names: r.short_names,
+            categories: r.categories,
+        },
+    );
+    entries
+}
+
+/// Whether a response's media type is aggregated discovery (`application/json` with
+/// `g=apidiscovery.k8s.io`, `v=v2` and `as=APIGroupDiscoveryList`).
+fn is_aggregated(content_type: Option<&str>) -> bool {
+    let Some(ct) = content_type else { return false };
+    let mut parts = ct.split(';').map(str::trim);
+    if !parts
+        .next()
+        .is_some_and(|t| t.eq_ignore_ascii_case("application/json"))
+    {
+        return false;
+    }
+    let (mut g, mut v, mut kind) = (false, false, false);
+    for p in parts {
+        match p.split_once('=') {
+            Some(("g", "apidiscovery.k8s.io")) => g = true,
+            Some(("v", "v2")) => v = true,
+            Some(("as", "APIGroupDiscoveryList")) => kind = true,
+            _ => {}
+        }
+    }
+    g && v && kind
+}
+
+/// `GROUP/VERSION`, or `VERSION` for the core group.
+fn gv_name(group: &str, version: &str) -> String {
+    if group.is_empty() {
+        version.to_owned()
+    } else {
+        format!("{group}/{version}")
+    }
+}
+
+/// One group version to read: where its resources come from.
+#[derive(Debug)]
+struct Wanted {
+    group: String,
+    version: String,
+    preferred: bool,
+    /// Its resources, when aggregated discovery gave them.
+    resources: Option<Vec<ApiResourceEntry>>,
+    /// Why it failed, when the server already says (stale).
+    failed: Option<String>,
+}
+
+/// What `/api` or `/apis` answered.
+enum Root {
+    /// Aggregated: the groups with their resources.
+    Aggregated(GroupDiscoveryList),
+    /// `/api`'s versions.
+    Core(ApiVersions),
+    /// `/apis`'s groups.
+    Groups(ApiGroupList),
 }
 
 impl Discovery {
-    /// Fetches every group version's resource list: `/api` and `/apis` first, then each list,
-    /// all at once. The whole of it is bounded by `timeout` ([`Error::Timeout`] when it is hit);
-    /// with `None`, only the client's own bounds apply (connecting, the response headers, the
-    /// body's progress).
+    /// Fetches every group version's resources, with no cache: `/api` and `/apis` bounded
+    /// together by `timeout` ([`Error::Timeout`] when it is hit), and each group version's own
+    /// list, when the server does not serve aggregated discovery, bounded by `timeout` too. With
+    /// `None`, only the client's own bounds apply (connecting, the response headers, the body's
+    /// progress).
     ///
     /// Fails with the error of `/api` or `/apis` (a refused connection, 401, 403, ...); a group
-    /// version that fails on its own is skipped and logged.
+    /// version that fails on its own is skipped, logged (at info) and named in
+    /// [`failures`](Self::failures).
     pub async fn fetch(client: &Client, timeout: Option<Duration>) -> Result<Self, Error> {
-        let work = Self::fetch_unbounded(client);
-        match timeout {
-            Some(limit) => tokio::time::timeout(limit, work)
-                .await
-                .map_err(|_| Error::Timeout {
-                    waiting_for: "the discovery documents",
-                    limit,
-                })?,
-            None => work.await,
-        }
+        let options = DiscoveryOptions {
+            timeout,
+            group_timeout: timeout,
+            ..DiscoveryOptions::default()
+        };
+        Self::fetch_with(client, &options).await
     }
 
-    async fn fetch_unbounded(client: &Client) -> Result<Self, Error> {
-        let (core, groups) = futures_util::future::join(
-            client.get_json::<ApiVersions>("/api", "discovery document /api"),
-            client.get_json::<ApiGroupList>("/apis", "discovery document /apis"),
-        )
-        .await;
-        let (core, groups) = (core?, groups?);
-        // (group, version, preferred), in kubectl's order of preference.
-        let mut wanted: Vec<(String, String, bool)> = Vec::new();
-        for (i, v) in core.versions.iter().enumerate() {
-            wanted.push((String::new(), v.clone(), i == 0));
-        }
-        for g in groups.groups {
-            let preferred = g
-                .preferred_version
-                .map(|p| p.version)
-                .or_else(|| g.versions.first().map(|v| v.version.clone()));
-            if let Some(p) = &preferred {
-                wanted.push((g.name.clone(), p.clone(), true));
+    /// Fetches every group version's resources as kubectl does: from the disk cache where its
+    /// files are younger than the TTL, else from the server (aggregated discovery, or `/api`,
+    /// `/apis` and each group version's list), writing what it fetched back to the cache. A
+    /// cache that cannot be read or written is logged and otherwise ignored.
+    ///
+    /// ```no_run
+    /// use std::time::Duration;
+    /// use kinformer_client::{Client, Discovery, DiscoveryOptions};
+    ///
+    /// # async fn run() -> Result<(), kinformer_client::Error> {
+    /// let client = Client::try_default()?;
+    /// let cache_dir = DiscoveryOptions::default_cache_root()
+    ///     .map(|root| DiscoveryOptions::cache_dir_for(&root, client.url()));
+    /// let options = DiscoveryOptions {
+    ///     timeout: Some(Duration::from_secs(10)),
+    ///     group_timeout: Some(Duration::from_secs(5)),
+    ///     cache_dir,
+    ///     ..DiscoveryOptions::default()
+    /// };
+    /// let mut discovery = Discovery::fetch_with(&client, &options).await?;
+    /// if discovery.resolve("widgets").is_none() && discovery.from_cache() {
+    ///     // The cache may predate the resource: ask the server, as kubectl does.
+    ///     let refresh = DiscoveryOptions { refresh: true, ..options };
+    ///     discovery = Discovery::fetch_with(&client, &refresh).await?;
+    /// }
+    /// for failed in discovery.failures() {
+    ///     eprintln!("{failed}");
+    /// }
+    /// # Ok(()) }
+    /// ```
+    pub async fn fetch_with(client: &Client, options: &DiscoveryOptions) -> Result<Self, Error> {
+        let cache = options.cache_dir.as_deref().map(|dir| Cache {
+            dir,
+            ttl: options.ttl,
+        });
+        let cached_groups = match (&cache, options.refresh) {
+            (Some(c), false) => c.read::<ApiGroupList>(&c.dir.join(GROUPS_FILE)).await,
+            _ => None,
+        };
+        let from_cache = cached_groups.is_some();
+        let mut wanted = match cached_groups {
+            Some(groups) => {
+                tracing::debug!("discovery: groups from the cache");
+                wanted_of_groups(groups.groups)
             }
-            for v in g.versions {
-                if preferred.as_deref() != Some(v.version.as_str()) {
-                    wanted.push((g.name.clone(), v.version, false));
+            None => {
+                let wanted = Self::fetch_roots(client, options.timeout).await?;
+                if let Some(c) = &cache {
+                    c.write_groups(&wanted).await;
                 }
+                wanted
             }
-        }
-        // The names come from the server and become request paths: a group that is not a
-        // DNS-1123 subdomain, or a version that is not a path segment, is not asked for.
-        wanted.retain(|(g, v, _)| {
-            let valid = (g.is_empty() || validation::is_dns1123_subdomain(g).is_empty())
-                && validation::is_valid_path_segment_name(v).is_empty()
-                && !v.is_empty();
+        };
+        // The names come from the server (or a file) and become request and file paths: a
+        // group that is not a DNS-1123 subdomain, or a version that is not a path segment, is
+        // not asked for.
+        wanted.retain(|w| {
+            let valid = (w.group.is_empty() || validation::is_dns1123_subdomain(&w.group).is_empty())
+                && validation::is_valid_path_segment_name(&w.version).is_empty();
             if !valid {
-                tracing::warn!(group = %g, version = %v, "discovery: skipping an invalid group version");
+                tracing::warn!(group = %w.group, version = %w.version, "discovery: skipping an invalid group version");
             }
             valid
         });
-        let lists = futures_util::future::join_all(wanted.iter().map(|(g, v, _)| {
-            let path = if g.is_empty() {
-                format!("/api/{v}")
-            } else {
-                format!("/apis/{g}/{v}")
-            };
+        let lists = futures_util::future::join_all(wanted.iter_mut().map(|w| {
+            let cache = cache.as_ref();
             async move {
-                client
-                    .get_json::<ApiResourceList>(&path, "discovery document")
-                    .await
+                if let Some(reason) = w.failed.take() {
+                    return Err(reason);
+                }
+                let gv = gv_name(&w.group, &w.version);
+                if let Some(resources) = w.resources.take() {
+                    if let Some(c) = cache {
+                        c.write_resources(&gv, &resources).await;
+                    }
+                    return Ok(resources);
+                }
+                if let Some(c) = cache.filter(|_| from_cache) {
+                    let file = c.dir.join(&gv).join(RESOURCES_FILE);
+                    if let Some(list) = c.read::<ApiResourceList>(&file).await {
+                        return Ok(list.resources);
+                    }
+                }
+                let resources =
+                    fetch_group_version(client, &w.group, &w.version, options.group_timeout)
+                        .await
+                        .map_err(|e| e.to_string())?;
+                if let Some(c) = cache {
+                    c.write_resources(&gv, &resources).await;
+                }
+                Ok(resources)
             }
         }))
         .await;
-        let mut discovery = Self::default();
-        for ((group, version, preferred), list) in wanted.into_iter().zip(lists) {
-            let gv = if group.is_empty() {
-                version.clone()
-            } else {
-                format!("{group}/{version}")
-            };
+        let mut discovery = Self {
+            from_cache,
+            ..Self::default()
+        };
+        for (w, list) in wanted.into_iter().zip(lists) {
             match list {
-                Ok(list) => {
-                    for r in list.resources {
-                        // Subresources (`pods/log`) are not listable types.
-                        if r.name.contains('/') {
-                            continue;
-                        }
-                        let scope = if r.namespaced {
-                            Scope::Namespaced
-                        } else {
-                            Scope::Cluster
-                        };
-                        let singular = if r.singular_name.is_empty() {
-                            r.kind.to_ascii_lowercase()
-                        } else {
-                            r.singular_name
-                        };
-                        discovery.resources.push(DiscoveredResource {
-                            resource: ApiResource::new(&group, &version, &r.kind, &r.name, scope),
-                            singular,
-                            short_names: r.short_names,
-                            verbs: r.verbs,
-                            categories: r.categories,
-                            preferred,
-                        });
-                    }
-                }
-                Err(error) => {
-                    tracing::warn!(group_version = %gv, %error, "discovery: skipping a group version");
-                    discovery.failed.push(gv);
+                Ok(entries) => discovery.push(&w.group, &w.version, w.preferred, entries),
+                Err(reason) => {
+                    let failed = FailedGroupVersion {
+                        group_version: gv_name(&w.group, &w.version),
+                        reason,
+                    };
+                    tracing::info!("discovery: {failed}");
+                    discovery.failed.push(failed);
                 }
             }
         }
         tracing::debug!(
             resources = discovery.resources.len(),
             failed = discovery.failed.len(),
+            from_cache,
             "discovery done"
         );
         Ok(discovery)
     }
 
+    /// `/api` and `/apis`, at once, bounded together: the group versions to read, with their
+    /// resources when the server served aggregated discovery.
+    async fn fetch_roots(client: &Client, timeout: Option<Duration>) -> Result<Vec<Wanted>, Error> {
+        let work = async {
+            let (core, groups) =
+                futures_util::future::join(fetch_root(client, "/api"), fetch_root(client, "/apis"))
+                    .await;
+            Ok::<_, Error>((core?, groups?))
+        };
+        let (core, groups) = match timeout {
+            Some(limit) => {
+                tokio::time::timeout(limit, work)
+                    .await
+                    .map_err(|_| Error::Timeout {
+                        waiting_for: "the discovery documents",
+                        limit,
+                    })??
+            }
+            None => work.await?,
+        };
+        let mut wanted = Vec::new();
+        for root in [core, groups] {
+            match root {
+                Root::Aggregated(list) => {
+                    for g in list.items {
+                        for (i, v) in g.versions.into_iter().enumerate() {
+                            let stale = v.freshness == "Stale";
+                            wanted.push(Wanted {
+                                group: g.metadata.name.clone(),
+                                version: v.version,
+                                preferred: i == 0,
+                                resources: (!stale).then(|| {
+                                    v.resources.into_iter().flat_map(entries_of).collect()
+                                }),
+                                failed: stale.then(|| "stale GroupVersion discovery".to_owned()),
+                            });
+                        }
+                    }
+                }
+                Root::Core(core) => {
+                    for (i, v) in core.versions.into_iter().enumerate() {
+                        wanted.push(Wanted {
+                            group: String::new(),
+                            version: v,
+                            preferred: i == 0,
+                            resources: None,
+                            failed: None,
+                        });
+                    }
+                }
+                Root::Groups(list) => wanted.extend(wanted_of_groups(list.groups)),
+            }
+        }
+        Ok(wanted)
+    }
+
+    fn push(
+        &mut self,
+        group: &str,
+        version: &str,
+        preferred: bool,
+        entries: Vec<ApiResourceEntry>,
+    ) {
+        for r in entries {
+            // Subresources (`pods/log`) are not listable types.
+            if r.name.contains('/') || r.name.is_empty() {
+                continue;
+            }
+            let scope = if r.namespaced {
+                Scope::Namespaced
+            } else {
+                Scope::Cluster
+            };
+            let singular = if r.singular_name.is_empty() {
+                r.kind.to_ascii_lowercase()
+            } else {
+                r.singular_name
+            };
+            self.resources.push(DiscoveredResource {
+                resource: ApiResource::new(group, version, &r.kind, &r.name, scope),
+                singular,
+                short_names: r.short_names,
+                verbs: r.verbs,
+                categories: r.categories,
+                preferred,
+            });
+        }
+    }
+
     /// A discovery made of these resources, in this order of preference (for tests, and for
     /// callers that cache discovery themselves).
+    ///
+    /// ```
+    /// use kinformer_client::Discovery;
+    ///
+    /// let empty = Discovery::from_resources(Vec::new());
+    /// assert!(empty.resources().is_empty() && empty.failures().is_empty());
+    /// ```
     pub fn from_resources(resources: Vec<DiscoveredResource>) -> Self {
         Self {
             resources,
-            failed: Vec::new(),
+            ..Self::default()
         }
+    }
+
+    /// The group versions whose resource lists could not be had, each with its reason
+    /// (kubectl's words: [`FailedGroupVersion`]'s `Display`).
+    ///
+    /// ```
+    /// use kinformer_client::Discovery;
+    ///
+    /// assert!(Discovery::default().failures().is_empty());
+    /// ```
+    pub fn failures(&self) -> &[FailedGroupVersion] {
+        &self.failed
+    }
+
+    /// Whether the group list came from the disk cache: a name not found may be newer than
+    /// the cache, and worth a [`refresh`](DiscoveryOptions::refresh).
+    ///
+    /// ```
+    /// use kinformer_client::Discovery;
+    ///
+    /// assert!(!Discovery::default().from_cache());
+    /// ```
+    pub fn from_cache(&self) -> bool {
+        self.from_cache
     }
 
     /// Every resource served, in order of preference.
@@ -251,8 +739,17 @@ impl Discovery {
     }
 
     /// The group versions (`metrics.k8s.io/v1beta1`) whose resource lists could not be fetched.
-    pub fn failed_group_versions(&self) -> &[String] {
-        &self.failed
+    ///
+    /// ```
+    /// use kinformer_client::Discovery;
+    ///
+    /// assert!(Discovery::default().failed_group_versions().is_empty());
+    /// ```
+    pub fn failed_group_versions(&self) -> Vec<&str> {
+        self.failed
+            .iter()
+            .map(|f| f.group_version.as_str())
+            .collect()
     }
 
     /// The resource `name` stands for, as kubectl resolves it, or `None` when the server serves
@@ -318,6 +815,213 @@ impl Discovery {
             .or_else(|| candidates().find(|r| r.resource.plural == lower || r.singular == lower))
             .or_else(|| candidates().find(|r| r.resource.kind.eq_ignore_ascii_case(name)))
     }
+}
+
+/// The group versions of a group list, in kubectl's order: each group's preferred version
+/// first. The group named `""` is the core group (as the cache stores it).
+fn wanted_of_groups(groups: Vec<ApiGroup>) -> Vec<Wanted> {
+    let mut wanted = Vec::new();
+    for g in groups {
+        let preferred = g
+            .preferred_version
+            .map(|p| p.version)
+            .or_else(|| g.versions.first().map(|v| v.version.clone()));
+        let mut versions: Vec<String> = g.versions.into_iter().map(|v| v.version).collect();
+        if let Some(p) = &preferred
+            && let Some(at) = versions.iter().position(|v| v == p)
+        {
+            let p = versions.remove(at);
+            versions.insert(0, p);
+        }
+        for (i, version) in versions.into_iter().enumerate() {
+            wanted.push(Wanted {
+                group: g.name.clone(),
+                version,
+                preferred: i == 0,
+                resources: None,
+                failed: None,
+            });
+        }
+    }
+    wanted
+}
+
+/// `/api` or `/apis`, asking for aggregated discovery.
+async fn fetch_root(client: &Client, path: &'static str) -> Result<Root, Error> {
+    let what = if path == "/api" {
+        "discovery document /api"
+    } else {
+        "discovery document /apis"
+    };
+    let (body, content_type) = client.get_bytes(path, ACCEPT_AGGREGATED).await?;
+    let decode = |source| Error::Decode {
+        what,
+        line: None,
+        offset: None,
+        source: kinformer_core::Error::Decode { what, source },
+    };
+    if is_aggregated(content_type.as_deref()) {
+        tracing::debug!(path, "aggregated discovery");
+        return serde_json::from_slice(&body)
+            .map(Root::Aggregated)
+            .map_err(decode);
+    }
+    if path == "/api" {
+        serde_json::from_slice(&body)
+            .map(Root::Core)
+            .map_err(decode)
+    } else {
+        serde_json::from_slice(&body)
+            .map(Root::Groups)
+            .map_err(decode)
+    }
+}
+
+/// One group version's resource list, within `bound`.
+async fn fetch_group_version(
+    client: &Client,
+    group: &str,
+    version: &str,
+    bound: Option<Duration>,
+) -> Result<Vec<ApiResourceEntry>, Error> {
+    let path = if group.is_empty() {
+        format!("/api/{version}")
+    } else {
+        format!("/apis/{group}/{version}")
+    };
+    let work = client.get_json::<ApiResourceList>(&path, "discovery document");
+    let list = match bound {
+        Some(limit) => tokio::time::timeout(limit, work)
+            .await
+            .map_err(|_| Error::Timeout {
+                waiting_for: "the group version's discovery document",
+                limit,
+            })??,
+        None => work.await?,
+    };
+    Ok(list.resources)
+}
+
+/// kubectl's cache files.
+const GROUPS_FILE: &str = "servergroups.json";
+const RESOURCES_FILE: &str = "serverresources.json";
+
+/// The disk cache of one server's discovery.
+struct Cache<'a> {
+    dir: &'a Path,
+    ttl: Duration,
+}
+
+impl Cache<'_> {
+    /// A cache file, if it exists, is younger than the TTL and decodes.
+    async fn read<T: DeserializeOwned>(&self, file: &Path) -> Option<T> {
+        let meta = tokio::fs::metadata(file).await.ok()?;
+        let age = meta
+            .modified()
+            .ok()
+            .and_then(|m| SystemTime::now().duration_since(m).ok())
+            .unwrap_or_default();
+        if age > self.ttl {
+            tracing::debug!(file = %file.display(), "discovery cache: expired");
+            return None;
+        }
+        let bytes = tokio::fs::read(file).await.ok()?;
+        match serde_json::from_slice(&bytes) {
+            Ok(v) => Some(v),
+            Err(error) => {
+                tracing::debug!(file = %file.display(), %error, "discovery cache: does not decode");
+                None
+            }
+        }
+    }
+
+    async fn write_groups(&self, wanted: &[Wanted]) {
+        let mut list = ApiGroupList {
+            kind: "APIGroupList".to_owned(),
+            api_version: "v1".to_owned(),
+            groups: Vec::new(),
+        };
+        for w in wanted {
+            let version = GroupVersion {
+                group_version: gv_name(&w.group, &w.version),
+                version: w.version.clone(),
+            };
+            match list.groups.iter_mut().find(|g| g.name == w.group) {
+                Some(g) => g.versions.push(version),
+                None => list.groups.push(ApiGroup {
+                    name: w.group.clone(),
+                    versions: vec![version.clone()],
+                    preferred_version: Some(version),
+                }),
+            }
+        }
+        if list.groups.is_empty() {
+            return;
+        }
+        self.write(&self.dir.join(GROUPS_FILE), &list).await;
+    }
+
+    async fn write_resources(&self, gv: &str, resources: &[ApiResourceEntry]) {
+        // As kubectl: an empty list is not cached.
+        if resources.is_empty() {
+            return;
+        }
+        let list = ApiResourceList {
+            kind: "APIResourceList".to_owned(),
+            api_version: "v1".to_owned(),
+            group_version: gv.to_owned(),
+            resources: resources.to_vec(),
+        };
+        self.write(&self.dir.join(gv).join(RESOURCES_FILE), &list)
+            .await;
+    }
+
+    /// Writes a file as kubectl does: directories 0750, the file 0660, through a temporary file
+    /// renamed into place, so a reader never sees half of it.
+    async fn write(&self, file: &Path, value: &impl Serialize) {
+        let result = async {
+            let dir = file.parent().unwrap_or(self.dir);
+            let mut builder = tokio::fs::DirBuilder::new();
+            builder.recursive(true);
+            #[cfg(unix)]
+            builder.mode(0o750);
+            builder.create(dir).await?;
+            let bytes = serde_json::to_vec(value).map_err(std::io::Error::other)?;
+            let name = file.file_name().and_then(|n| n.to_str()).unwrap_or("cache");
+            let temp = dir.join(format!(
+                ".{name}.{}.{}",
+                std::process::id(),
+                fastrand_suffix()
+            ));
+            let mut options = tokio::fs::OpenOptions::new();
+            options.write(true).create_new(true);
+            #[cfg(unix)]
+            options.mode(0o660);
+            let written = async {
+                let mut f = options.open(&temp).await?;
+                tokio::io::AsyncWriteExt::write_all(&mut f, &bytes).await?;
+                tokio::io::AsyncWriteExt::flush(&mut f).await?;
+                drop(f);
+                tokio::fs::rename(&temp, file).await
+            }
+            .await;
+            if written.is_err() {
+                let _ = tokio::fs::remove_file(&temp).await;
+            }
+            written
+        }
+        .await;
+        if let Err(error) = result {
+            tracing::debug!(file = %file.display(), %error, "discovery cache: cannot write");
+        }
+    }
+}
+
+/// A suffix that keeps two writers of one process apart.
+fn fastrand_suffix() -> u64 {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    NEXT.fetch_add(1, Ordering::Relaxed)
 }
 
 #[cfg(test)]
@@ -415,5 +1119,39 @@ mod tests {
         )
         .unwrap();
         assert!(groups.groups[0].preferred_version.is_none());
+    }
+
+    #[test]
+    fn aggregated_media_types_are_recognised() {
+        for yes in [
+            "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList",
+            "application/json; g=apidiscovery.k8s.io; v=v2; as=APIGroupDiscoveryList",
+            "application/json;as=APIGroupDiscoveryList;v=v2;g=apidiscovery.k8s.io",
+        ] {
+            assert!(is_aggregated(Some(yes)), "{yes}");
+        }
+        for no in [
+            "application/json",
+            "application/json;g=apidiscovery.k8s.io;v=v2beta1;as=APIGroupDiscoveryList",
+            "application/vnd.kubernetes.protobuf;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList",
+            "text/plain",
+        ] {
+            assert!(!is_aggregated(Some(no)), "{no}");
+        }
+        assert!(!is_aggregated(None));
+    }
+
+    #[test]
+    fn preferred_versions_come_first() {
+        let groups: ApiGroupList = serde_json::from_str(
+            r#"{"groups":[{"name":"example.com","versions":[{"version":"v1beta1"},{"version":"v1"}],"preferredVersion":{"version":"v1"}}]}"#,
+        )
+        .unwrap();
+        let wanted = wanted_of_groups(groups.groups);
+        let order: Vec<(&str, bool)> = wanted
+            .iter()
+            .map(|w| (w.version.as_str(), w.preferred))
+            .collect();
+        assert_eq!(order, [("v1", true), ("v1beta1", false)]);
     }
 }

@@ -96,7 +96,7 @@ pub use config::{
     DEFAULT_REQUEST_TIMEOUT, KubeconfigOptions, SERVICE_ACCOUNT_DIR,
 };
 pub use decode::{WatchDecoder, decode_watch};
-pub use discovery::{DiscoveredResource, Discovery};
+pub use discovery::{DiscoveredResource, Discovery, DiscoveryOptions, FailedGroupVersion};
 pub use error::{Error, ListBound};
 pub use kubeconfig::{
     AuthInfo, Cluster, Context, ExecConfig, ExecEnvVar, Kubeconfig, NamedAuthInfo, NamedCluster,

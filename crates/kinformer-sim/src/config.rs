@@ -56,6 +56,25 @@ impl KubeVersion {
         self >= Self::V1_34
     }
 
+    /// The versions of aggregated discovery (`apidiscovery.k8s.io`) `/api` and `/apis` serve
+    /// to a client that asks for them in `Accept`, most preferred first: `v2` since 1.30 (GA),
+    /// and the beta `v2beta1` from 1.26 to 1.34 (later releases stopped serving it). An empty
+    /// list would mean the plain documents only.
+    ///
+    /// ```
+    /// use kinformer_sim::KubeVersion;
+    ///
+    /// assert_eq!(KubeVersion::V1_34.aggregated_discovery(), ["v2", "v2beta1"]);
+    /// ```
+    pub fn aggregated_discovery(self) -> &'static [&'static str] {
+        match self.minor() {
+            30..=34 => &["v2", "v2beta1"],
+            26..=29 => &["v2beta1"],
+            35.. => &["v2"],
+            _ => &[],
+        }
+    }
+
     /// Parses `1.33`, `v1.33` or `33`; `None` for a release the sim does not model.
     pub fn parse(s: &str) -> Option<Self> {
         let s = s.trim().trim_start_matches('v');

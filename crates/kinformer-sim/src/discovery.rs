@@ -151,6 +151,9 @@ pub(crate) fn route(
             );
             r
         }
+        ["api" | "apis"] if let Some(version) = aggregated_version(parts, shared) => {
+            aggregated(&gvs, segs[0] == "api", version, parts)
+        }
         ["api"] => ok(&json!({
             "kind": "APIVersions",
             "versions": ["v1"],
@@ -275,6 +278,160 @@ fn openapi_gv(
             "the server could not find the requested resource",
         )),
     }
+}
+
+/// The aggregated discovery version the `Accept` header asks for and the modelled release
+/// serves, as the apiserver negotiates it (`WrapAggregatedDiscoveryToHandler`): the media types
+/// in order of preference (`q`, then order); the first the server can produce wins. A plain
+/// JSON type (`application/json`, `*/*`) means the plain documents; an aggregated type of a
+/// version this release does not serve, or in a serialization the sim does not produce
+/// (protobuf), is passed over.
+fn aggregated_version(parts: &http::request::Parts, shared: &Shared) -> Option<&'static str> {
+    let accept = crate::request::accept_header(parts)?;
+    let served = shared.config.version.aggregated_discovery();
+    let mut clauses: Vec<(f32, usize, &str)> = accept
+        .split(',')
+        .enumerate()
+        .map(|(i, clause)| {
+            let q = clause
+                .split(';')
+                .filter_map(|p| p.trim().strip_prefix("q="))
+                .find_map(|q| q.trim().parse::<f32>().ok())
+                .unwrap_or(1.0);
+            (q, i, clause)
+        })
+        .filter(|(q, _, _)| *q > 0.0)
+        .collect();
+    clauses.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
+    for (_, _, clause) in clauses {
+        let mut params = clause.split(';').map(str::trim);
+        let media = params.next().unwrap_or_default().to_ascii_lowercase();
+        let (mut g, mut v, mut kind) = (None, None, None);
+        for p in params {
+            match p.split_once('=') {
+                Some(("g", x)) => g = Some(x),
+                Some(("v", x)) => v = Some(x),
+                Some(("as", x)) => kind = Some(x),
+                _ => {}
+            }
+        }
+        let json = matches!(media.as_str(), "application/json" | "application/*" | "*/*");
+        match (g, v, kind) {
+            (None, None, None) if json => return None,
+            (Some("apidiscovery.k8s.io"), Some(version), Some("APIGroupDiscoveryList"))
+                if media == "application/json" =>
+            {
+                if let Some(v) = served.iter().find(|s| **s == version) {
+                    return Some(*v);
+                }
+            }
+            _ => {}
+        }
+    }
+    None
+}
+
+/// A resource as aggregated discovery describes it (`APIResourceDiscovery`).
+fn aggregated_resource(r: &ResourceInfo) -> Value {
+    let plain = resource_entry(r);
+    let kind = json!({"group": "", "version": "", "kind": r.api.kind});
+    let mut v = json!({
+        "resource": r.api.plural,
+        "responseKind": kind,
+        "scope": if r.api.scope == Scope::Namespaced { "Namespaced" } else { "Cluster" },
+        "singularResource": r.singular,
+        "verbs": plain["verbs"],
+    });
+    for (from, to) in [("shortNames", "shortNames"), ("categories", "categories")] {
+        if let Some(x) = plain.get(from) {
+            v[to] = x.clone();
+        }
+    }
+    if r.status_subresource {
+        v["subresources"] = json!([{
+            "subresource": "status",
+            "responseKind": kind,
+            "verbs": ["get", "patch", "update"],
+        }]);
+    }
+    v
+}
+
+/// `/api` or `/apis` as aggregated discovery (`APIGroupDiscoveryList`, apiserver's
+/// `endpoints/discovery/aggregated`): every group with its versions, the preferred one first,
+/// each with its resources; an `ETag` of the document, `304 Not Modified` to a request whose
+/// `If-None-Match` names it.
+fn aggregated(
+    gvs: &BTreeMap<(String, String), Vec<ResourceInfo>>,
+    core: bool,
+    version: &str,
+    parts: &http::request::Parts,
+) -> Response<Body> {
+    let mut groups: BTreeMap<&str, Vec<(&str, &[ResourceInfo])>> = BTreeMap::new();
+    for ((g, v), rs) in gvs {
+        if g.is_empty() == core {
+            groups.entry(g).or_default().push((v, rs));
+        }
+    }
+    let items: Vec<Value> = groups
+        .into_iter()
+        .map(|(g, mut versions)| {
+            // The plain documents prefer the last version: the same one comes first here.
+            versions.reverse();
+            let mut metadata = json!({"creationTimestamp": null});
+            if !g.is_empty() {
+                metadata["name"] = g.into();
+            }
+            json!({
+                "metadata": metadata,
+                "versions": versions.iter().map(|(v, rs)| json!({
+                    "version": v,
+                    "resources": rs.iter().map(aggregated_resource).collect::<Vec<_>>(),
+                    "freshness": "Current",
+                })).collect::<Vec<_>>(),
+            })
+        })
+        .collect();
+    let doc = json!({
+        "kind": "APIGroupDiscoveryList",
+        "apiVersion": format!("apidiscovery.k8s.io/{version}"),
+        "metadata": {},
+        "items": items,
+    });
+    let body = serde_json::to_vec(&doc).unwrap_or_default();
+    let etag = {
+        use std::hash::{Hash, Hasher};
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        body.hash(&mut h);
+        format!("\"{:016X}\"", h.finish())
+    };
+    let matches = parts
+        .headers
+        .get(http::header::IF_NONE_MATCH)
+        .is_some_and(|v| v.as_bytes() == etag.as_bytes());
+    let mut r = if matches {
+        let mut r = json_response(StatusCode::NOT_MODIFIED, Bytes::new());
+        r.headers_mut().remove(http::header::CONTENT_TYPE);
+        r
+    } else {
+        let mut r = json_response(StatusCode::OK, Bytes::from(body));
+        if let Ok(ct) = http::HeaderValue::from_str(&format!(
+            "application/json;g=apidiscovery.k8s.io;v={version};as=APIGroupDiscoveryList"
+        )) {
+            r.headers_mut().insert(http::header::CONTENT_TYPE, ct);
+        }
+        r
+    };
+    let headers = r.headers_mut();
+    if let Ok(tag) = http::HeaderValue::from_str(&etag) {
+        headers.insert(http::header::ETAG, tag);
+    }
+    headers.insert(http::header::VARY, http::HeaderValue::from_static("Accept"));
+    headers.insert(
+        http::header::CACHE_CONTROL,
+        http::HeaderValue::from_static("public"),
+    );
+    r
 }
 
 fn group_json(group: &str, versions: &[&str]) -> Value {

@@ -131,6 +131,7 @@ pub fn signal_stops_a_healthy_watch(name: &str, code: i32) {
     cmd.args([
         "watch",
         "pods",
+        "-A",
         "--sim",
         "--sim-pods",
         "3",
