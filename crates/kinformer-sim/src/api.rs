@@ -337,11 +337,18 @@ pub(crate) async fn delete(
         shared
             .store
             .delete_with(&t.info.api, t.namespace.as_deref(), name, &opts)?;
-    // An object still marked for deletion, and a deleted pod (its storage returns the deleted
-    // object), answer the object; any other deleted object a `Status` naming it
+    // An object still marked for deletion, and a deleted object of a kind whose storage sets
+    // `ReturnDeletedObject` (pods, namespaces and service accounts among those served here:
+    // `pkg/registry/core/{pod,namespace,serviceaccount}/storage/storage.go`), answer the
+    // object; any other deleted object a `Status` naming it
     // (`registry/generic/registry/store.go`, `finalizeDelete`).
-    let pod = t.info.api.group.is_empty() && t.info.api.plural == "pods";
-    if deletion == Deletion::Gone && !pod {
+    let returns_deleted = t.info.api.group.is_empty()
+        && !t.info.custom
+        && matches!(
+            t.info.api.plural.as_str(),
+            "pods" | "namespaces" | "serviceaccounts"
+        );
+    if deletion == Deletion::Gone && !returns_deleted {
         let deleted = serde_json::json!({
             "kind": "Status",
             "apiVersion": "v1",

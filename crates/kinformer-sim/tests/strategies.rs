@@ -500,3 +500,36 @@ async fn endpoint_slices_have_a_generation_bumped_by_endpoints_and_labels() {
     let moved = patch(json!({"endpoints": [{"addresses": ["10.0.0.2"]}]})).await;
     assert_eq!(generation(&moved), Some(3));
 }
+
+#[tokio::test]
+async fn a_delete_answers_the_object_where_the_storage_returns_it_else_a_status() {
+    let (_sim, api) = Api::start().await;
+    let base = "/api/v1/namespaces/default";
+    for plural in ["serviceaccounts", "configmaps", "secrets"] {
+        api.ok(
+            "POST",
+            &format!("{base}/{plural}"),
+            Some(json!({"metadata": {"name": "x"}})),
+        )
+        .await;
+        let out = api.ok("DELETE", &format!("{base}/{plural}/x"), None).await;
+        if plural == "serviceaccounts" {
+            // `ReturnDeletedObject` (pkg/registry/core/serviceaccount/storage/storage.go).
+            assert_eq!(
+                (out["kind"].as_str(), out["metadata"]["name"].as_str()),
+                (Some("ServiceAccount"), Some("x"))
+            );
+        } else {
+            assert_eq!(
+                (
+                    out["kind"].as_str(),
+                    out["status"].as_str(),
+                    out["details"]["name"].as_str(),
+                    out["details"]["kind"].as_str()
+                ),
+                (Some("Status"), Some("Success"), Some("x"), Some(plural)),
+                "{plural}"
+            );
+        }
+    }
+}
