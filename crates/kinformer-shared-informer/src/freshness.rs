@@ -171,6 +171,7 @@ pub(crate) type VersionOf = Arc<dyn Fn(&str) -> Option<ResourceVersion> + Send +
 pub struct Freshness {
     state: Arc<State>,
     informer: Arc<str>,
+    resource: Arc<str>,
     /// The object the cache holds for a key, and its version, if it holds one.
     lookup: VersionOf,
 }
@@ -186,10 +187,16 @@ impl std::fmt::Debug for Freshness {
 }
 
 impl Freshness {
-    pub(crate) fn new(state: Arc<State>, informer: &str, lookup: VersionOf) -> Self {
+    pub(crate) fn new(
+        state: Arc<State>,
+        informer: &str,
+        resource: &str,
+        lookup: VersionOf,
+    ) -> Self {
         Self {
             state,
             informer: informer.into(),
+            resource: resource.into(),
             lookup,
         }
     }
@@ -203,6 +210,11 @@ impl Freshness {
     /// The name of the informer whose cache this is (for logs and metrics).
     pub fn informer(&self) -> &str {
         &self.informer
+    }
+
+    /// The resource that informer caches, as its metrics name it.
+    pub fn resource(&self) -> &str {
+        &self.resource
     }
 
     /// Records that a write of `key` (`namespace/name`, or `name`) returned `resource_version`

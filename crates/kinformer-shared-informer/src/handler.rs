@@ -275,6 +275,7 @@ pub(crate) struct Listener<K> {
     room: Mutex<Option<std::task::Waker>>,
     backlog_gauge: metrics::Gauge,
     lag_gauge: metrics::Gauge,
+    panics_counter: metrics::Counter,
     thread: Mutex<Option<JoinHandle<()>>>,
     /// How long the thread leaves spent notifications for a push to take ([`RECLAIM_WAIT`]).
     reclaim_wait: Duration,
@@ -286,16 +287,16 @@ impl<K: Object + Send + Sync + 'static> Listener<K> {
     pub(crate) fn spawn(
         id: u64,
         name: String,
+        labels: Vec<metrics::Label>,
         handler: Arc<dyn ResourceEventHandler<K>>,
         resync_period: Option<Duration>,
         abort_on_panic: bool,
         policy: BufferPolicy,
         reclaim_wait: Duration,
     ) -> Arc<Self> {
-        let backlog_gauge =
-            metrics::gauge!(crate::metric_names::HANDLER_BACKLOG, "handler" => name.clone());
-        let lag_gauge =
-            metrics::gauge!(crate::metric_names::HANDLER_LAG_SECONDS, "handler" => name.clone());
+        let backlog_gauge = metrics::gauge!(crate::metric_names::HANDLER_BACKLOG, labels.clone());
+        let lag_gauge = metrics::gauge!(crate::metric_names::HANDLER_LAG_SECONDS, labels.clone());
+        let panics_counter = metrics::counter!(crate::metric_names::HANDLER_PANICS, labels);
         let listener = Arc::new(Self {
             id,
             name,
@@ -320,6 +321,7 @@ impl<K: Object + Send + Sync + 'static> Listener<K> {
             room: Mutex::new(None),
             backlog_gauge,
             lag_gauge,
+            panics_counter,
             thread: Mutex::new(None),
             reclaim_wait,
         });
@@ -576,8 +578,7 @@ impl<K: Object + Send + Sync + 'static> Listener<K> {
                     Note::Bookmark(rv) => format!("bookmark {rv}"),
                 };
                 tracing::error!(handler = %self.name, %key, %message, "event handler panicked");
-                metrics::counter!(crate::metric_names::HANDLER_PANICS, "handler" => self.name.clone())
-                    .increment(1);
+                self.panics_counter.increment(1);
                 if self.abort_on_panic {
                     tracing::error!(handler = %self.name, "aborting, as configured");
                     std::process::abort();
@@ -741,6 +742,7 @@ mod tests {
         Listener::spawn(
             1,
             "test".into(),
+            Vec::new(),
             Arc::new(Ignore),
             None,
             false,

@@ -132,6 +132,8 @@ struct Gauges {
     objects: AtomicI64,
     /// When [`SharedIndexInformer::run`] started.
     started: OnceLock<std::time::Instant>,
+    /// `informer` and `resource`, which each handler's metrics carry too.
+    labels: [metrics::Label; 2],
 }
 
 impl Gauges {
@@ -152,6 +154,7 @@ impl Gauges {
             time_to_first_sync: gauge(n::TIME_TO_FIRST_SYNC_SECONDS),
             objects: AtomicI64::new(0),
             started: OnceLock::new(),
+            labels,
         }
     }
 
@@ -185,6 +188,8 @@ pub struct SharedIndexInformer<K, Q, C> {
     queue: Arc<Q>,
     cache: Arc<C>,
     name: String,
+    /// The `resource` label of its metrics: the resource it was told, else its name.
+    resource: String,
     inner: Arc<Inner<K>>,
     running: AtomicBool,
 }
@@ -273,11 +278,17 @@ where
         config: InformerConfig<K>,
     ) -> Self {
         let gauges = Gauges::new(&config.name, &config.resource);
+        let resource = if config.resource.is_empty() {
+            config.name.clone()
+        } else {
+            config.resource.clone()
+        };
         Self {
             events: Mutex::new(Some(Box::pin(events))),
             queue,
             cache,
             name: config.name,
+            resource,
             inner: Arc::new(Inner {
                 handlers: Mutex::new(Handlers {
                     listeners: Vec::new(),
@@ -384,6 +395,11 @@ where
         Some((reached, self.cache.list()))
     }
 
+    /// The resource its metrics are labelled with (`InformerConfig::resource`, else the name).
+    pub fn resource(&self) -> &str {
+        &self.resource
+    }
+
     /// Read-your-writes for this informer's cache: record the version each write returned, and
     /// ask whether the cache has caught up with it for that key (see [`Freshness`]).
     pub fn freshness(&self) -> Freshness {
@@ -391,6 +407,7 @@ where
         Freshness::new(
             Arc::clone(&self.inner.freshness),
             &self.name,
+            &self.resource,
             Arc::new(move |key: &str| {
                 cache
                     .get_by_key(key)
@@ -451,9 +468,12 @@ where
         let id = handlers.next_id;
         handlers.next_id += 1;
         let name = format!("{}#{id}", self.name);
+        let mut labels = self.inner.gauges.labels.to_vec();
+        labels.push(metrics::Label::new("handler", name.clone()));
         let listener = Listener::spawn(
             id,
             name,
+            labels,
             Arc::new(handler),
             period,
             self.inner.abort_on_panic,

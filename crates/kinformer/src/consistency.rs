@@ -293,8 +293,13 @@ where
     }
 
     fn count(&self, outcome: &'static str, f: impl FnOnce(&mut ConsistencyStats)) {
-        metrics::counter!(METRIC, "informer" => self.name.clone(), "outcome" => outcome)
-            .increment(1);
+        metrics::counter!(
+            METRIC,
+            "informer" => self.name.clone(),
+            "resource" => self.informer.resource().to_owned(),
+            "outcome" => outcome
+        )
+        .increment(1);
         f(&mut self.stats.lock().unwrap_or_else(PoisonError::into_inner));
     }
 }

@@ -42,7 +42,11 @@ impl FreshKeys {
 
     /// A gate over this informer's freshness.
     pub fn new(freshness: Freshness) -> Self {
-        let skips = metrics::counter!(Self::METRIC, "informer" => freshness.informer().to_owned());
+        let skips = metrics::counter!(
+            Self::METRIC,
+            "informer" => freshness.informer().to_owned(),
+            "resource" => freshness.resource().to_owned()
+        );
         Self(freshness, skips)
     }
 }

@@ -5,7 +5,7 @@
 //! The recorder is global (the informer records from tokio tasks and handler threads, which a
 //! thread-local recorder would not see), so this file holds one test.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
@@ -52,26 +52,55 @@ async fn eventually(what: &str, mut cond: impl FnMut() -> bool) {
     panic!("timed out waiting for {what}");
 }
 
-/// The metrics docs/metrics.md's table lists: name and type, from each row whose first cell is
-/// a metric name in backquotes.
-fn documented() -> Vec<(String, String)> {
+/// The metrics docs/metrics.md's table lists: name, type and label keys, from each row whose
+/// first cell is a metric name in backquotes (the label keys are the backquoted words of the
+/// labels cell outside parentheses, which hold their values).
+fn documented() -> Vec<(String, String, BTreeSet<String>)> {
     let doc = std::fs::read_to_string(concat!(
         env!("CARGO_MANIFEST_DIR"),
         "/../../docs/metrics.md"
     ))
     .expect("docs/metrics.md");
-    let rows: Vec<(String, String)> = doc
+    let rows: Vec<(String, String, BTreeSet<String>)> = doc
         .lines()
         .filter_map(|line| {
             let mut cells = line.strip_prefix('|')?.split('|').map(str::trim);
             let name = cells.next()?.strip_prefix('`')?.strip_suffix('`')?;
             let kind = cells.next()?;
+            let _unit = cells.next()?;
+            let labels = label_keys(cells.next()?);
             name.starts_with("kinformer_")
-                .then(|| (name.to_owned(), kind.to_owned()))
+                .then(|| (name.to_owned(), kind.to_owned(), labels))
         })
         .collect();
     assert!(rows.len() >= 20, "the table of docs/metrics.md: {rows:?}");
     rows
+}
+
+/// The backquoted words of a labels cell outside parentheses: `` `informer`, `outcome`
+/// (`success`, `error`) `` gives `informer` and `outcome`.
+fn label_keys(cell: &str) -> BTreeSet<String> {
+    let mut keys = BTreeSet::new();
+    let mut depth = 0;
+    let mut word: Option<String> = None;
+    for c in cell.chars() {
+        match c {
+            '(' => depth += 1,
+            ')' => depth -= 1,
+            '`' if depth == 0 => match word.take() {
+                Some(w) => {
+                    keys.insert(w);
+                }
+                None => word = Some(String::new()),
+            },
+            c => {
+                if let Some(w) = &mut word {
+                    w.push(c);
+                }
+            }
+        }
+    }
+    keys
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -174,6 +203,7 @@ async fn every_documented_metric_is_recorded() {
     informer.shutdown().await;
 
     let mut recorded: BTreeMap<String, (MetricKind, f64)> = BTreeMap::new();
+    let mut labels: BTreeMap<String, BTreeSet<BTreeSet<String>>> = BTreeMap::new();
     for (key, _, _, value) in snapshotter.snapshot().into_vec() {
         let (kind, key) = key.into_parts();
         let amount = match value {
@@ -183,9 +213,21 @@ async fn every_documented_metric_is_recorded() {
         };
         let entry = recorded.entry(key.name().to_owned()).or_insert((kind, 0.0));
         entry.1 += amount;
+        labels
+            .entry(key.name().to_owned())
+            .or_default()
+            .insert(key.labels().map(|l| l.key().to_owned()).collect());
     }
     let mut missing = Vec::new();
-    for (name, kind) in documented() {
+    for (name, kind, keys) in documented() {
+        // Every series of the metric carries exactly the documented labels.
+        if let Some(seen) = labels.get(&name)
+            && seen.iter().any(|s| *s != keys)
+        {
+            missing.push(format!(
+                "{name}: recorded with labels {seen:?}, documented with {keys:?}"
+            ));
+        }
         let want = match kind.as_str() {
             "counter" => MetricKind::Counter,
             "gauge" => MetricKind::Gauge,
@@ -206,7 +248,7 @@ async fn every_documented_metric_is_recorded() {
             Some(_) => {}
         }
     }
-    let documented: Vec<String> = documented().into_iter().map(|(n, _)| n).collect();
+    let documented: Vec<String> = documented().into_iter().map(|(n, _, _)| n).collect();
     let undocumented: Vec<&String> = recorded
         .keys()
         .filter(|n| n.starts_with("kinformer_") && !documented.contains(n))
