@@ -284,6 +284,10 @@ pub(crate) struct Listener<K> {
 impl<K: Object + Send + Sync + 'static> Listener<K> {
     /// Starts the handler's thread. `reclaim_wait` is how long it leaves the notifications it is
     /// done with for the next push to take back ([`RECLAIM_WAIT`] in an informer).
+    #[allow(
+        clippy::too_many_arguments,
+        reason = "one internal constructor, called from the informer and its tests"
+    )]
     pub(crate) fn spawn(
         id: u64,
         name: String,
