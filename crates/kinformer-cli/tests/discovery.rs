@@ -5,11 +5,12 @@
 
 mod support;
 
+use kinformer_test_support::read_request_head;
 use std::sync::Arc;
 
 use parking_lot::Mutex;
 use support::{bare, run};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::AsyncWriteExt;
 
 /// Serves plain discovery (`example.com/v1` with widgets, `hung.example.com/v1` never
 /// answered), an empty widget list, and watches that never send anything. Records each
@@ -24,21 +25,11 @@ async fn server() -> (u16, Arc<Mutex<Vec<String>>>) {
             let log = Arc::clone(&log);
             tokio::spawn(async move {
                 loop {
-                    let mut head = Vec::new();
-                    let mut buf = [0u8; 4096];
-                    while !head.windows(4).any(|w| w == b"\r\n\r\n") {
-                        match conn.read(&mut buf).await {
-                            Ok(0) | Err(_) => return,
-                            Ok(n) => head.extend_from_slice(&buf[..n]),
-                        }
-                    }
-                    let text = String::from_utf8_lossy(&head).into_owned();
-                    let target = text
-                        .split_whitespace()
-                        .nth(1)
-                        .unwrap_or_default()
-                        .to_owned();
-                    let path = target.split('?').next().unwrap_or_default().to_owned();
+                    let Some(head) = read_request_head(&mut conn).await else {
+                        return;
+                    };
+                    let target = head.target().to_owned();
+                    let path = head.path().to_owned();
                     log.lock().push(path.clone());
                     let body = match path.as_str() {
                         "/api" => r#"{"kind":"APIVersions","versions":["v1"]}"#,

@@ -5,6 +5,7 @@
 
 mod support;
 
+use kinformer_test_support::read_request_head;
 use std::process::Stdio;
 use std::time::Duration;
 
@@ -59,16 +60,10 @@ async fn serve(script: Script) -> (u16, mpsc::UnboundedReceiver<Kind>) {
             };
             let tx = tx.clone();
             tokio::spawn(async move {
-                let mut head = Vec::new();
-                let mut buf = [0u8; 4096];
-                while !head.windows(4).any(|w| w == b"\r\n\r\n") {
-                    match conn.read(&mut buf).await {
-                        Ok(0) | Err(_) => return,
-                        Ok(n) => head.extend_from_slice(&buf[..n]),
-                    }
-                }
-                let line = String::from_utf8_lossy(&head);
-                let target = line.split_whitespace().nth(1).unwrap_or_default();
+                let Some(head) = read_request_head(&mut conn).await else {
+                    return;
+                };
+                let target = head.target();
                 let kind = if target.contains("watch=true") {
                     Kind::Watch
                 } else {
@@ -349,20 +344,10 @@ async fn serve_with(
             };
             let (tx, answer, served) = (tx.clone(), answer.clone(), served.clone());
             tokio::spawn(async move {
-                let mut head = Vec::new();
-                let mut buf = [0u8; 4096];
-                while !head.windows(4).any(|w| w == b"\r\n\r\n") {
-                    match conn.read(&mut buf).await {
-                        Ok(0) | Err(_) => return,
-                        Ok(n) => head.extend_from_slice(&buf[..n]),
-                    }
-                }
-                let line = String::from_utf8_lossy(&head);
-                let target = line
-                    .split_whitespace()
-                    .nth(1)
-                    .unwrap_or_default()
-                    .to_owned();
+                let Some(head) = read_request_head(&mut conn).await else {
+                    return;
+                };
+                let target = head.target().to_owned();
                 let n = served.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
                 let _ = tx.send(target.clone());
                 let Some((code, headers, body)) = answer(n, &target) else {

@@ -1,6 +1,7 @@
 //! Discovery against the simulated API server over real HTTP on 127.0.0.1, and against a server
 //! that accepts connections and never answers.
 
+use kinformer_test_support::read_request_head;
 use std::time::Duration;
 
 use kinformer_client::{
@@ -277,7 +278,7 @@ async fn the_sim_serves_aggregated_discovery_only_when_asked() {
 /// `hung.example.com/v1` never answers, and whose `broken.example.com/v1` answers 503. Counts
 /// the requests for each path.
 async fn server_with_a_hung_group() -> (u16, std::sync::Arc<parking_lot::Mutex<Vec<String>>>) {
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    use tokio::io::AsyncWriteExt;
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let port = listener.local_addr().unwrap().port();
     let seen = std::sync::Arc::new(parking_lot::Mutex::new(Vec::new()));
@@ -287,20 +288,10 @@ async fn server_with_a_hung_group() -> (u16, std::sync::Arc<parking_lot::Mutex<V
             let log = std::sync::Arc::clone(&log);
             tokio::spawn(async move {
                 loop {
-                    let mut head = Vec::new();
-                    let mut buf = [0u8; 4096];
-                    while !head.windows(4).any(|w| w == b"\r\n\r\n") {
-                        match conn.read(&mut buf).await {
-                            Ok(0) | Err(_) => return,
-                            Ok(n) => head.extend_from_slice(&buf[..n]),
-                        }
-                    }
-                    let text = String::from_utf8_lossy(&head).into_owned();
-                    let path = text
-                        .split_whitespace()
-                        .nth(1)
-                        .unwrap_or_default()
-                        .to_owned();
+                    let Some(head) = read_request_head(&mut conn).await else {
+                        return;
+                    };
+                    let path = head.target().to_owned();
                     log.lock().push(path.clone());
                     let (code, body) = match path.as_str() {
                         "/api" => (200, r#"{"kind":"APIVersions","versions":["v1"]}"#.to_owned()),

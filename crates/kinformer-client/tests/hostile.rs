@@ -9,6 +9,7 @@
 
 mod support;
 
+use kinformer_test_support::read_request_head;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -92,15 +93,10 @@ impl Hostile {
                         while matches!(conn.read(&mut sink).await, Ok(n) if n > 0) {}
                         return;
                     }
-                    let mut buf = Vec::new();
-                    let mut chunk = [0u8; 4096];
-                    while !buf.windows(4).any(|w| w == b"\r\n\r\n") && buf.len() < 65536 {
-                        match conn.read(&mut chunk).await {
-                            Ok(0) | Err(_) => return,
-                            Ok(n) => buf.extend_from_slice(&chunk[..n]),
-                        }
-                    }
-                    let head = String::from_utf8_lossy(&buf).to_ascii_lowercase();
+                    let Some(head) = read_request_head(&mut conn).await else {
+                        return;
+                    };
+                    let head = head.text.to_ascii_lowercase();
                     let answer = reply(&head);
                     seen.lock().unwrap().push(head);
                     match answer {

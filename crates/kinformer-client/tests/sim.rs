@@ -3,6 +3,7 @@
 
 mod support;
 
+use kinformer_test_support::read_request_head;
 use std::collections::BTreeSet;
 use std::path::Path;
 use std::sync::Arc;
@@ -942,7 +943,7 @@ async fn exec_plugin_can_hand_out_a_client_certificate() {
 async fn raw_server(
     respond: fn(&str) -> Vec<u8>,
 ) -> (std::net::SocketAddr, Arc<std::sync::Mutex<Vec<String>>>) {
-    use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+    use tokio::io::AsyncWriteExt as _;
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
@@ -951,15 +952,10 @@ async fn raw_server(
         while let Ok((mut conn, _)) = listener.accept().await {
             let heads = Arc::clone(&heads);
             tokio::spawn(async move {
-                let mut buf = Vec::new();
-                let mut chunk = [0u8; 4096];
-                while !buf.windows(4).any(|w| w == b"\r\n\r\n") && buf.len() < 65536 {
-                    match conn.read(&mut chunk).await {
-                        Ok(0) | Err(_) => return,
-                        Ok(n) => buf.extend_from_slice(&chunk[..n]),
-                    }
-                }
-                let head = String::from_utf8_lossy(&buf).to_ascii_lowercase();
+                let Some(head) = read_request_head(&mut conn).await else {
+                    return;
+                };
+                let head = head.text.to_ascii_lowercase();
                 let response = respond(&head);
                 heads.lock().unwrap().push(head);
                 let _ = conn.write_all(&response).await;

@@ -325,36 +325,16 @@ impl ResourceInfo {
     /// custom resource, as the apiextensions strategy compares.
     fn spec_changed(&self, before: &Value, after: &Value) -> bool {
         if self.custom {
-            let relevant = |v: &Value| -> Vec<(String, Value)> {
-                v.as_object()
-                    .map(|m| {
-                        m.iter()
-                            .filter(|(k, _)| {
-                                !matches!(k.as_str(), "metadata" | "kind" | "apiVersion")
-                                    && (!self.status_subresource || k.as_str() != "status")
-                            })
-                            .map(|(k, v)| (k.clone(), v.clone()))
-                            .collect()
-                    })
-                    .unwrap_or_default()
+            let counts = |k: &str| {
+                !matches!(k, "metadata" | "kind" | "apiVersion")
+                    && (!self.status_subresource || k != "status")
             };
-            relevant(before) != relevant(after)
+            top_level(before, counts) != top_level(after, counts)
         } else if is_endpoint_slices(&self.api) {
             // pkg/registry/discovery/endpointslice/strategy.go: anything but `metadata`, or the
             // labels, bumps the generation (an EndpointSlice has no spec).
-            let rest = |v: &Value| -> Vec<(String, Value)> {
-                v.as_object()
-                    .map(|m| {
-                        m.iter()
-                            .filter(|(k, _)| {
-                                !matches!(k.as_str(), "metadata" | "kind" | "apiVersion")
-                            })
-                            .map(|(k, v)| (k.clone(), v.clone()))
-                            .collect()
-                    })
-                    .unwrap_or_default()
-            };
-            rest(before) != rest(after)
+            let counts = |k: &str| !matches!(k, "metadata" | "kind" | "apiVersion");
+            top_level(before, counts) != top_level(after, counts)
                 || before["metadata"].get("labels") != after["metadata"].get("labels")
         } else {
             before.get("spec") != after.get("spec")
@@ -601,6 +581,13 @@ pub(crate) fn splitmix(x: u64) -> u64 {
 }
 
 /// RFC 7386 JSON merge patch.
+/// The top-level fields of `v` whose names `counts` keeps, borrowed.
+fn top_level(v: &Value, counts: impl Fn(&str) -> bool) -> Vec<(&String, &Value)> {
+    v.as_object()
+        .map(|m| m.iter().filter(|(k, _)| counts(k)).collect())
+        .unwrap_or_default()
+}
+
 /// `discovery.k8s.io` EndpointSlices.
 fn is_endpoint_slices(api: &ApiResource) -> bool {
     api.group == "discovery.k8s.io" && api.plural == "endpointslices"

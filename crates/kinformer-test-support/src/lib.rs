@@ -10,6 +10,7 @@
 //!   on its watch, which then stays open: a steady source for tests and benches.
 //! - [`gated`]: [`GatedCache`], a wrapper of any cache whose writes the test can hold: all of
 //!   them while a gate is closed, or the next one, paused before or after it is made.
+//! - [`http`]: [`read_request_head`], for the hand-written servers of hostile-server tests.
 //! - [`recorder`] (feature `informer`, on by default): [`Recorder`], a `ResourceEventHandler`
 //!   that writes down every call it hears, one line each, and checks that they form a valid
 //!   history per key.
@@ -23,6 +24,7 @@
 
 pub mod fixtures;
 pub mod gated;
+pub mod http;
 #[cfg(feature = "informer")]
 pub mod recorder;
 pub mod replay;
@@ -30,6 +32,7 @@ pub mod scripted;
 
 pub use fixtures::{TIERS, typed_pod_name, typed_pods};
 pub use gated::{GatedCache, Pause};
+pub use http::{RequestHead, read_request_head};
 #[cfg(feature = "informer")]
 pub use recorder::{Heard, Recorder};
 pub use replay::Replay;
