@@ -3,7 +3,10 @@
 //! of a fast handler while another is slow (50 µs per event).
 //!
 //! `cargo bench -p kinformer-shared-informer --bench dispatch`. No HTTP and no decoding: this is
-//! the informer's own cost per event.
+//! the informer's own cost per event. It also prints the process's CPU time per event with one
+//! handler (from `/proc`, Linux only; other load on the machine inflates it less than it does
+//! wall-clock time). With `KINFORMER_BENCH_METRICS=1` the Prometheus recorder is installed
+//! first: the difference between the two runs is what the metrics cost per event.
 
 #![allow(missing_docs)]
 
@@ -119,12 +122,51 @@ fn run(
     })
 }
 
+/// The process's CPU time so far (user and system), from `/proc/self/stat`; `None` elsewhere.
+fn process_cpu() -> Option<Duration> {
+    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
+    // The fields after the command name, which is in parentheses and may hold spaces.
+    let rest = stat.rsplit_once(") ")?.1;
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    // utime and stime are fields 14 and 15 of the line, 12 and 13 after the name and state.
+    let ticks: u64 = fields.get(11)?.parse::<u64>().ok()? + fields.get(12)?.parse::<u64>().ok()?;
+    // The kernel's USER_HZ, 100 on every Linux this runs on.
+    Some(Duration::from_millis(ticks * 10))
+}
+
 fn dispatch(c: &mut Criterion) {
+    let metrics =
+        std::env::var_os("KINFORMER_BENCH_METRICS").is_some_and(|v| !v.is_empty() && v != "0");
+    if metrics {
+        metrics_exporter_prometheus::PrometheusBuilder::new()
+            .install_recorder()
+            .expect("the Prometheus recorder");
+    }
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
         .build()
         .unwrap();
+    // CPU per event, over enough runs for the clock's 10 ms ticks to vanish.
+    if let Some(before) = process_cpu() {
+        const RUNS: u32 = 20;
+        for _ in 0..RUNS {
+            run(&rt, &[Counter::default()], 1);
+        }
+        if let Some(after) = process_cpu() {
+            let per_event = (after - before) / (RUNS * EVENTS as u32);
+            println!(
+                "CPU per event, 1 handler, {} runs{}: {:.0} ns",
+                RUNS,
+                if metrics {
+                    ", Prometheus recorder installed"
+                } else {
+                    ", no recorder"
+                },
+                per_event.as_nanos()
+            );
+        }
+    }
     let mut group = c.benchmark_group("informer_dispatch");
     group.sample_size(10);
     group.throughput(Throughput::Elements(EVENTS as u64));
