@@ -902,7 +902,7 @@ mod tests {
         let now: Timestamp = "2026-01-01T00:05:00Z".parse().unwrap();
         let arc = std::sync::Arc::new(p.clone());
         for format in [Format::Text, Format::Wide, Format::Name] {
-            let mut s = style(format);
+            let mut s = style(format.clone());
             s.show_labels = true;
             for tombstone in [false, true] {
                 let e = Event {
@@ -948,7 +948,7 @@ mod tests {
 
     /// JSON escapes everything [`terminal::safe`] does; YAML (libyaml's emitter) every control
     /// character, in a double-quoted scalar.
-    fn raw(format: Format, text: &str) -> bool {
+    fn raw(format: &Format, text: &str) -> bool {
         match format {
             Format::Yaml => text.chars().any(|c| c.is_control() && c != '\n'),
             _ => acts_on_a_terminal(text),
@@ -966,8 +966,8 @@ mod tests {
                 object: &p,
                 tombstone: false,
             };
-            let text = printed(&style(format), &e);
-            assert!(!raw(format, &text), "{format:?}: {text:?}");
+            let text = printed(&style(format.clone()), &e);
+            assert!(!raw(&format, &text), "{format:?}: {text:?}");
             let doc: Value = if format == Format::Json {
                 serde_json::from_str(&text).unwrap()
             } else {
@@ -982,13 +982,13 @@ mod tests {
             let mut out = Vec::new();
             objects(
                 &mut out,
-                &style(format),
+                &style(format.clone()),
                 &[std::sync::Arc::new(p.clone())],
                 now,
             )
             .unwrap();
             let text = String::from_utf8(out).unwrap();
-            assert!(!raw(format, &text), "{format:?}: {text:?}");
+            assert!(!raw(&format, &text), "{format:?}: {text:?}");
             let list: Value = if format == Format::Json {
                 serde_json::from_str(&text).unwrap()
             } else {
