@@ -188,6 +188,10 @@ pub(crate) fn build(
         // Lists, as kubectl does: the progress line counts the list's pages as they arrive, and
         // `get` prints a list.
         streaming_list: kinformer::reflector::StreamingList::Off,
+        // The latest state, in pages, as kubectl reads it. A list at resourceVersion=0 is served
+        // from the watch cache in one body whatever the page size: every object's JSON at once
+        // (some 490 MB for 100k pods), past the client's bound on a list body.
+        initial_list: kinformer::reflector::InitialList::Consistent,
         ..kinformer::reflector::Config::default()
     }
     .with_watch_error_handler(move |info| {
