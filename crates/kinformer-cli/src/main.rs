@@ -47,12 +47,16 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::CommandFactory;
-use kinformer::prelude::DynamicObject;
 use kinformer_client::{Api, Client, Config, Discovery, DiscoveryOptions, KubeconfigOptions};
 use kinformer_core::list_watch::{ErrorKind, ListWatch as _};
 use kinformer_core::{ListParams, Scope};
 
 use crate::args::{Cli, Command, Query};
+
+/// The unit tests count the heap they hold.
+#[cfg(test)]
+#[global_allocator]
+static HEAP: peak_alloc::PeakAlloc = peak_alloc::PeakAlloc;
 
 /// Everything that can stop the tool.
 #[derive(Debug, thiserror::Error)]
@@ -135,7 +139,19 @@ enum Error {
     Informer(#[from] kinformer::Error),
     /// Writing the output failed. A closed pipe is not reported: the tool stops quietly.
     #[error("writing output: {0}")]
-    Output(#[from] std::io::Error),
+    Output(std::io::Error),
+    /// A cached object did not decode when it was printed (`cannot decode NS/NAME: ...`).
+    #[error("{0}")]
+    Undecodable(String),
+}
+
+impl From<std::io::Error> for Error {
+    fn from(e: std::io::Error) -> Self {
+        match e.get_ref() {
+            Some(inner) if inner.is::<print::Undecodable>() => Self::Undecodable(e.to_string()),
+            _ => Self::Output(e),
+        }
+    }
 }
 
 /// What kind of failure ended a command. Each has its own exit code, so that a script can tell
@@ -798,7 +814,7 @@ impl One<'_> {
         &self,
         mode: &Mode,
         separate: bool,
-        documents: &mut Vec<std::sync::Arc<DynamicObject>>,
+        documents: &mut Vec<print::Item>,
         out: &mut impl Write,
         mut interrupt: std::pin::Pin<&mut impl Future<Output = Signal>>,
     ) -> Result<bool, Error> {
@@ -811,7 +827,7 @@ impl One<'_> {
             other => other.map(str::to_owned),
         };
         let namespace = namespace.filter(|_| resource.scope == Scope::Namespaced);
-        let api: Api<DynamicObject> =
+        let api: Api<print::Cached> =
             Api::with_resource(self.client.clone(), resource.clone(), namespace.as_deref());
         let selectors = q.selectors();
         // One small request first: a failure retrying cannot fix (bad credentials, a forbidden
@@ -966,15 +982,14 @@ fn with_names(field_selector: Option<String>, names: &[String], watch: bool) -> 
 /// `--sort-by`: orders objects by the first value the path finds in each, as kubectl does:
 /// numbers by value, strings and timestamps as text; objects where it finds nothing first.
 /// Values of different kinds (a number and a string) are a usage error.
-fn sort_by(
-    objects: &mut [std::sync::Arc<DynamicObject>],
-    by: &jsonpath::Template,
-) -> Result<(), Error> {
+fn sort_by(objects: &mut [print::Item], by: &jsonpath::Template) -> Result<(), Error> {
+    use print::Printable as _;
+    // Each object is decoded for its key alone; only the keys are kept.
     let mut keyed = Vec::with_capacity(objects.len());
     for o in objects.iter() {
-        let doc = print::to_value(o)?;
+        let doc = print::to_value(&*o.decoded()?)?;
         let key = by.values(&doc).first().map(|v| (*v).clone());
-        keyed.push((key, std::sync::Arc::clone(o)));
+        keyed.push((key, o.clone()));
     }
     let mut mixed = false;
     keyed.sort_by(|(a, _), (b, _)| match (a, b) {

@@ -4,16 +4,111 @@
 //! Everything in a line, a name or a table cell that comes from the server is passed through
 //! [`terminal::safe`] first; JSON and YAML are left to their serializers, which escape control
 //! characters in strings, so that they stay exact.
+//!
+//! The informer caches each object in its compressed form ([`Cached`]); what is printed is
+//! decoded one object at a time ([`Printable::decoded`]) and dropped once its row, line or
+//! document is made, so that printing a large cache never holds every decoded object at once.
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::io::Write;
+use std::sync::Arc;
 
 use k8s_openapi::jiff::Timestamp;
+use kinformer::core::TypeMeta;
 use kinformer::prelude::*;
 use serde_json::Value;
 
 use crate::jsonpath::{self, Template};
 use crate::terminal;
+
+/// What the tool's informer caches of each object: its JSON, compressed, and its metadata. A pod
+/// of 5 KB of JSON takes about 1.5 KB so, where the decoded [`DynamicObject`] takes several times
+/// its JSON.
+pub(crate) type Cached = Compressed<DynamicObject>;
+
+/// An object to print: its name without a decode, and the object itself decoded.
+pub(crate) trait Printable {
+    /// `metadata.name`.
+    fn printed_name(&self) -> &str;
+    /// The object, decoded (for a cached object, anew on each call).
+    fn decoded(&self) -> std::io::Result<Cow<'_, DynamicObject>>;
+}
+
+impl Printable for DynamicObject {
+    fn printed_name(&self) -> &str {
+        self.name()
+    }
+
+    fn decoded(&self) -> std::io::Result<Cow<'_, DynamicObject>> {
+        Ok(Cow::Borrowed(self))
+    }
+}
+
+impl<T: Printable + ?Sized> Printable for &T {
+    fn printed_name(&self) -> &str {
+        (**self).printed_name()
+    }
+
+    fn decoded(&self) -> std::io::Result<Cow<'_, DynamicObject>> {
+        (**self).decoded()
+    }
+}
+
+impl<T: Printable + ?Sized> Printable for Arc<T> {
+    fn printed_name(&self) -> &str {
+        (**self).printed_name()
+    }
+
+    fn decoded(&self) -> std::io::Result<Cow<'_, DynamicObject>> {
+        (**self).decoded()
+    }
+}
+
+/// A cached object and the type it was listed as: the API server leaves `apiVersion` and
+/// `kind` out of a list's items, and a decoded item is given its resource's, as the client
+/// gives them to a listed [`DynamicObject`].
+#[derive(Debug, Clone)]
+pub(crate) struct Item {
+    /// The object as the cache holds it.
+    pub(crate) object: Arc<Cached>,
+    /// Its resource's `apiVersion` and `kind`, shared by every item of the resource.
+    pub(crate) types: Arc<TypeMeta>,
+}
+
+impl Printable for Item {
+    fn printed_name(&self) -> &str {
+        self.object.name()
+    }
+
+    fn decoded(&self) -> std::io::Result<Cow<'_, DynamicObject>> {
+        let mut object = self.object.typed().map_err(|source| {
+            std::io::Error::other(Undecodable {
+                key: self.object.key().to_string(),
+                source,
+            })
+        })?;
+        if object.types.kind.is_empty() {
+            object.types.kind.clone_from(&self.types.kind);
+        }
+        if object.types.api_version.is_empty() {
+            object.types.api_version.clone_from(&self.types.api_version);
+        }
+        Ok(Cow::Owned(object))
+    }
+}
+
+/// A cached object that does not decode as a Kubernetes object (its metadata did, when it
+/// was cached; a field of the wrong type elsewhere shows up when it is printed).
+#[derive(Debug, thiserror::Error)]
+#[error("cannot decode {key}: {source}")]
+pub(crate) struct Undecodable {
+    /// The object's key.
+    pub(crate) key: String,
+    /// What the decoder said.
+    #[source]
+    pub(crate) source: kinformer::compact::Error,
+}
 
 /// `-o`: how objects are printed.
 #[derive(Debug, Clone, PartialEq)]
@@ -227,28 +322,114 @@ pub(crate) fn to_value(obj: &DynamicObject) -> std::io::Result<Value> {
 /// Prints `objects` as one document in a document format ([`Format::is_document`]): the object
 /// itself when `single` (the command named one object, `get ns default`), else a `List` of
 /// them all, whatever their types, as kubectl does.
-pub(crate) fn document(
+///
+/// A JSON or YAML `List` is written item by item, each decoded, printed and dropped in turn:
+/// the text is the very text of the whole document printed at once. A JSONPath template sees
+/// the whole `List`, so it is built first.
+pub(crate) fn document<O: Printable>(
     out: &mut impl Write,
     format: &Format,
-    objects: &[std::sync::Arc<DynamicObject>],
+    objects: &[O],
     single: bool,
 ) -> std::io::Result<()> {
-    let doc = match objects {
-        [one] if single => without_managed_fields(format, to_value(one)?),
+    match (format, objects) {
+        (_, [one]) if single => one_document(
+            out,
+            format,
+            &without_managed_fields(format, to_value(&*one.decoded()?)?),
+        ),
+        (Format::Json | Format::Yaml, _) => streamed_list(out, format, objects),
         _ => {
             let items = objects
                 .iter()
-                .map(|o| Ok(without_managed_fields(format, to_value(o)?)))
+                .map(|o| Ok(without_managed_fields(format, to_value(&*o.decoded()?)?)))
                 .collect::<std::io::Result<Vec<_>>>()?;
-            serde_json::json!({
-                "apiVersion": "v1",
-                "kind": "List",
-                "metadata": {"resourceVersion": ""},
-                "items": items,
-            })
+            one_document(out, format, &list_of(items))
         }
+    }
+}
+
+/// A `List` of `items`, as kubectl prints several objects.
+fn list_of(items: Vec<Value>) -> Value {
+    serde_json::json!({
+        "apiVersion": "v1",
+        "kind": "List",
+        "metadata": {"resourceVersion": ""},
+        "items": items,
+    })
+}
+
+/// A JSON or YAML `List` written as [`one_document`] writes it whole, one item at a time: the
+/// text of the `List` without items, cut where its items go, with each item's own text,
+/// indented as it would be inside the `List`, put between.
+fn streamed_list<O: Printable>(
+    out: &mut impl Write,
+    format: &Format,
+    objects: &[O],
+) -> std::io::Result<()> {
+    let mut empty = Vec::new();
+    one_document(&mut empty, format, &list_of(Vec::new()))?;
+    let empty = String::from_utf8(empty).map_err(std::io::Error::other)?;
+    let (open, close) = match format {
+        Format::Json => ("\"items\": [", "]"),
+        _ => ("items:", " []"),
     };
-    one_document(out, format, &doc)
+    let cut = empty
+        .find(&format!("{open}{close}"))
+        .ok_or_else(|| std::io::Error::other("an empty List has no items"))?
+        + open.len();
+    let (head, tail) = (&empty[..cut], &empty[cut + close.len()..]);
+    if objects.is_empty() {
+        return out.write_all(empty.as_bytes());
+    }
+    out.write_all(head.as_bytes())?;
+    for (i, o) in objects.iter().enumerate() {
+        let item = without_managed_fields(format, to_value(&*o.decoded()?)?);
+        match format {
+            Format::Json => {
+                // Inside the List, an item is two levels deep: each of its lines is indented
+                // by eight more spaces (a JSON string holds no raw line break).
+                let text = terminal::safe_json(pretty_json(&item)?);
+                let sep = if i == 0 { "\n        " } else { ",\n        " };
+                write!(out, "{sep}{}", text.replace('\n', "\n        "))?;
+            }
+            _ => {
+                // A sequence item: `- ` before its first line, two spaces before the others
+                // (an empty line of a block scalar stays empty).
+                if i == 0 {
+                    out.write_all(b"\n")?;
+                }
+                let text = to_yaml(&item)?;
+                for (j, line) in text.split_inclusive('\n').enumerate() {
+                    let indent = match (j, line) {
+                        (0, _) => "- ",
+                        (_, "\n") => "",
+                        _ => "  ",
+                    };
+                    write!(out, "{indent}{line}")?;
+                }
+            }
+        }
+    }
+    if *format == Format::Json {
+        out.write_all(b"\n    ]")?;
+    }
+    // After the items: the JSON's `],` and the rest; YAML's next key.
+    match format {
+        Format::Json => out.write_all(tail.as_bytes()),
+        _ => out.write_all(tail.trim_start_matches('\n').as_bytes()),
+    }
+}
+
+/// JSON indented by four spaces, as kubectl prints it.
+fn pretty_json(doc: &Value) -> std::io::Result<String> {
+    let mut text = Vec::new();
+    let mut ser = serde_json::Serializer::with_formatter(
+        &mut text,
+        serde_json::ser::PrettyFormatter::with_indent(b"    "),
+    );
+    serde::Serialize::serialize(doc, &mut ser).map_err(std::io::Error::other)?;
+    String::from_utf8(text).map_err(std::io::Error::other)
 }
 
 /// Prints one document: JSON indented by four spaces as kubectl, YAML as kubectl's, or a
@@ -259,16 +440,7 @@ pub(crate) fn one_document(
     doc: &Value,
 ) -> std::io::Result<()> {
     match format {
-        Format::Json => {
-            let mut text = Vec::new();
-            let mut ser = serde_json::Serializer::with_formatter(
-                &mut text,
-                serde_json::ser::PrettyFormatter::with_indent(b"    "),
-            );
-            serde::Serialize::serialize(doc, &mut ser).map_err(std::io::Error::other)?;
-            let text = String::from_utf8(text).map_err(std::io::Error::other)?;
-            writeln!(out, "{}", terminal::safe_json(text))
-        }
+        Format::Json => writeln!(out, "{}", terminal::safe_json(pretty_json(doc)?)),
         Format::Yaml => write!(out, "{}", to_yaml(doc)?),
         Format::JsonPath(template) => write!(out, "{}", template.render(doc)),
         _ => Ok(()),
@@ -276,24 +448,23 @@ pub(crate) fn one_document(
 }
 
 /// Prints the objects of one type for `get`, in their order, in a table or `-o name` format.
-pub(crate) fn objects(
+pub(crate) fn objects<O: Printable>(
     out: &mut impl Write,
     style: &Style,
-    objects: &[std::sync::Arc<DynamicObject>],
+    objects: &[O],
     now: Timestamp,
 ) -> std::io::Result<()> {
     match &style.format {
         Format::Name => {
             let prefix = terminal::safe(&style.name_prefix);
             for o in objects {
-                writeln!(out, "{prefix}/{}", terminal::safe(o.name()))?;
+                writeln!(out, "{prefix}/{}", terminal::safe(o.printed_name()))?;
             }
             Ok(())
         }
         format if format.is_document() => document(out, format, objects, false),
         _ => {
-            let refs: Vec<&DynamicObject> = objects.iter().map(|o| &**o).collect();
-            let mut rows = table(style, &refs, now)?;
+            let mut rows = table(style, objects, now)?;
             if style.no_headers {
                 rows.remove(0);
             }
@@ -305,17 +476,17 @@ pub(crate) fn objects(
 /// Prints objects as `get -w` does: table rows aligned among themselves (the header over the
 /// first batch, unless `--no-headers`); a JSON or YAML document per object (YAML documents
 /// separated by `---`); a JSONPath template's output per object; or `kind/name`.
-pub(crate) fn watched(
+pub(crate) fn watched<O: Printable>(
     out: &mut impl Write,
     style: &Style,
-    objects: &[&DynamicObject],
+    objects: &[O],
     first: bool,
     now: Timestamp,
 ) -> std::io::Result<()> {
     match &style.format {
         Format::Name => {
             for o in objects {
-                writeln!(out, "{}/{}", style.name_prefix, o.name())?;
+                writeln!(out, "{}/{}", style.name_prefix, o.printed_name())?;
             }
             Ok(())
         }
@@ -324,7 +495,8 @@ pub(crate) fn watched(
                 if *format == Format::Yaml && (i > 0 || !first) {
                     writeln!(out, "---")?;
                 }
-                one_document(out, format, &without_managed_fields(format, to_value(o)?))?;
+                let doc = without_managed_fields(format, to_value(&*o.decoded()?)?);
+                one_document(out, format, &doc)?;
             }
             Ok(())
         }
@@ -376,16 +548,17 @@ fn label_header(key: &str) -> String {
     key.rsplit('/').next().unwrap_or(key).to_uppercase()
 }
 
-/// The table `get` prints: a header row, then one row per object.
-fn table(
+/// The table `get` prints: a header row, then one row per object, each object decoded for its
+/// row alone.
+fn table<O: Printable>(
     style: &Style,
-    objects: &[&DynamicObject],
+    objects: &[O],
     now: Timestamp,
 ) -> std::io::Result<Vec<Vec<String>>> {
     if let Format::CustomColumns(columns) = &style.format {
         let mut rows = vec![columns.iter().map(|c| c.header.clone()).collect::<Vec<_>>()];
         for o in objects {
-            rows.push(custom_cells(columns, &to_value(o)?));
+            rows.push(custom_cells(columns, &to_value(&*o.decoded()?)?));
         }
         return Ok(rows);
     }
@@ -413,6 +586,8 @@ fn table(
     }
     let mut rows = vec![header];
     for o in objects {
+        let o = o.decoded()?;
+        let o: &DynamicObject = &o;
         let mut row = Vec::new();
         if style.namespace_column {
             row.push(o.namespace().unwrap_or("").to_owned());
@@ -459,6 +634,9 @@ fn table(
     Ok(rows)
 }
 
+/// How much text a table collects before writing it.
+const WRITE_BLOCK: usize = 64 * 1024;
+
 /// Writes rows as columns three spaces apart, as kubectl does; no trailing spaces. Every cell is
 /// made safe for a terminal first (and measured as it is printed).
 fn write_table(out: &mut impl Write, rows: &[Vec<String>]) -> std::io::Result<()> {
@@ -473,18 +651,24 @@ fn write_table(out: &mut impl Write, rows: &[Vec<String>]) -> std::io::Result<()
             widths[i] = widths[i].max(cell.chars().count());
         }
     }
+    // Written in blocks of lines: a table of 100k rows is not 100k writes to a line-buffered
+    // stdout.
+    let mut text = String::new();
     for row in &rows {
-        let mut line = String::new();
         for (i, cell) in row.iter().enumerate() {
-            line.push_str(cell);
+            text.push_str(cell);
             if i + 1 < row.len() {
                 let pad = widths[i] - cell.chars().count() + 3;
-                line.extend(std::iter::repeat_n(' ', pad));
+                text.extend(std::iter::repeat_n(' ', pad));
             }
         }
-        writeln!(out, "{line}")?;
+        text.push('\n');
+        if text.len() >= WRITE_BLOCK {
+            out.write_all(text.as_bytes())?;
+            text.clear();
+        }
     }
-    Ok(())
+    out.write_all(text.as_bytes())
 }
 
 /// YAML as kubectl prints it: keys sorted, a string that reads as a YAML timestamp
@@ -997,6 +1181,87 @@ mod tests {
             assert_eq!(list["items"][0]["metadata"]["name"], name.as_str());
             assert_eq!(list["items"][0]["spec"]["nodeName"], "node\u{1b}[31m");
         }
+    }
+
+    /// The `List` of `objects` printed whole, as one [`Value`].
+    fn whole_list(format: &Format, objects: &[DynamicObject]) -> String {
+        let items = objects
+            .iter()
+            .map(|o| without_managed_fields(format, to_value(o).unwrap()))
+            .collect();
+        let mut out = Vec::new();
+        one_document(&mut out, format, &list_of(items)).unwrap();
+        String::from_utf8(out).unwrap()
+    }
+
+    #[test]
+    fn lists_printed_item_by_item_are_the_whole_document_byte_for_byte() {
+        let odd = pod(serde_json::json!({
+            "apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": "odd", "namespace": "shop",
+                "creationTimestamp": "2026-01-01T00:00:00Z",
+                "managedFields": [{"manager": "kubectl", "operation": "Update"}],
+                "annotations": {
+                    "text": "line one\n\n  indented\nat: 2026-01-01T00:00:00Z\n",
+                    "trailing": "a\n\n\n", "leading": "  x\ny", "quote": "it's",
+                    "when": "2026-01-01", "empty": ""}},
+            "spec": {"containers": [], "nested": [[1, 2.5, null], {"a": [], "b": {}}]},
+            "status": {}
+        }));
+        let many: Vec<DynamicObject> = vec![sample(), hostile(), odd];
+        for format in [Format::Json, Format::Yaml] {
+            for objects in [&many[..0], &many[..1], &many[..]] {
+                let mut out = Vec::new();
+                document(&mut out, &format, objects, false).unwrap();
+                let streamed = String::from_utf8(out).unwrap();
+                assert_eq!(streamed, whole_list(&format, objects), "{format:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn cached_items_decode_with_their_resources_type() {
+        let types = Arc::new(TypeMeta {
+            api_version: "v1".into(),
+            kind: "Pod".into(),
+        });
+        // A list's item, without apiVersion and kind.
+        let listed: Cached =
+            serde_json::from_str(r#"{"metadata":{"name":"a","namespace":"ns"},"spec":{}}"#)
+                .unwrap();
+        let item = Item {
+            object: Arc::new(listed),
+            types: Arc::clone(&types),
+        };
+        assert_eq!(item.printed_name(), "a");
+        let decoded = item.decoded().unwrap();
+        assert_eq!(
+            (
+                decoded.types.api_version.as_str(),
+                decoded.types.kind.as_str()
+            ),
+            ("v1", "Pod")
+        );
+        // A watch event's object keeps its own.
+        let watched: Cached = serde_json::from_str(
+            r#"{"apiVersion":"example.com/v1","kind":"Widget","metadata":{"name":"w"}}"#,
+        )
+        .unwrap();
+        let item = Item {
+            object: Arc::new(watched),
+            types,
+        };
+        assert_eq!(item.decoded().unwrap().types.kind, "Widget");
+        // An object whose metadata decodes but whose rest does not is named in the error.
+        let bad: Cached =
+            serde_json::from_str(r#"{"metadata":{"name":"b","namespace":"ns","generation":"x"}}"#)
+                .unwrap();
+        let item = Item {
+            object: Arc::new(bad),
+            types: item.types,
+        };
+        let e = item.decoded().unwrap_err();
+        assert!(e.to_string().starts_with("cannot decode ns/b: "), "{e}");
     }
 
     #[test]

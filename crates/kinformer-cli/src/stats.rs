@@ -160,13 +160,13 @@ pub(crate) async fn stats(
     let (a, m, d) = (Arc::clone(&s), Arc::clone(&s), s);
     let registration = informer.add_handler(
         HandlerFns::new()
-            .on_add(move |_: &Arc<DynamicObject>, _| {
+            .on_add(move |_: &Arc<crate::print::Cached>, _| {
                 a.added.fetch_add(1, Ordering::Relaxed);
             })
             .on_update(move |_, _| {
                 m.modified.fetch_add(1, Ordering::Relaxed);
             })
-            .on_delete(move |o: &DeltaObject<DynamicObject>| {
+            .on_delete(move |o: &DeltaObject<crate::print::Cached>| {
                 d.deleted.fetch_add(1, Ordering::Relaxed);
                 if matches!(o, DeltaObject::DeletedFinalStateUnknown(_)) {
                     d.tombstones.fetch_add(1, Ordering::Relaxed);

@@ -466,6 +466,38 @@ async fn server_text_reaches_the_terminal_escaped_and_json_and_yaml_exact() {
     assert!(!acts_on_a_terminal(&out), "{out:?}");
 }
 
+/// `get` lists the latest state in pages, as kubectl does: a list at `resourceVersion=0` is
+/// served from the watch cache in one body whatever its limit (every object's JSON at once, past
+/// the client's bound on a list body at 100k pods).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn get_lists_the_latest_state_in_pages() {
+    let (port, mut requests) = serve_with(|_, target| {
+        if target.contains("watch=true") {
+            None
+        } else {
+            Some((200, String::new(), hostile_pod_list()))
+        }
+    })
+    .await;
+    let dir = tempfile::tempdir().unwrap();
+    let path = kubeconfig(dir.path(), &format!("http://127.0.0.1:{port}"), "{}");
+    let (code, _, err) =
+        kinformer_against(dir.path(), &path, &["get", "pods", "-A", "-o", "name"]).await;
+    assert_eq!(code, Some(0), "{err}");
+    let mut lists = Vec::new();
+    while let Ok(target) = requests.try_recv() {
+        if !target.contains("watch=true") {
+            lists.push(target);
+        }
+    }
+    // The one-object request first, then the informer's list.
+    assert!(lists.iter().any(|t| t.contains("limit=500")), "{lists:?}");
+    assert!(
+        lists.iter().all(|t| !t.contains("resourceVersion=")),
+        "{lists:?}"
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn server_messages_in_errors_and_warnings_reach_the_terminal_escaped() {
     // A Status whose message moves the cursor and retitles the terminal: as `get`'s error line...
