@@ -1,5 +1,6 @@
 //! What each cache form of a realistic ~5 KB pod costs: heap bytes per object (counted by the
-//! allocator) for the typed `Pod` (with and without its `managedFields`), `Compact<Pod>` and
+//! allocator) for the typed `Pod` (with and without its `managedFields`, also on the simulated
+//! cluster's pods, whose `managedFields` are their real writers'), `Compact<Pod>` and
 //! `Compressed<Pod>`, and the time to decode
 //! each from JSON and to get the typed pod back.
 //!
@@ -86,6 +87,53 @@ fn memory() {
         "  Compressed<Pod> {:>8.0} B  ({:.1}x less; plus one {dictionary} B dictionary per type)",
         compressed,
         typed / compressed
+    );
+    cluster_pods();
+}
+
+/// The same for the pods of the simulated cluster (`kinformer sim`), whose `managedFields` are
+/// those their real writers leave (the controller manager, the scheduler, the kubelet), not the
+/// two small entries of the pods above: where stripping them matters most.
+fn cluster_pods() {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let jsons: Vec<Vec<u8>> = rt.block_on(async {
+        let sim = kinformer_sim::SimServer::start(kinformer_sim::SimConfig::default())
+            .await
+            .unwrap();
+        sim.seed_cluster(&kinformer_sim::ClusterConfig {
+            pods: 2000,
+            seed: 1,
+            rate_per_sec: 0.0,
+        });
+        let pods = kinformer_core::ApiResource::of::<Pod>();
+        let jsons = sim
+            .store()
+            .list(&pods, None)
+            .iter()
+            .map(|p| serde_json::to_vec(p).unwrap())
+            .collect();
+        sim.shutdown().await;
+        jsons
+    });
+    let json = jsons.iter().map(Vec::len).sum::<usize>() as f64 / jsons.len() as f64;
+    let typed = heap_per_object(&jsons, |j| serde_json::from_slice::<Pod>(j).unwrap());
+    let stripped = heap_per_object(&jsons, |j| {
+        let mut pod = serde_json::from_slice::<Pod>(j).unwrap();
+        pod.metadata.managed_fields = None;
+        pod
+    });
+    println!(
+        "heap per object over the simulated cluster's {} pods of {json:.0} B of JSON on average:",
+        jsons.len()
+    );
+    println!("  Pod             {:>8.0} B", typed);
+    println!(
+        "  Pod, stripped   {:>8.0} B  ({:.1}x less; `strip_managed_fields`)",
+        stripped,
+        typed / stripped
     );
 }
 

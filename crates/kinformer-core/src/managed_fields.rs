@@ -2,10 +2,12 @@
 //!
 //! Server-side apply's field ownership is written on every object, and in a typed cache it is
 //! the most expensive field there is: k8s-openapi keeps `fieldsV1` as a `serde_json::Value`, and
-//! each of its small nested maps takes a whole B-tree node. A pod whose JSON is 5-10 KB decodes
-//! to 33-76 KB, of which `managedFields` are 43-53% (measured on the simulated cluster's pods,
-//! see docs/benchmarks.md). Most controllers never read them; client-go's users drop them with a
-//! transform, as controller-runtime's `TransformStripManagedFields` does, and so can ours.
+//! each of its small nested maps takes a whole B-tree node. A pod of the simulated cluster (5.4 KB
+//! of JSON, with the entries its real writers leave) decodes to 37.6 KB, 41% of it
+//! `managedFields`; a pod with two small entries, 13% (`cargo bench -p kinformer-compact --bench
+//! forms`, docs/benchmarks.md). Most controllers never read them; client-go's users drop them
+//! with a transform, as controller-runtime's `TransformStripManagedFields` does, and so can
+//! ours.
 
 use std::sync::Arc;
 
