@@ -906,22 +906,14 @@ fn labels(obj: &DynamicObject) -> String {
         .join(",")
 }
 
-/// AGE as kubectl shows it: `45s`, `12m`, `5h`, `3d`.
+/// AGE as kubectl shows the server's tables: `45s`, `5m12s`, `12m`, `4d11h`, `30d`
+/// (`duration.HumanDuration`, which the simulated server's tables use too).
 fn age(obj: &DynamicObject, now: Timestamp) -> String {
     let Some(created) = &obj.metadata.creation_timestamp else {
         return "<unknown>".to_owned();
     };
     let secs = now.as_second().saturating_sub(created.0.as_second()).max(0);
-    short_duration(secs)
-}
-
-fn short_duration(secs: i64) -> String {
-    match secs {
-        s if s < 120 => format!("{s}s"),
-        s if s < 3600 * 3 => format!("{}m", s / 60),
-        s if s < 86_400 * 2 => format!("{}h", s / 3600),
-        s => format!("{}d", s / 86_400),
-    }
+    kinformer_sim::human_duration(secs)
 }
 
 #[cfg(test)]
@@ -1333,11 +1325,26 @@ mod tests {
     }
 
     #[test]
-    fn ages_are_short_like_kubectl() {
-        assert_eq!(short_duration(5), "5s");
-        assert_eq!(short_duration(119), "119s");
-        assert_eq!(short_duration(600), "10m");
-        assert_eq!(short_duration(4 * 3600), "4h");
-        assert_eq!(short_duration(3 * 86_400), "3d");
+    fn ages_read_as_kubectl_prints_them() {
+        let now = Timestamp::from_second(1_800_000_000).unwrap();
+        let created = |ago: i64| {
+            let at = Timestamp::from_second(1_800_000_000 - ago).unwrap();
+            pod(serde_json::json!({"metadata": {"name": "p", "creationTimestamp": at.to_string()}}))
+        };
+        for (ago, shown) in [
+            (5, "5s"),
+            (119, "119s"),
+            (312, "5m12s"),
+            (600, "10m"),
+            (4 * 3600 + 120, "4h2m"),
+            (4 * 86_400 + 11 * 3600, "4d11h"),
+            (30 * 86_400, "30d"),
+        ] {
+            assert_eq!(age(&created(ago), now), shown, "{ago} s");
+        }
+        assert_eq!(
+            age(&pod(serde_json::json!({"metadata": {"name": "p"}})), now),
+            "<unknown>"
+        );
     }
 }

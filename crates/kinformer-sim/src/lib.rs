@@ -129,4 +129,5 @@ pub use faults::{Faults, RequestKind};
 pub use server::SimServer;
 pub use state::{REQUEST_LOG_CAPACITY, RecordedRequest};
 pub use store::Store;
+pub use table::human_duration;
 pub use workload::{ChurnConfig, ChurnHandle, generate_pod};

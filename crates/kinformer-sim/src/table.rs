@@ -108,8 +108,18 @@ fn not_acceptable(message: &str) -> Status {
     status(406, "NotAcceptable", message)
 }
 
-/// `2d3h`, `5m12s`, `42s`: how the API server prints an age (`duration.HumanDuration`).
-pub(crate) fn human_duration(secs: i64) -> String {
+/// `2d3h`, `5m12s`, `42s`: how the API server prints an age in a table's AGE column
+/// (`apimachinery/pkg/util/duration.HumanDuration`), for clients that print their own tables the
+/// way kubectl shows the server's. A negative age counts as 0.
+///
+/// ```
+/// use kinformer_sim::human_duration;
+///
+/// assert_eq!(human_duration(312), "5m12s");
+/// assert_eq!(human_duration(4 * 86_400 + 11 * 3600), "4d11h");
+/// assert_eq!(human_duration(30 * 86_400), "30d");
+/// ```
+pub fn human_duration(secs: i64) -> String {
     let s = secs.max(0);
     let (m, h, d) = (s / 60, s / 3600, s / 86_400);
     if s < 120 {
