@@ -699,6 +699,8 @@ async fn run(q: Query, mode: Mode) -> Result<(), Error> {
     // A document format prints every type's objects as one document, once all are listed.
     let mut documents = Vec::new();
     if let Ok(resources) = &result {
+        // Whether every type asked for lives in a namespace (for the "nothing found" line).
+        let all_namespaced = resources.iter().all(|r| r.scope == Scope::Namespaced);
         for (resource, target) in resources.iter().zip(&q.targets) {
             let one = One {
                 client: &client,
@@ -725,6 +727,21 @@ async fn run(q: Query, mode: Mode) -> Result<(), Error> {
             && let Err(e) = print::document(&mut out, &q.output, &documents, q.single_object())
         {
             result = Err(e.into());
+        }
+        // As kubectl: when nothing at all was printed, one line naming the namespace when
+        // every type asked for lives in one.
+        if result.is_ok() && matches!(mode, Mode::Get) && !q.output.is_document() && !printed {
+            let namespace = match q.namespace() {
+                Some("") => Some(client.default_namespace().to_owned()),
+                other => other.map(str::to_owned),
+            };
+            match namespace.filter(|_| all_namespaced) {
+                Some(ns) => terminal::to_stderr(format_args!(
+                    "No resources found in {} namespace.\n",
+                    terminal::safe(&ns)
+                )),
+                None => terminal::to_stderr(format_args!("No resources found\n")),
+            }
         }
     }
     let flushed = out.flush();
@@ -936,7 +953,7 @@ impl One<'_> {
                     return Ok(false);
                 }
                 if objects.is_empty() {
-                    terminal::to_stderr(format_args!("No resources found\n"));
+                    // Said once for the whole command, when no type printed anything.
                     return Ok(false);
                 }
                 // A blank line between tables, as kubectl; none without headers.

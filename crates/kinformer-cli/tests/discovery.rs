@@ -94,7 +94,11 @@ async fn a_hung_group_fails_alone_and_discovery_is_cached() {
             && lines[0].contains("timed out after 1s"),
         "{err}"
     );
-    assert_eq!(lines[1..], ["No resources found"], "{err}");
+    assert_eq!(
+        lines[1..],
+        ["No resources found in default namespace."],
+        "{err}"
+    );
 
     // kubectl's cache, under $HOME/.kube/cache.
     let dir = home

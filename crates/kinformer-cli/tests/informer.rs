@@ -165,7 +165,8 @@ async fn get_prints_names_single_objects_and_reports_missing_ones() {
     assert_eq!(rows.len(), 3, "{out}");
     assert_eq!(rows[1][..4], ["pod/web-1", "1/1", "Running", "3"], "{out}");
     assert_eq!(rows[2][..4], ["pod/web-2", "0/1", "Pending", "0"], "{out}");
-    assert_eq!(err, "No resources found\n");
+    // No deployments: as kubectl, nothing is said when another type printed something.
+    assert_eq!(err, "");
     let (status, out, err) = kinformer(dir.path(), &path, &["watch", "pods,nodes"]).await;
     assert_eq!(status.code(), Some(2), "{err}");
     assert!(out.is_empty(), "{out}");
@@ -221,6 +222,15 @@ async fn get_prints_names_single_objects_and_reports_missing_ones() {
     .await;
     assert!(status.success(), "{err}");
     assert!(out.is_empty(), "{out}");
+    // As kubectl: the namespace is named when every type asked for lives in one.
+    assert_eq!(err, "No resources found in default namespace.\n");
+    let (status, _, err) = kinformer(
+        dir.path(),
+        &path,
+        &["get", "deployments.apps", "-A", "-o", "name"],
+    )
+    .await;
+    assert!(status.success(), "{err}");
     assert_eq!(err, "No resources found\n");
 }
 
