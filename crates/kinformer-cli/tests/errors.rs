@@ -7,7 +7,7 @@ mod support;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use support::{KillOnDrop, bare, drain, run, signal, wait_bounded};
+use support::{KillOnDrop, bare, drain, kinformer, run, signal, wait_bounded};
 
 /// A kubeconfig for a plain-HTTP server, with the given `user:` body.
 fn kubeconfig(dir: &std::path::Path, server: &str, user: &str) -> std::path::PathBuf {
@@ -26,18 +26,6 @@ fn refused_port() -> u16 {
         .local_addr()
         .unwrap()
         .port()
-}
-
-/// Runs `kinformer ARGS --kubeconfig PATH` off the async threads.
-async fn kinformer(
-    dir: &std::path::Path,
-    path: &std::path::Path,
-    args: &[&str],
-) -> (Option<i32>, String, String) {
-    let mut cmd = bare(dir);
-    cmd.args(args).arg("--kubeconfig").arg(path);
-    let (status, out, err) = tokio::task::spawn_blocking(move || run(cmd)).await.unwrap();
-    (status.code(), out, err)
 }
 
 #[test]

@@ -8,7 +8,7 @@ mod support;
 use kinformer_core::{ApiResource, Scope};
 use kinformer_sim::{SimConfig, SimServer};
 use serde_json::{Value, json};
-use support::{bare, run};
+use support::kinformer;
 
 fn pods() -> ApiResource {
     ApiResource::new("", "v1", "Pod", "pods", Scope::Namespaced)
@@ -54,18 +54,6 @@ async fn sim() -> (SimServer, tempfile::TempDir, std::path::PathBuf) {
     )
     .unwrap();
     (sim, dir, path)
-}
-
-/// Runs `kinformer ARGS --kubeconfig PATH` to completion off the async threads.
-async fn kinformer(
-    dir: &std::path::Path,
-    path: &std::path::Path,
-    args: &[&str],
-) -> (Option<i32>, String, String) {
-    let mut cmd = bare(dir);
-    cmd.args(args).arg("--kubeconfig").arg(path);
-    let (status, out, err) = tokio::task::spawn_blocking(move || run(cmd)).await.unwrap();
-    (status.code(), out, err)
 }
 
 /// The NAME column of a table (the first column).

@@ -7,7 +7,7 @@ mod support;
 use kinformer_core::{ApiResource, Scope};
 use kinformer_sim::{SimConfig, SimServer};
 use serde_json::json;
-use support::{bare, run};
+use support::kinformer;
 
 /// A simulated server with one widget (a custom resource) and an event in two groups: the core
 /// group and a custom `example.com`.
@@ -45,18 +45,6 @@ async fn sim_with_custom_resources() -> (SimServer, tempfile::TempDir, std::path
     let path = dir.path().join("kubeconfig");
     std::fs::write(&path, sim.kubeconfig_yaml()).unwrap();
     (sim, dir, path)
-}
-
-/// Runs `kinformer ARGS --kubeconfig PATH` off the async threads.
-async fn kinformer(
-    dir: &std::path::Path,
-    path: &std::path::Path,
-    args: &[&str],
-) -> (Option<i32>, String, String) {
-    let mut cmd = bare(dir);
-    cmd.args(args).arg("--kubeconfig").arg(path);
-    let (status, out, err) = tokio::task::spawn_blocking(move || run(cmd)).await.unwrap();
-    (status.code(), out, err)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

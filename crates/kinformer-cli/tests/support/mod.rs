@@ -13,6 +13,21 @@ pub const BIN: &str = env!("CARGO_BIN_EXE_kinformer");
 /// No step of these tests should take this long; it only bounds a hung child.
 pub const BOUND: Duration = Duration::from_secs(60);
 
+/// Runs `kinformer ARGS --kubeconfig PATH` (a [`bare`] command in `home`) to completion off
+/// the async threads: its exit code, stdout and stderr.
+pub async fn kinformer(
+    home: &std::path::Path,
+    kubeconfig: &std::path::Path,
+    args: &[&str],
+) -> (Option<i32>, String, String) {
+    let mut cmd = bare(home);
+    cmd.args(args).arg("--kubeconfig").arg(kubeconfig);
+    let (status, out, err) = tokio::task::spawn_blocking(move || run(cmd))
+        .await
+        .expect("the command's thread");
+    (status.code(), out, err)
+}
+
 /// A command with no kubeconfig, no home kubeconfig and no in-cluster environment.
 pub fn bare(home: &std::path::Path) -> Command {
     let mut cmd = Command::new(BIN);
