@@ -8,7 +8,7 @@
 //! resources have no schema here and keep every field, as a definition with
 //! `x-kubernetes-preserve-unknown-fields` would.
 
-use k8s_openapi::api::{apps, core, discovery};
+use k8s_openapi::api::{apps, coordination, core, discovery};
 use kinformer_core::{ApiResource, Status};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -38,6 +38,7 @@ pub(crate) fn prune_unknown(api: &ApiResource, object: &mut Value) -> Result<Vec
         ("discovery.k8s.io", "endpointslices") => {
             round_trip::<discovery::v1::EndpointSlice>(api, object)?
         }
+        ("coordination.k8s.io", "leases") => round_trip::<coordination::v1::Lease>(api, object)?,
         _ => return Ok(Vec::new()),
     };
     let mut unknown = Vec::new();

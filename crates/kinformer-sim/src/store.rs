@@ -370,6 +370,8 @@ fn builtin_resources() -> Vec<ApiResource> {
             "endpointslices",
             Namespaced,
         ),
+        // Leader election and shard membership coordinate through them.
+        ("coordination.k8s.io", "Lease", "leases", Namespaced),
     ]
     .into_iter()
     .map(|(g, k, p, s)| ApiResource::new(g, "v1", k, p, s))

@@ -533,3 +533,49 @@ async fn a_delete_answers_the_object_where_the_storage_returns_it_else_a_status(
         }
     }
 }
+
+#[tokio::test]
+async fn leases_take_optimistic_writes_as_leader_election_makes_them() {
+    let (_sim, api) = Api::start().await;
+    let path = "/apis/coordination.k8s.io/v1/namespaces/default/leases";
+    let created = api
+        .ok(
+            "POST",
+            path,
+            Some(json!({
+                "metadata": {"name": "controller"},
+                "spec": {"holderIdentity": "a", "leaseDurationSeconds": 15,
+                         "acquireTime": "2026-12-02T04:00:00.000000Z",
+                         "renewTime": "2026-12-02T04:00:00.000000Z", "leaseTransitions": 0},
+            })),
+        )
+        .await;
+    assert_eq!(created["spec"]["holderIdentity"], "a");
+    assert_eq!(created["metadata"].get("generation"), None);
+    // A renewal at the version read succeeds.
+    let mut renewed = created.clone();
+    renewed["spec"]["renewTime"] = json!("2026-12-02T04:00:05.000000Z");
+    let renewed = api
+        .ok("PUT", &format!("{path}/controller"), Some(renewed))
+        .await;
+    assert_ne!(rv(&renewed), rv(&created));
+    // A second candidate that read before the renewal loses the race: 409, nothing written.
+    let mut stolen = created.clone();
+    stolen["spec"]["holderIdentity"] = json!("b");
+    let (code, s) = api
+        .send("PUT", &format!("{path}/controller"), Some(stolen))
+        .await;
+    assert_eq!((code, s["reason"].as_str()), (409, Some("Conflict")), "{s}");
+    let read = api.ok("GET", &format!("{path}/controller"), None).await;
+    assert_eq!(read["spec"]["holderIdentity"], "a");
+    assert_eq!(rv(&read), rv(&renewed));
+    // Leases have a schema: an unknown field is refused under Strict validation.
+    let (code, _) = api
+        .send(
+            "POST",
+            &format!("{path}?fieldValidation=Strict"),
+            Some(json!({"metadata": {"name": "x"}, "spec": {"holder": "typo"}})),
+        )
+        .await;
+    assert_eq!(code, 400);
+}
