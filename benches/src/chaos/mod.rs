@@ -928,7 +928,7 @@ async fn soak(
             .collect(),
         max_cached: peak.max_cached,
         peak_rss: rss().map(|(_, hwm)| hwm),
-        rss_bound: peak.bound_at_max,
+        rss_bound: peak.rss_bound,
         peak_heap: config.heap.map(|m| (m.peak)() as u64),
         weights: weights
             .measured
@@ -1031,7 +1031,7 @@ struct Peak {
     max_cached: usize,
     /// The most the held objects have weighed.
     max_held: u64,
-    bound_at_max: Option<u64>,
+    rss_bound: Option<u64>,
     rss_reported: bool,
     heap_reported: bool,
 }
@@ -1103,7 +1103,7 @@ impl Peak {
         };
         let bound = baseline + RSS_ALLOWANCE + self.max_held;
         self.max_cached = self.max_cached.max(cached);
-        self.bound_at_max = Some(bound);
+        self.rss_bound = Some(bound);
         if now > bound && !self.rss_reported {
             self.rss_reported = true;
             violations.report(format!(

@@ -132,7 +132,7 @@ struct Gauges {
     objects: AtomicI64,
     /// When [`SharedIndexInformer::run`] started.
     started: OnceLock<std::time::Instant>,
-    /// `informer` and `resource`, which each handler's metrics carry too.
+    /// `[informer, resource]`, which each handler's metrics carry too (and `resource()` reads).
     labels: [metrics::Label; 2],
 }
 
@@ -188,8 +188,6 @@ pub struct SharedIndexInformer<K, Q, C> {
     queue: Arc<Q>,
     cache: Arc<C>,
     name: String,
-    /// The `resource` label of its metrics: the resource it was told, else its name.
-    resource: String,
     inner: Arc<Inner<K>>,
     running: AtomicBool,
 }
@@ -278,17 +276,11 @@ where
         config: InformerConfig<K>,
     ) -> Self {
         let gauges = Gauges::new(&config.name, &config.resource);
-        let resource = if config.resource.is_empty() {
-            config.name.clone()
-        } else {
-            config.resource.clone()
-        };
         Self {
             events: Mutex::new(Some(Box::pin(events))),
             queue,
             cache,
             name: config.name,
-            resource,
             inner: Arc::new(Inner {
                 handlers: Mutex::new(Handlers {
                     listeners: Vec::new(),
@@ -397,7 +389,7 @@ where
 
     /// The resource its metrics are labelled with (`InformerConfig::resource`, else the name).
     pub fn resource(&self) -> &str {
-        &self.resource
+        self.inner.gauges.labels[1].value()
     }
 
     /// Read-your-writes for this informer's cache: record the version each write returned, and
@@ -407,7 +399,7 @@ where
         Freshness::new(
             Arc::clone(&self.inner.freshness),
             &self.name,
-            &self.resource,
+            self.resource(),
             Arc::new(move |key: &str| {
                 cache
                     .get_by_key(key)
