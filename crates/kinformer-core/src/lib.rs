@@ -59,6 +59,7 @@ mod progress;
 mod queue;
 mod resource;
 pub mod selector;
+pub mod shard;
 mod status;
 mod store;
 pub mod validation;

@@ -35,6 +35,9 @@ pub struct ObjectList<K> {
     pub continue_token: Option<String>,
     /// How many objects remain after this page, when the server says.
     pub remaining_item_count: Option<i64>,
+    /// `metadata.shardInfo.selector`: the shard selector the server applied to this list, echoed
+    /// (KEP-5866). `None` from a server that did not filter, however the request asked.
+    pub shard_selector: Option<String>,
 }
 
 impl<K> Clone for ObjectList<K> {
@@ -44,6 +47,7 @@ impl<K> Clone for ObjectList<K> {
             resource_version: self.resource_version.clone(),
             continue_token: self.continue_token.clone(),
             remaining_item_count: self.remaining_item_count,
+            shard_selector: self.shard_selector.clone(),
         }
     }
 }
@@ -55,6 +59,7 @@ impl<K> fmt::Debug for ObjectList<K> {
             .field("resource_version", &self.resource_version)
             .field("continue_token", &self.continue_token)
             .field("remaining_item_count", &self.remaining_item_count)
+            .field("shard_selector", &self.shard_selector)
             .finish()
     }
 }
@@ -76,6 +81,14 @@ struct RawListMeta {
     continue_token: Option<String>,
     #[serde(default)]
     remaining_item_count: Option<i64>,
+    #[serde(default)]
+    shard_info: Option<RawShardInfo>,
+}
+
+#[derive(Deserialize, Default)]
+struct RawShardInfo {
+    #[serde(default)]
+    selector: Option<String>,
 }
 
 impl<K> ObjectList<K> {
@@ -92,6 +105,7 @@ impl<K> ObjectList<K> {
             resource_version,
             continue_token: None,
             remaining_item_count: None,
+            shard_selector: None,
         }
     }
 }
@@ -152,6 +166,7 @@ pub struct ListPage {
     resource_version: ResourceVersion,
     continue_token: Option<String>,
     remaining_item_count: Option<i64>,
+    shard_selector: Option<String>,
 }
 
 impl ListPage {
@@ -179,6 +194,7 @@ impl ListPage {
             resource_version: raw.metadata.resource_version.into(),
             continue_token: raw.metadata.continue_token.filter(|c| !c.is_empty()),
             remaining_item_count: raw.metadata.remaining_item_count,
+            shard_selector: raw.metadata.shard_info.and_then(|i| i.selector),
         })
     }
 
@@ -234,6 +250,7 @@ impl ListPage {
             resource_version: self.resource_version,
             continue_token: self.continue_token,
             remaining_item_count: self.remaining_item_count,
+            shard_selector: self.shard_selector,
         }
     }
 }
@@ -280,6 +297,11 @@ pub struct ListParams {
     pub label_selector: Option<String>,
     /// `fieldSelector`.
     pub field_selector: Option<String>,
+    /// `shardSelector` (KEP-5866, alpha in 1.36): the hash ranges to list
+    /// ([`ShardRanges::to_selector`](crate::shard::ShardRanges::to_selector)). A server without
+    /// the feature ignores it; it says it applied it in the list's
+    /// [`shard_selector`](ObjectList::shard_selector).
+    pub shard_selector: Option<String>,
     /// `limit`: the page size.
     pub limit: Option<u32>,
     /// `continue`: the token of the page to fetch.
@@ -298,6 +320,7 @@ impl ListParams {
         let mut q = Query::default();
         q.opt("labelSelector", self.label_selector.as_deref());
         q.opt("fieldSelector", self.field_selector.as_deref());
+        q.opt("shardSelector", self.shard_selector.as_deref());
         q.opt_num("limit", self.limit);
         q.opt("continue", self.continue_token.as_deref());
         q.opt("resourceVersion", self.resource_version.as_deref());
@@ -333,6 +356,9 @@ pub struct WatchParams {
     pub label_selector: Option<String>,
     /// `fieldSelector`.
     pub field_selector: Option<String>,
+    /// `shardSelector` (KEP-5866): see [`ListParams::shard_selector`]. A watch says nothing of
+    /// whether it was applied; a list with the same selector does.
+    pub shard_selector: Option<String>,
     /// `resourceVersion` to watch from.
     pub resource_version: Option<String>,
     /// `resourceVersionMatch` (`NotOlderThan` with `sendInitialEvents`).
@@ -353,6 +379,7 @@ impl WatchParams {
         q.pair("watch", "true");
         q.opt("labelSelector", self.label_selector.as_deref());
         q.opt("fieldSelector", self.field_selector.as_deref());
+        q.opt("shardSelector", self.shard_selector.as_deref());
         q.opt("resourceVersion", self.resource_version.as_deref());
         q.opt(
             "resourceVersionMatch",
@@ -540,6 +567,7 @@ mod tests {
         let p = ListParams {
             label_selector: Some("a!=b".into()),
             field_selector: Some("spec.nodeName=node-1".into()),
+            shard_selector: Some("shardRange(object.metadata.uid, '0x0', '0x8')".into()),
             limit: Some(10),
             continue_token: Some("tok/=+".into()),
             resource_version: Some("5".into()),
@@ -548,7 +576,7 @@ mod tests {
         };
         assert_eq!(
             p.to_query(),
-            "labelSelector=a%21%3Db&fieldSelector=spec.nodeName%3Dnode-1&limit=10&continue=tok%2F%3D%2B&resourceVersion=5&resourceVersionMatch=Exact&timeoutSeconds=30"
+            "labelSelector=a%21%3Db&fieldSelector=spec.nodeName%3Dnode-1&shardSelector=shardRange%28object.metadata.uid%2C+%270x0%27%2C+%270x8%27%29&limit=10&continue=tok%2F%3D%2B&resourceVersion=5&resourceVersionMatch=Exact&timeoutSeconds=30"
         );
         assert_eq!(ListParams::default().to_query(), "");
         let w = WatchParams {

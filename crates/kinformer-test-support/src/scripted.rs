@@ -134,6 +134,7 @@ impl<K: Send + Sync + 'static> ListWatch<K> for ScriptedListWatch<K> {
             resource_version: inner.resource_version.clone(),
             continue_token: (end < total).then(|| end.to_string()),
             remaining_item_count: (end < total).then(|| (total - end) as i64),
+            shard_selector: None,
         })
     }
 
