@@ -348,6 +348,45 @@ impl fmt::Display for ShardRanges {
     }
 }
 
+/// Whatever acts on a set of shard ranges: a sharded informer, a worker pool. Shard membership
+/// (a group of replicas coordinating through Leases) tells it what it owns, and relies on the
+/// promise below to hand ranges over without two replicas acting on one at once.
+///
+/// ```
+/// use std::sync::Mutex;
+/// use kinformer_core::shard::{ShardKey, ShardOwner, ShardRanges};
+///
+/// #[derive(Default)]
+/// struct Remember(Mutex<Option<ShardRanges>>);
+///
+/// #[async_trait::async_trait]
+/// impl ShardOwner for Remember {
+///     async fn set_ranges(&self, owned: ShardRanges) {
+///         *self.0.lock().unwrap() = Some(owned);
+///     }
+/// }
+/// # futures_util::future::FutureExt::now_or_never(async {
+/// let owner = Remember::default();
+/// owner.set_ranges(ShardRanges::split(ShardKey::Uid, 2, 0)).await;
+/// assert!(owner.0.lock().unwrap().as_ref().unwrap().contains_hash(0));
+/// # }).unwrap();
+/// ```
+#[async_trait::async_trait]
+pub trait ShardOwner: Send + Sync {
+    /// From now on the owner acts on `owned` only. Returns once nothing of the ranges it gave up
+    /// is acted on any more (a sharded informer: their objects have left the cache and its
+    /// handlers were told, as deletes), so that the caller may let another replica take them.
+    /// Ranges newly owned may still be loading when it returns (their list has begun).
+    async fn set_ranges(&self, owned: ShardRanges);
+}
+
+#[async_trait::async_trait]
+impl<T: ShardOwner + ?Sized> ShardOwner for std::sync::Arc<T> {
+    async fn set_ranges(&self, owned: ShardRanges) {
+        (**self).set_ranges(owned).await;
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
