@@ -1,0 +1,538 @@
+//! The merge: many partitions' event streams become one stream for one cache.
+//!
+//! Each partition (a shard grant, a namespace) runs its own reflector. The first lists of the
+//! partitions there at the start form one relist of the whole cache; after that, a partition's
+//! relist cannot replace the cache (the other partitions' objects are in it too), so it is
+//! turned into adds, updates and, at its end, deletes of the objects of that partition the list
+//! lacked. Every object is the responsibility of at most one partition (their scopes are
+//! disjoint); events about objects outside their partition's scope are dropped.
+
+use std::collections::{BTreeSet, VecDeque};
+use std::future::poll_fn;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+
+use foldhash::{HashMap, HashMapExt, HashSet, HashSetExt};
+use futures_util::Stream;
+use kinformer_core::shard::ShardRanges;
+use kinformer_core::{Object, ObjectKey, ResourceVersion, StoreEvent};
+use tokio::sync::{mpsc, oneshot};
+
+/// A partition's (or the namespace watch's) events.
+pub(crate) type Events<K> = Pin<Box<dyn Stream<Item = StoreEvent<K>> + Send>>;
+
+/// The part of the objects one partition is responsible for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Scope {
+    /// The objects whose hash lies in these ranges.
+    Shard(ShardRanges),
+    /// The objects of one namespace.
+    Namespace(String),
+}
+
+impl Scope {
+    fn covers<K: Object>(&self, object: &K) -> bool {
+        match self {
+            Self::Shard(ranges) => ranges.contains(object),
+            Self::Namespace(ns) => object.namespace() == Some(ns.as_str()),
+        }
+    }
+}
+
+/// Makes the event stream of a partition (its reflector) for a scope; the number tells the
+/// partitions apart (in logs, and in the seed of their jitter).
+pub(crate) type Spawn<K> = Box<dyn Fn(&Scope, u64) -> Events<K> + Send>;
+
+/// A change of what the merge covers, from a handle.
+pub(crate) enum Command {
+    /// Own these shard ranges from now on.
+    Shards(ShardRanges, oneshot::Sender<()>),
+    /// Cover these namespaces from now on.
+    Namespaces(BTreeSet<String>, oneshot::Sender<()>),
+}
+
+/// A change of the namespace set seen by a namespace label selector's watch.
+pub(crate) enum NamespaceEvent {
+    /// A list of the selected namespaces begins.
+    ListBegin,
+    /// Names of the list begun last.
+    ListPage(Vec<String>),
+    /// The list is complete.
+    ListEnd,
+    /// A namespace is selected (created, or relabelled into the selector).
+    Selected(String),
+    /// A namespace is no longer selected (deleted, or relabelled out).
+    Unselected(String),
+}
+
+pub(crate) type NamespaceEvents = Pin<Box<dyn Stream<Item = NamespaceEvent> + Send>>;
+
+enum Phase {
+    /// In the first list of the whole cache: the keys this partition's list has brought.
+    Initial {
+        seen: HashSet<ObjectKey>,
+        done: bool,
+    },
+    /// Watching.
+    Live,
+    /// In a later list of its own: the keys it has brought so far.
+    Relisting(HashSet<ObjectKey>),
+}
+
+struct Partition<K> {
+    number: u64,
+    scope: Scope,
+    events: Events<K>,
+    phase: Phase,
+    /// The version the partition has caught up to.
+    reached: Option<ResourceVersion>,
+    /// An event held back while the first list of the whole cache is unfinished.
+    held: Option<StoreEvent<K>>,
+    ended: bool,
+}
+
+enum Step<K> {
+    Command(Command),
+    Namespace(NamespaceEvent),
+    Event(usize, StoreEvent<K>),
+    Ended(usize),
+}
+
+pub(crate) struct Merge<K> {
+    partitions: Vec<Partition<K>>,
+    spawn: Spawn<K>,
+    numbers: u64,
+    /// What the emitted events leave in the cache once applied: the merge's own view, so that
+    /// its deletes never depend on how far the consumer has got.
+    known: HashMap<ObjectKey, Arc<K>>,
+    out: VecDeque<StoreEvent<K>>,
+    /// The first list of the whole cache is unfinished.
+    initial: bool,
+    commands: mpsc::UnboundedReceiver<Command>,
+    namespace_events: Option<NamespaceEvents>,
+    /// The namespaces a selector's list is gathering, and whether that first list is done.
+    namespace_list: Option<BTreeSet<String>>,
+    namespaces_known: bool,
+    /// The highest bookmark sent: the lowest version every partition has reached.
+    bookmarked: Option<u64>,
+    cursor: usize,
+}
+
+impl<K: Object + Send + Sync + 'static> Merge<K> {
+    /// A merge over `scopes`, or over the namespaces `namespace_events` selects.
+    pub(crate) fn new(
+        scopes: Vec<Scope>,
+        spawn: Spawn<K>,
+        commands: mpsc::UnboundedReceiver<Command>,
+        namespace_events: Option<NamespaceEvents>,
+    ) -> Self {
+        let mut merge = Self {
+            partitions: Vec::new(),
+            spawn,
+            numbers: 0,
+            known: HashMap::new(),
+            out: VecDeque::new(),
+            initial: true,
+            commands,
+            namespaces_known: namespace_events.is_none(),
+            namespace_events,
+            namespace_list: None,
+            bookmarked: None,
+            cursor: 0,
+        };
+        merge.out.push_back(StoreEvent::RelistBegin);
+        for scope in scopes {
+            merge.add_partition(scope);
+        }
+        merge.maybe_finish_initial();
+        merge
+    }
+
+    /// The merged events, as a stream.
+    pub(crate) fn into_stream(self) -> impl Stream<Item = StoreEvent<K>> + Send {
+        futures_util::stream::unfold(self, |mut merge| async move {
+            let event = merge.next().await;
+            Some((event, merge))
+        })
+    }
+
+    async fn next(&mut self) -> StoreEvent<K> {
+        loop {
+            if let Some(event) = self.out.pop_front() {
+                return event;
+            }
+            let step = poll_fn(|cx| self.poll_step(cx)).await;
+            match step {
+                Step::Command(Command::Shards(owned, done)) => {
+                    self.set_shards(&owned);
+                    let _ = done.send(());
+                }
+                Step::Command(Command::Namespaces(names, done)) => {
+                    self.set_namespaces(&names);
+                    let _ = done.send(());
+                }
+                Step::Namespace(event) => self.namespace_event(event),
+                Step::Event(i, event) => self.partition_event(i, event),
+                Step::Ended(i) => {
+                    tracing::warn!(
+                        partition = self.partitions[i].number,
+                        "a partition's events ended; its objects stay cached as they are"
+                    );
+                    self.partitions[i].ended = true;
+                    if let Phase::Initial { done, .. } = &mut self.partitions[i].phase {
+                        *done = true;
+                    }
+                    self.maybe_finish_initial();
+                }
+            }
+        }
+    }
+
+    fn poll_step(&mut self, cx: &mut Context<'_>) -> Poll<Step<K>> {
+        if let Poll::Ready(Some(command)) = self.commands.poll_recv(cx) {
+            return Poll::Ready(Step::Command(command));
+        }
+        if let Some(events) = &mut self.namespace_events
+            && let Poll::Ready(event) = events.as_mut().poll_next(cx)
+        {
+            match event {
+                Some(event) => return Poll::Ready(Step::Namespace(event)),
+                None => {
+                    tracing::warn!(
+                        "the namespace selector's watch ended; the namespace set stays as it is"
+                    );
+                    self.namespace_events = None;
+                    self.namespaces_known = true;
+                }
+            }
+        }
+        let n = self.partitions.len();
+        for turn in 0..n {
+            let i = (self.cursor + turn) % n;
+            let p = &mut self.partitions[i];
+            if p.ended || p.held.is_some() {
+                continue;
+            }
+            if let Poll::Ready(event) = p.events.as_mut().poll_next(cx) {
+                self.cursor = i + 1;
+                return Poll::Ready(match event {
+                    Some(event) => Step::Event(i, event),
+                    None => Step::Ended(i),
+                });
+            }
+        }
+        Poll::Pending
+    }
+
+    fn add_partition(&mut self, scope: Scope) {
+        self.numbers += 1;
+        let number = self.numbers;
+        tracing::debug!(partition = number, ?scope, "a partition starts");
+        let events = (self.spawn)(&scope, number);
+        let phase = if self.initial {
+            Phase::Initial {
+                seen: HashSet::new(),
+                done: false,
+            }
+        } else {
+            Phase::Live
+        };
+        self.partitions.push(Partition {
+            number,
+            scope,
+            events,
+            phase,
+            reached: None,
+            held: None,
+            ended: false,
+        });
+    }
+
+    /// The partition responsible for `object`, if any.
+    fn responsible(&self, object: &K) -> Option<usize> {
+        self.partitions.iter().position(|p| p.scope.covers(object))
+    }
+
+    fn emit(&mut self, event: StoreEvent<K>) {
+        match &event {
+            StoreEvent::Added(o) | StoreEvent::Modified(o) => {
+                self.known.insert(o.key(), Arc::clone(o));
+            }
+            StoreEvent::Deleted(o) => {
+                self.known.remove(&o.key());
+            }
+            StoreEvent::RelistPage(page) => {
+                for o in page {
+                    self.known.insert(o.key(), Arc::clone(o));
+                }
+            }
+            _ => {}
+        }
+        self.out.push_back(event);
+    }
+
+    /// Deletes of what is known that no partition covers any more.
+    fn sweep_uncovered(&mut self) {
+        let gone: Vec<Arc<K>> = self
+            .known
+            .values()
+            .filter(|o| self.responsible(&***o).is_none())
+            .cloned()
+            .collect();
+        for o in gone {
+            self.emit(StoreEvent::Deleted(o));
+        }
+    }
+
+    /// Deletes of what partition `i` is responsible for that its list lacked.
+    fn sweep_unlisted(&mut self, i: usize, seen: &HashSet<ObjectKey>) {
+        let gone: Vec<Arc<K>> = self
+            .known
+            .iter()
+            .filter(|(key, o)| !seen.contains(*key) && self.partitions[i].scope.covers(&***o))
+            .map(|(_, o)| Arc::clone(o))
+            .collect();
+        for o in gone {
+            self.emit(StoreEvent::Deleted(o));
+        }
+    }
+
+    fn partition_event(&mut self, i: usize, event: StoreEvent<K>) {
+        if !self.initial {
+            self.live_event(i, event);
+            return;
+        }
+        let p = &mut self.partitions[i];
+        let Phase::Initial { seen, done } = &mut p.phase else {
+            unreachable!("partitions begin in the initial phase while it lasts");
+        };
+        if *done {
+            p.held = Some(event);
+            return;
+        }
+        match event {
+            // A list begun again: the keys of the one before may be gone; the sweep at the end
+            // of the whole list deletes what this one lacks.
+            StoreEvent::RelistBegin | StoreEvent::RelistAbandoned => seen.clear(),
+            StoreEvent::RelistPage(page) => {
+                let page: Vec<Arc<K>> = page.into_iter().filter(|o| p.scope.covers(&**o)).collect();
+                seen.extend(page.iter().map(|o| o.key()));
+                self.emit(StoreEvent::RelistPage(page));
+            }
+            StoreEvent::RelistEnd(rv) => {
+                *done = true;
+                p.reached = Some(rv);
+                self.maybe_finish_initial();
+            }
+            other => p.held = Some(other),
+        }
+    }
+
+    fn live_event(&mut self, i: usize, event: StoreEvent<K>) {
+        match event {
+            StoreEvent::RelistBegin => self.partitions[i].phase = Phase::Relisting(HashSet::new()),
+            StoreEvent::RelistPage(page) => {
+                for o in page {
+                    if !self.partitions[i].scope.covers(&*o) {
+                        continue;
+                    }
+                    let key = o.key();
+                    let event = if self.known.contains_key(&key) {
+                        StoreEvent::Modified(o)
+                    } else {
+                        StoreEvent::Added(o)
+                    };
+                    match &mut self.partitions[i].phase {
+                        Phase::Relisting(seen) => {
+                            seen.insert(key);
+                        }
+                        phase => *phase = Phase::Relisting(HashSet::from_iter([key])),
+                    }
+                    self.emit(event);
+                }
+            }
+            StoreEvent::RelistEnd(rv) => {
+                if let Phase::Relisting(seen) =
+                    std::mem::replace(&mut self.partitions[i].phase, Phase::Live)
+                {
+                    self.sweep_unlisted(i, &seen);
+                } else {
+                    // An empty list: nothing of this partition is left.
+                    self.sweep_unlisted(i, &HashSet::new());
+                }
+                self.partitions[i].reached = Some(rv);
+                self.maybe_bookmark();
+            }
+            StoreEvent::RelistAbandoned => self.partitions[i].phase = Phase::Live,
+            StoreEvent::Added(o) | StoreEvent::Modified(o) | StoreEvent::Deleted(o)
+                if !self.partitions[i].scope.covers(&*o) => {}
+            event @ (StoreEvent::Added(_) | StoreEvent::Modified(_) | StoreEvent::Deleted(_)) => {
+                if let Some(rv) = event.synced_resource_version() {
+                    self.partitions[i].reached = Some(rv.into());
+                }
+                self.emit(event);
+            }
+            StoreEvent::Bookmark(rv) => {
+                self.partitions[i].reached = Some(rv);
+                self.maybe_bookmark();
+            }
+            // The informer resyncs its handlers itself.
+            StoreEvent::Resync => {}
+        }
+    }
+
+    /// Ends the first list of the whole cache once every partition's first list is in.
+    fn maybe_finish_initial(&mut self) {
+        if !self.initial || !self.namespaces_known {
+            return;
+        }
+        if self
+            .partitions
+            .iter()
+            .any(|p| matches!(p.phase, Phase::Initial { done: false, .. }))
+        {
+            return;
+        }
+        self.initial = false;
+        // Versions that are not numbers cannot be compared: any partition's then.
+        let rv = self
+            .lowest_reached()
+            .map(|(_, rv)| rv)
+            .or_else(|| self.partitions.iter().find_map(|p| p.reached.clone()))
+            .unwrap_or_else(|| ResourceVersion::from(""));
+        self.out.push_back(StoreEvent::RelistEnd(rv));
+        for i in 0..self.partitions.len() {
+            if let Phase::Initial { seen, .. } =
+                std::mem::replace(&mut self.partitions[i].phase, Phase::Live)
+            {
+                // Only a partition whose list began again can have left stale keys.
+                self.sweep_unlisted(i, &seen);
+            }
+        }
+        self.sweep_uncovered();
+        for i in 0..self.partitions.len() {
+            if let Some(event) = self.partitions[i].held.take() {
+                self.live_event(i, event);
+            }
+        }
+    }
+
+    /// The lowest version the running partitions have reached (by number: versions of one
+    /// resource come from one etcd revision), when every one has reached one.
+    fn lowest_reached(&self) -> Option<(u64, ResourceVersion)> {
+        let mut lowest: Option<(u64, ResourceVersion)> = None;
+        for p in self.partitions.iter().filter(|p| !p.ended) {
+            let rv = p.reached.as_ref()?;
+            let n: u64 = rv.as_str().parse().ok()?;
+            if lowest.as_ref().is_none_or(|(l, _)| n < *l) {
+                lowest = Some((n, rv.clone()));
+            }
+        }
+        lowest
+    }
+
+    fn maybe_bookmark(&mut self) {
+        if let Some((n, rv)) = self.lowest_reached()
+            && self.bookmarked.is_none_or(|b| n > b)
+        {
+            self.bookmarked = Some(n);
+            self.out.push_back(StoreEvent::Bookmark(rv));
+        }
+    }
+
+    /// After partitions came or went: what no partition covers leaves the cache (at the end of
+    /// the first list while it lasts: a delete in the middle of a relist would be undone by it).
+    fn after_scope_change(&mut self) {
+        if self.initial {
+            self.maybe_finish_initial();
+        } else {
+            self.sweep_uncovered();
+        }
+    }
+
+    fn set_shards(&mut self, owned: &ShardRanges) {
+        let mut covered = ShardRanges::none(owned.key());
+        for p in &mut self.partitions {
+            if let Scope::Shard(ranges) = &mut p.scope {
+                *ranges = ranges.intersection(owned);
+                covered = covered.union(ranges);
+            }
+        }
+        self.partitions.retain(|p| match &p.scope {
+            Scope::Shard(ranges) if ranges.is_empty() => {
+                tracing::debug!(
+                    partition = p.number,
+                    "a partition's ranges are all given up: it stops"
+                );
+                false
+            }
+            _ => true,
+        });
+        let taken = owned.difference(&covered);
+        if !taken.is_empty() {
+            self.add_partition(Scope::Shard(taken));
+        }
+        self.after_scope_change();
+    }
+
+    fn set_namespaces(&mut self, names: &BTreeSet<String>) {
+        self.partitions.retain(|p| match &p.scope {
+            Scope::Namespace(ns) if !names.contains(ns) => {
+                tracing::debug!(partition = p.number, namespace = %ns, "a namespace leaves the scope");
+                false
+            }
+            _ => true,
+        });
+        let present: BTreeSet<String> = self
+            .partitions
+            .iter()
+            .filter_map(|p| match &p.scope {
+                Scope::Namespace(ns) => Some(ns.clone()),
+                Scope::Shard(_) => None,
+            })
+            .collect();
+        for ns in names.difference(&present) {
+            self.add_partition(Scope::Namespace(ns.clone()));
+        }
+        self.after_scope_change();
+    }
+
+    fn namespace_event(&mut self, event: NamespaceEvent) {
+        match event {
+            NamespaceEvent::ListBegin => self.namespace_list = Some(BTreeSet::new()),
+            NamespaceEvent::ListPage(names) => {
+                self.namespace_list
+                    .get_or_insert_with(BTreeSet::new)
+                    .extend(names);
+            }
+            NamespaceEvent::ListEnd => {
+                let names = self.namespace_list.take().unwrap_or_default();
+                self.namespaces_known = true;
+                self.set_namespaces(&names);
+            }
+            NamespaceEvent::Selected(ns) => {
+                let mut names = self.namespaces();
+                if names.insert(ns) {
+                    self.set_namespaces(&names);
+                }
+            }
+            NamespaceEvent::Unselected(ns) => {
+                let mut names = self.namespaces();
+                if names.remove(&ns) {
+                    self.set_namespaces(&names);
+                }
+            }
+        }
+    }
+
+    fn namespaces(&self) -> BTreeSet<String> {
+        self.partitions
+            .iter()
+            .filter_map(|p| match &p.scope {
+                Scope::Namespace(ns) => Some(ns.clone()),
+                Scope::Shard(_) => None,
+            })
+            .collect()
+    }
+}
