@@ -274,12 +274,14 @@ impl<K: Object + Send + Sync + 'static> Merge<K> {
 
     /// Deletes of what is known that no partition covers any more.
     fn sweep_uncovered(&mut self) {
-        let gone: Vec<Arc<K>> = self
+        let mut gone: Vec<Arc<K>> = self
             .known
             .values()
             .filter(|o| self.responsible(&***o).is_none())
             .cloned()
             .collect();
+        // In key order, so that a run replays the same.
+        gone.sort_by_cached_key(|o| o.key());
         for o in gone {
             self.emit(StoreEvent::Deleted(o));
         }
@@ -287,12 +289,13 @@ impl<K: Object + Send + Sync + 'static> Merge<K> {
 
     /// Deletes of what partition `i` is responsible for that its list lacked.
     fn sweep_unlisted(&mut self, i: usize, seen: &HashSet<ObjectKey>) {
-        let gone: Vec<Arc<K>> = self
+        let mut gone: Vec<Arc<K>> = self
             .known
             .iter()
             .filter(|(key, o)| !seen.contains(*key) && self.partitions[i].scope.covers(&***o))
             .map(|(_, o)| Arc::clone(o))
             .collect();
+        gone.sort_by_cached_key(|o| o.key());
         for o in gone {
             self.emit(StoreEvent::Deleted(o));
         }
@@ -395,6 +398,7 @@ impl<K: Object + Send + Sync + 'static> Merge<K> {
             return;
         }
         self.initial = false;
+        self.bookmarked = self.lowest_reached().map(|(n, _)| n);
         // Versions that are not numbers cannot be compared: any partition's then.
         let rv = self
             .lowest_reached()
@@ -534,5 +538,241 @@ impl<K: Object + Send + Sync + 'static> Merge<K> {
                 Scope::Shard(_) => None,
             })
             .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    //! The merge driven step by step: each partition is a channel the test writes to, and the
+    //! merged stream is polled once per step, so every interleaving below is exact.
+
+    use std::sync::Mutex;
+
+    use futures_util::FutureExt;
+    use kinformer_core::DynamicObject;
+    use kinformer_core::shard::{ShardKey, ShardRange};
+
+    use super::*;
+
+    type Senders = Arc<Mutex<Vec<(Scope, mpsc::UnboundedSender<StoreEvent<DynamicObject>>)>>>;
+
+    struct Rig {
+        merge: Merge<DynamicObject>,
+        senders: Senders,
+        commands: mpsc::UnboundedSender<Command>,
+    }
+
+    fn obj(ns: &str, name: &str, rv: u64) -> Arc<DynamicObject> {
+        let mut o = DynamicObject::default();
+        o.metadata.name = Some(name.into());
+        o.metadata.namespace = Some(ns.into());
+        o.metadata.uid = Some(format!("{ns}-{name}"));
+        o.metadata.resource_version = Some(rv.to_string());
+        Arc::new(o)
+    }
+
+    fn rig(scopes: Vec<Scope>) -> Rig {
+        let senders: Senders = Arc::default();
+        let spawn: Spawn<DynamicObject> = {
+            let senders = Arc::clone(&senders);
+            Box::new(move |scope, _| {
+                let (tx, rx) = mpsc::unbounded_channel();
+                senders.lock().unwrap().push((scope.clone(), tx));
+                Box::pin(futures_util::stream::unfold(rx, |mut rx| async move {
+                    rx.recv().await.map(|e| (e, rx))
+                }))
+            })
+        };
+        let (commands, receiver) = mpsc::unbounded_channel();
+        Rig {
+            merge: Merge::new(scopes, spawn, receiver, None),
+            senders,
+            commands,
+        }
+    }
+
+    impl Rig {
+        /// Sends `event` as the partition of `scope`.
+        fn send(&self, scope: &Scope, event: StoreEvent<DynamicObject>) {
+            let senders = self.senders.lock().unwrap();
+            let (_, tx) = senders.iter().rev().find(|(s, _)| s == scope).unwrap();
+            tx.send(event).unwrap();
+        }
+
+        /// Everything the merged stream has ready, in the order it sends it, one line each.
+        fn drain(&mut self) -> Vec<String> {
+            let mut out = Vec::new();
+            while let Some(event) = self.merge.next().now_or_never() {
+                out.push(match event {
+                    StoreEvent::RelistBegin => "begin".to_string(),
+                    StoreEvent::RelistPage(p) => format!(
+                        "page {}",
+                        p.iter()
+                            .map(|o| o.key().to_string())
+                            .collect::<Vec<_>>()
+                            .join(",")
+                    ),
+                    StoreEvent::RelistEnd(rv) => format!("end {rv}"),
+                    StoreEvent::RelistAbandoned => "abandoned".to_string(),
+                    StoreEvent::Added(o) => format!("+{}", o.key()),
+                    StoreEvent::Modified(o) => format!("~{}", o.key()),
+                    StoreEvent::Deleted(o) => format!("-{}", o.key()),
+                    StoreEvent::Bookmark(rv) => format!("bookmark {rv}"),
+                    StoreEvent::Resync => "resync".to_string(),
+                });
+            }
+            out
+        }
+
+        /// Sends a command and returns what the merged stream sends once it has taken it.
+        fn command(&mut self, command: impl FnOnce(oneshot::Sender<()>) -> Command) -> Vec<String> {
+            let (done, mut applied) = oneshot::channel();
+            self.commands.send(command(done)).unwrap();
+            let out = self.drain();
+            assert!(applied.try_recv().is_ok(), "the command was not applied");
+            out
+        }
+    }
+
+    fn ns(name: &str) -> Scope {
+        Scope::Namespace(name.into())
+    }
+
+    fn list(r: &Rig, scope: &Scope, objects: Vec<Arc<DynamicObject>>, rv: &str) {
+        r.send(scope, StoreEvent::RelistBegin);
+        r.send(scope, StoreEvent::RelistPage(objects));
+        r.send(scope, StoreEvent::RelistEnd(rv.into()));
+    }
+
+    #[test]
+    fn the_first_lists_are_one_list_and_early_watch_events_wait_for_its_end() {
+        let mut r = rig(vec![ns("a"), ns("b")]);
+        list(&r, &ns("a"), vec![obj("a", "1", 5)], "10");
+        r.send(&ns("a"), StoreEvent::Added(obj("a", "2", 11)));
+        // Objects of another scope in a page are not this partition's to send.
+        r.send(&ns("b"), StoreEvent::RelistBegin);
+        r.send(
+            &ns("b"),
+            StoreEvent::RelistPage(vec![obj("b", "1", 6), obj("x", "9", 6)]),
+        );
+        let early = r.drain();
+        assert_eq!(early, ["begin", "page a/1", "page b/1"]);
+        r.send(&ns("b"), StoreEvent::RelistEnd("8".into()));
+        // The lowest version of the two lists, then what a waited with.
+        assert_eq!(r.drain(), ["end 8", "+a/2"]);
+    }
+
+    #[test]
+    fn a_later_list_of_one_partition_touches_only_its_own_objects() {
+        let mut r = rig(vec![ns("a"), ns("b")]);
+        list(&r, &ns("a"), vec![obj("a", "1", 5), obj("a", "2", 5)], "10");
+        list(&r, &ns("b"), vec![obj("b", "1", 6)], "10");
+        r.drain();
+        // a's watch expired: it lists again, and a/2 is gone, a/3 new.
+        list(
+            &r,
+            &ns("a"),
+            vec![obj("a", "1", 12), obj("a", "3", 13)],
+            "14",
+        );
+        assert_eq!(r.drain(), ["~a/1", "+a/3", "-a/2"]);
+        // An abandoned list deletes nothing.
+        r.send(&ns("a"), StoreEvent::RelistBegin);
+        r.send(&ns("a"), StoreEvent::RelistPage(vec![obj("a", "1", 12)]));
+        r.send(&ns("a"), StoreEvent::RelistAbandoned);
+        assert_eq!(r.drain(), ["~a/1"]);
+    }
+
+    #[test]
+    fn a_first_list_begun_again_leaves_no_stale_key() {
+        let mut r = rig(vec![ns("a")]);
+        r.send(&ns("a"), StoreEvent::RelistBegin);
+        r.send(
+            &ns("a"),
+            StoreEvent::RelistPage(vec![obj("a", "1", 5), obj("a", "2", 5)]),
+        );
+        r.send(&ns("a"), StoreEvent::RelistAbandoned);
+        list(&r, &ns("a"), vec![obj("a", "1", 7)], "9");
+        assert_eq!(
+            r.drain(),
+            ["begin", "page a/1,a/2", "page a/1", "end 9", "-a/2"]
+        );
+    }
+
+    #[test]
+    fn namespaces_removed_leave_as_deletes_and_added_ones_list_and_join() {
+        let mut r = rig(vec![ns("a"), ns("b")]);
+        list(&r, &ns("a"), vec![obj("a", "1", 5)], "10");
+        list(&r, &ns("b"), vec![obj("b", "1", 6), obj("b", "2", 6)], "10");
+        r.drain();
+        let out =
+            r.command(|done| Command::Namespaces(["a".to_string(), "c".to_string()].into(), done));
+        assert_eq!(out, ["-b/1", "-b/2"]);
+        // b's partition is gone: what it would still send goes nowhere.
+        assert!(
+            r.senders
+                .lock()
+                .unwrap()
+                .iter()
+                .any(|(s, tx)| *s == ns("b") && tx.is_closed())
+        );
+        list(&r, &ns("c"), vec![obj("c", "1", 11)], "12");
+        r.send(&ns("c"), StoreEvent::Modified(obj("c", "1", 13)));
+        assert_eq!(r.drain(), ["+c/1", "~c/1"]);
+    }
+
+    #[test]
+    fn bookmarks_follow_the_slowest_partition() {
+        let mut r = rig(vec![ns("a"), ns("b")]);
+        list(&r, &ns("a"), vec![], "10");
+        list(&r, &ns("b"), vec![], "20");
+        assert_eq!(r.drain(), ["begin", "page ", "page ", "end 10"]);
+        r.send(&ns("b"), StoreEvent::Bookmark("30".into()));
+        assert_eq!(r.drain(), Vec::<String>::new());
+        r.send(&ns("a"), StoreEvent::Bookmark("25".into()));
+        assert_eq!(r.drain(), ["bookmark 25"]);
+        // An object's version moves the partition on; the next bookmark says so (one per
+        // object would double the events).
+        r.send(&ns("a"), StoreEvent::Modified(obj("a", "1", 40)));
+        assert_eq!(r.drain(), ["~a/1"]);
+        r.send(&ns("b"), StoreEvent::Bookmark("45".into()));
+        assert_eq!(r.drain(), ["bookmark 40"]);
+    }
+
+    #[test]
+    fn ranges_given_up_leave_ranges_taken_get_a_partition_of_their_own() {
+        let half = |i: u64| {
+            ShardRanges::new(
+                ShardKey::Uid,
+                ShardRange::new(i << 63, u128::from(i + 1) << 63),
+            )
+        };
+        let objects: Vec<Arc<DynamicObject>> =
+            (0..16).map(|i| obj("a", &i.to_string(), 5)).collect();
+        let (low, high): (Vec<_>, Vec<_>) = objects
+            .iter()
+            .cloned()
+            .partition(|o| half(0).contains(&**o));
+        assert!(!low.is_empty() && !high.is_empty());
+        let mut r = rig(vec![Scope::Shard(half(0))]);
+        // The server ignored the selector: the page holds everything; only the half is kept.
+        list(&r, &Scope::Shard(half(0)), objects.clone(), "10");
+        let first = r.drain();
+        assert_eq!(first.len(), 3, "{first:?}");
+        assert_eq!(
+            first[1].matches('/').count(),
+            low.len(),
+            "{first:?} {low:?}"
+        );
+        // Swap halves: every low object leaves, a partition for the high half starts.
+        let left = r.command(|done| Command::Shards(half(1), done));
+        assert_eq!(left.len(), low.len());
+        assert!(left.iter().all(|l| l.starts_with('-')));
+        list(&r, &Scope::Shard(half(1)), objects, "12");
+        let joined = r.drain();
+        assert_eq!(joined.len(), high.len() + 1, "{joined:?} {high:?}");
+        assert!(joined[..high.len()].iter().all(|l| l.starts_with('+')));
+        // The partition that listed is the only one left: its version is the merge's.
+        assert_eq!(joined[high.len()], "bookmark 12");
     }
 }
