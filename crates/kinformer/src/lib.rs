@@ -20,6 +20,10 @@
 //!
 //! Controllers take keys from [`workqueue`]: client-go's work queue, with its rate limiters.
 //!
+//! Beyond one replica, [`partition`] feeds one informer from a changing set of shard ranges
+//! (KEP-5866's `shardSelector`, or the same hash on the client) or namespaces: give its events to
+//! `.events(..)`. docs/scale-out.md shows when to shard and what a hand-over guarantees.
+//!
 //! The cached object type is yours to choose: a typed `Pod`, a [`DynamicObject`](core::DynamicObject),
 //! metadata only, or one of the [`compact`] forms (`Compact<Pod>`, `Compressed<Pod>`), which keep
 //! the raw JSON (plain or compressed) with the decoded metadata and decode the typed object only
@@ -72,6 +76,8 @@ pub use kinformer_delta_fifo as delta_fifo;
 pub use kinformer_indexer as indexer;
 #[doc(inline)]
 pub use kinformer_lister as lister;
+#[doc(inline)]
+pub use kinformer_partition as partition;
 #[doc(inline)]
 pub use kinformer_reflector as reflector;
 #[doc(inline)]
