@@ -23,7 +23,7 @@ use crate::response::{
 };
 use crate::schema;
 use crate::state::Shared;
-use crate::store::{DeleteOptions, Deletion, Stored, invalid, not_found, status, too_large};
+use crate::store::{DeleteOptions, Deletion, Stored, not_found, status, too_large};
 use crate::table::{self, Form, IncludeObject};
 use crate::validation;
 
@@ -479,12 +479,12 @@ pub fn decode_continue_token(token: &str) -> Result<(i64, String, String), Statu
     decode_continue(token).map(|(rv, (namespace, name))| (rv, namespace, name))
 }
 
-fn list_invalid(t: &Target, message: &str) -> Status {
-    let mut s = invalid(&t.info.api, "", "resourceVersionMatch", message);
-    s.message = format!(
-        "ListOptions.meta.k8s.io \"\" is invalid: resourceVersionMatch: Forbidden: {message}"
-    );
-    s
+/// The 422 for a `resourceVersionMatch` the list options' validation forbids.
+fn list_invalid(message: &str) -> Status {
+    validation::invalid_list_options(&[validation::FieldError::forbidden(
+        "resourceVersionMatch",
+        message,
+    )])
 }
 
 pub(crate) async fn list(
@@ -513,27 +513,23 @@ pub(crate) async fn list(
     match (rv, rv_match, continue_token) {
         (None, Some(_), _) => {
             return Err(list_invalid(
-                t,
                 "resourceVersionMatch is forbidden unless resourceVersion is provided",
             ));
         }
         (_, Some(_), Some(_)) => {
             return Err(list_invalid(
-                t,
                 "resourceVersionMatch is forbidden when continue is provided",
             ));
         }
         (Some("0"), Some("Exact"), _) => {
             return Err(list_invalid(
-                t,
                 "resourceVersionMatch \"exact\" is forbidden for resourceVersion \"0\"",
             ));
         }
         (_, Some(m), _) if m != "Exact" && m != "NotOlderThan" => {
-            return Err(list_invalid(
-                t,
-                &format!("resourceVersionMatch {m:?} is not supported"),
-            ));
+            return Err(list_invalid(&format!(
+                "resourceVersionMatch {m:?} is not supported"
+            )));
         }
         (Some(r), _, Some(_)) if r != "0" => {
             return Err(status(
