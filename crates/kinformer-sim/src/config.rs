@@ -21,6 +21,8 @@ use crate::auth::Auth;
 /// assert_eq!(old.version.minor(), 33);
 /// assert_eq!(SimConfig::default().version, KubeVersion::V1_34);
 /// assert_eq!(KubeVersion::parse("1.32"), Some(KubeVersion::V1_32));
+/// assert_eq!(KubeVersion::parse("v1.36"), Some(KubeVersion::V1_36));
+/// assert_eq!(KubeVersion::parse("1.37"), None);
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
 pub enum KubeVersion {
@@ -31,6 +33,10 @@ pub enum KubeVersion {
     /// Kubernetes 1.34 (the default).
     #[default]
     V1_34,
+    /// Kubernetes 1.35.
+    V1_35,
+    /// Kubernetes 1.36.
+    V1_36,
 }
 
 impl KubeVersion {
@@ -40,6 +46,8 @@ impl KubeVersion {
             Self::V1_32 => 32,
             Self::V1_33 => 33,
             Self::V1_34 => 34,
+            Self::V1_35 => 35,
+            Self::V1_36 => 36,
         }
     }
 
@@ -65,6 +73,7 @@ impl KubeVersion {
     /// use kinformer_sim::KubeVersion;
     ///
     /// assert_eq!(KubeVersion::V1_34.aggregated_discovery(), ["v2", "v2beta1"]);
+    /// assert_eq!(KubeVersion::V1_36.aggregated_discovery(), ["v2"]);
     /// ```
     pub fn aggregated_discovery(self) -> &'static [&'static str] {
         match self.minor() {
@@ -84,6 +93,8 @@ impl KubeVersion {
             "32" => Some(Self::V1_32),
             "33" => Some(Self::V1_33),
             "34" => Some(Self::V1_34),
+            "35" => Some(Self::V1_35),
+            "36" => Some(Self::V1_36),
             _ => None,
         }
     }

@@ -1742,6 +1742,8 @@ async fn resource_version_zero_lists_ignore_the_limit_unless_the_watch_cache_is_
         (KubeVersion::V1_32, true, false),
         (KubeVersion::V1_33, true, false),
         (KubeVersion::V1_34, true, false),
+        (KubeVersion::V1_35, true, false),
+        (KubeVersion::V1_36, true, false),
         (KubeVersion::V1_34, false, true),
     ] {
         let sim = start(SimConfig {
