@@ -373,7 +373,12 @@ pub(crate) async fn delete_collection(
     body: Body,
 ) -> Result<Response<Body>, Status> {
     let opts = delete_options(q, body).await?;
-    let filter = Filter::from_query(&t.info, t.namespace.clone(), q)?;
+    let filter = Filter::from_query(
+        &t.info,
+        t.namespace.clone(),
+        q,
+        shared.config.honours_shard_selector(),
+    )?;
     let (rv, _) = shared.store.versions();
     let snap = shared.store.snapshot(&t.info.key, rv)?;
     let mut items = Vec::new();
@@ -495,7 +500,12 @@ pub(crate) async fn list(
     gzip: bool,
 ) -> Result<Response<Body>, Status> {
     let include = IncludeObject::parse(q.get("includeObject"))?;
-    let filter = Filter::from_query(&t.info, t.namespace.clone(), q)?;
+    let filter = Filter::from_query(
+        &t.info,
+        t.namespace.clone(),
+        q,
+        shared.config.honours_shard_selector(),
+    )?;
     // Decoded with the rest of the list options, so malformed even where it means nothing.
     timeout_seconds(q)?;
     let rv = q.get("resourceVersion");
@@ -626,16 +636,11 @@ pub(crate) async fn list(
         resource_version: at,
         continue_token: continue_out.as_deref(),
         remaining,
+        shard_selector: filter.shard_selector(),
     };
     let items: Vec<Arc<Stored>> = items.into_iter().cloned().collect();
     if matches!(form, Form::Table | Form::Yaml) {
-        let mut list_meta = serde_json::json!({"resourceVersion": at.to_string()});
-        if let Some(c) = &meta.continue_token {
-            list_meta["continue"] = Value::from(*c);
-        }
-        if let Some(r) = meta.remaining {
-            list_meta["remainingItemCount"] = Value::from(r);
-        }
+        let list_meta = meta.to_json();
         let mut values: Vec<Value> = items.iter().map(|o| o.value()).collect();
         if form == Form::Yaml {
             for v in &mut values {

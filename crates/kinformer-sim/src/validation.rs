@@ -25,6 +25,17 @@ enum ErrorKind {
 }
 
 impl FieldError {
+    /// `<field>: Invalid value: "<value>": <detail>`.
+    pub(crate) fn invalid(field: &str, value: &str, detail: &str) -> Self {
+        Self {
+            field: field.to_owned(),
+            kind: ErrorKind::Invalid {
+                value: value.to_owned(),
+                detail: detail.to_owned(),
+            },
+        }
+    }
+
     /// `<field>: Forbidden: <detail>`.
     pub(crate) fn forbidden(field: &str, detail: &str) -> Self {
         Self {

@@ -68,7 +68,12 @@ pub(crate) async fn handle(
     let table = (form == Form::Table)
         .then(|| IncludeObject::parse(q.get("includeObject")))
         .transpose()?;
-    let mut filter = Filter::from_query(&target.info, target.namespace.clone(), q)?;
+    let mut filter = Filter::from_query(
+        &target.info,
+        target.namespace.clone(),
+        q,
+        shared.config.honours_shard_selector(),
+    )?;
     if let Some(name) = &target.name {
         let mut reqs = filter.field.requirements().to_vec();
         reqs.push(FieldRequirement {
