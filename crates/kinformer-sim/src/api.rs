@@ -23,7 +23,7 @@ use crate::response::{
 };
 use crate::schema;
 use crate::state::Shared;
-use crate::store::{DeleteOptions, Deletion, Stored, invalid, not_found, status, too_large};
+use crate::store::{DeleteOptions, Deletion, Stored, not_found, status, too_large};
 use crate::table::{self, Form, IncludeObject};
 use crate::validation;
 
@@ -373,7 +373,12 @@ pub(crate) async fn delete_collection(
     body: Body,
 ) -> Result<Response<Body>, Status> {
     let opts = delete_options(q, body).await?;
-    let filter = Filter::from_query(&t.info, t.namespace.clone(), q)?;
+    let filter = Filter::from_query(
+        &t.info,
+        t.namespace.clone(),
+        q,
+        shared.config.honours_shard_selector(),
+    )?;
     let (rv, _) = shared.store.versions();
     let snap = shared.store.snapshot(&t.info.key, rv)?;
     let mut items = Vec::new();
@@ -479,12 +484,12 @@ pub fn decode_continue_token(token: &str) -> Result<(i64, String, String), Statu
     decode_continue(token).map(|(rv, (namespace, name))| (rv, namespace, name))
 }
 
-fn list_invalid(t: &Target, message: &str) -> Status {
-    let mut s = invalid(&t.info.api, "", "resourceVersionMatch", message);
-    s.message = format!(
-        "ListOptions.meta.k8s.io \"\" is invalid: resourceVersionMatch: Forbidden: {message}"
-    );
-    s
+/// The 422 for a `resourceVersionMatch` the list options' validation forbids.
+fn list_invalid(message: &str) -> Status {
+    validation::invalid_list_options(&[validation::FieldError::forbidden(
+        "resourceVersionMatch",
+        message,
+    )])
 }
 
 pub(crate) async fn list(
@@ -495,7 +500,12 @@ pub(crate) async fn list(
     gzip: bool,
 ) -> Result<Response<Body>, Status> {
     let include = IncludeObject::parse(q.get("includeObject"))?;
-    let filter = Filter::from_query(&t.info, t.namespace.clone(), q)?;
+    let filter = Filter::from_query(
+        &t.info,
+        t.namespace.clone(),
+        q,
+        shared.config.honours_shard_selector(),
+    )?;
     // Decoded with the rest of the list options, so malformed even where it means nothing.
     timeout_seconds(q)?;
     let rv = q.get("resourceVersion");
@@ -513,27 +523,23 @@ pub(crate) async fn list(
     match (rv, rv_match, continue_token) {
         (None, Some(_), _) => {
             return Err(list_invalid(
-                t,
                 "resourceVersionMatch is forbidden unless resourceVersion is provided",
             ));
         }
         (_, Some(_), Some(_)) => {
             return Err(list_invalid(
-                t,
                 "resourceVersionMatch is forbidden when continue is provided",
             ));
         }
         (Some("0"), Some("Exact"), _) => {
             return Err(list_invalid(
-                t,
                 "resourceVersionMatch \"exact\" is forbidden for resourceVersion \"0\"",
             ));
         }
         (_, Some(m), _) if m != "Exact" && m != "NotOlderThan" => {
-            return Err(list_invalid(
-                t,
-                &format!("resourceVersionMatch {m:?} is not supported"),
-            ));
+            return Err(list_invalid(&format!(
+                "resourceVersionMatch {m:?} is not supported"
+            )));
         }
         (Some(r), _, Some(_)) if r != "0" => {
             return Err(status(
@@ -630,16 +636,11 @@ pub(crate) async fn list(
         resource_version: at,
         continue_token: continue_out.as_deref(),
         remaining,
+        shard_selector: filter.shard_selector(),
     };
     let items: Vec<Arc<Stored>> = items.into_iter().cloned().collect();
     if matches!(form, Form::Table | Form::Yaml) {
-        let mut list_meta = serde_json::json!({"resourceVersion": at.to_string()});
-        if let Some(c) = &meta.continue_token {
-            list_meta["continue"] = Value::from(*c);
-        }
-        if let Some(r) = meta.remaining {
-            list_meta["remainingItemCount"] = Value::from(r);
-        }
+        let list_meta = meta.to_json();
         let mut values: Vec<Value> = items.iter().map(|o| o.value()).collect();
         if form == Form::Yaml {
             for v in &mut values {

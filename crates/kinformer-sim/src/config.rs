@@ -21,6 +21,8 @@ use crate::auth::Auth;
 /// assert_eq!(old.version.minor(), 33);
 /// assert_eq!(SimConfig::default().version, KubeVersion::V1_34);
 /// assert_eq!(KubeVersion::parse("1.32"), Some(KubeVersion::V1_32));
+/// assert_eq!(KubeVersion::parse("v1.36"), Some(KubeVersion::V1_36));
+/// assert_eq!(KubeVersion::parse("1.37"), None);
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
 pub enum KubeVersion {
@@ -31,6 +33,11 @@ pub enum KubeVersion {
     /// Kubernetes 1.34 (the default).
     #[default]
     V1_34,
+    /// Kubernetes 1.35.
+    V1_35,
+    /// Kubernetes 1.36, the first release with the `ShardedListAndWatch` gate (alpha, off by
+    /// default; see [`SimConfig::sharded_list_and_watch`]).
+    V1_36,
 }
 
 impl KubeVersion {
@@ -40,6 +47,8 @@ impl KubeVersion {
             Self::V1_32 => 32,
             Self::V1_33 => 33,
             Self::V1_34 => 34,
+            Self::V1_35 => 35,
+            Self::V1_36 => 36,
         }
     }
 
@@ -65,6 +74,7 @@ impl KubeVersion {
     /// use kinformer_sim::KubeVersion;
     ///
     /// assert_eq!(KubeVersion::V1_34.aggregated_discovery(), ["v2", "v2beta1"]);
+    /// assert_eq!(KubeVersion::V1_36.aggregated_discovery(), ["v2"]);
     /// ```
     pub fn aggregated_discovery(self) -> &'static [&'static str] {
         match self.minor() {
@@ -73,6 +83,20 @@ impl KubeVersion {
             35.. => &["v2"],
             _ => &[],
         }
+    }
+
+    /// Whether the release has the `ShardedListAndWatch` feature gate (KEP-5866: alpha from
+    /// 1.36, off by default), which a server needs before it reads a list's or watch's
+    /// `shardSelector`. Earlier releases do not know the parameter and ignore it.
+    ///
+    /// ```
+    /// use kinformer_sim::KubeVersion;
+    ///
+    /// assert!(KubeVersion::V1_36.has_sharded_list_and_watch());
+    /// assert!(!KubeVersion::V1_35.has_sharded_list_and_watch());
+    /// ```
+    pub fn has_sharded_list_and_watch(self) -> bool {
+        self >= Self::V1_36
     }
 
     /// Parses `1.33`, `v1.33` or `33`; `None` for a release the sim does not model.
@@ -84,6 +108,8 @@ impl KubeVersion {
             "32" => Some(Self::V1_32),
             "33" => Some(Self::V1_33),
             "34" => Some(Self::V1_34),
+            "35" => Some(Self::V1_35),
+            "36" => Some(Self::V1_36),
             _ => None,
         }
     }
@@ -153,6 +179,35 @@ pub struct SimConfig {
     pub too_large_wait: Duration,
     /// The port to bind on 127.0.0.1; 0 (the default) picks a free one.
     pub port: u16,
+    /// The `ShardedListAndWatch` feature gate (KEP-5866, alpha, off by default), which exists
+    /// from Kubernetes 1.36 on. Default `false`.
+    ///
+    /// On, with [`SimConfig::version`] 1.36 or later, lists, watches and delete-collections
+    /// read the `shardSelector` parameter: only objects whose `metadata.uid` (or
+    /// `metadata.namespace`) hashes into one of its ranges are listed, sent as events or
+    /// deleted; every list response that applied it echoes it in `metadata.shardInfo`; and a
+    /// malformed one answers 422 `Invalid`. Off, or on an earlier release, the parameter is
+    /// ignored as an unknown one: everything is listed and watched, and lists carry no
+    /// `shardInfo`, which is how a client tells that a server did not filter.
+    ///
+    /// ```
+    /// use kinformer_sim::{KubeVersion, SimConfig};
+    ///
+    /// let sharded = SimConfig {
+    ///     version: KubeVersion::V1_36,
+    ///     sharded_list_and_watch: true,
+    ///     ..SimConfig::default()
+    /// };
+    /// assert!(sharded.version.has_sharded_list_and_watch());
+    /// ```
+    pub sharded_list_and_watch: bool,
+}
+
+impl SimConfig {
+    /// Whether the server reads `shardSelector`: the gate is on and the release has it.
+    pub(crate) fn honours_shard_selector(&self) -> bool {
+        self.sharded_list_and_watch && self.version.has_sharded_list_and_watch()
+    }
 }
 
 impl Default for SimConfig {
@@ -170,6 +225,7 @@ impl Default for SimConfig {
             admin: false,
             too_large_wait: Duration::from_millis(500),
             port: 0,
+            sharded_list_and_watch: false,
         }
     }
 }

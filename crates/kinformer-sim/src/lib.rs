@@ -11,7 +11,9 @@
 //!   [`Store::register_crd`]), one global resource version bumped by every write, server-set
 //!   `uid`, `creationTimestamp`, `generation` and `resourceVersion`, a bounded history (the
 //!   compaction window) and consistent snapshots at past versions.
-//! - **The REST API**: list with label and field selectors, `limit`/`continue` pages from one
+//! - **The REST API**: list with label and field selectors (and, on 1.36 with the alpha
+//!   gate on, KEP-5866's shard selectors, [`SimConfig::sharded_list_and_watch`]),
+//!   `limit`/`continue` pages from one
 //!   snapshot, every `resourceVersion`/`resourceVersionMatch` mode as the real server reads it
 //!   (exact reads for limited legacy lists, 410 when too old, 504 when too new, `resourceVersion=0`
 //!   served whole from the watch cache, or paged by a server without one,
@@ -64,7 +66,8 @@
 //! - below HTTP: `cluster` (a folder of its own, layered the same way) and `workload` (seeded
 //!   objects and their churn), `faults` (with `progress`, how far each open watch has got),
 //!   `table`, `render`, `admission`, `validation`, `auth`,
-//!   and at the bottom `store` (with `smp`) and `error`.
+//!   and at the bottom `store` (with `smp`, and `shard`: the shard selectors of lists and
+//!   watches and the hash they select by) and `error`.
 //!
 //! # Example
 //! ```
@@ -112,6 +115,7 @@ mod response;
 mod router;
 mod schema;
 mod server;
+mod shard;
 mod smp;
 mod state;
 mod store;
@@ -127,6 +131,7 @@ pub use config::{KubeVersion, SimConfig};
 pub use error::Error;
 pub use faults::{Faults, RequestKind};
 pub use server::SimServer;
+pub use shard::shard_hash;
 pub use state::{REQUEST_LOG_CAPACITY, RecordedRequest};
 pub use store::Store;
 pub use table::human_duration;

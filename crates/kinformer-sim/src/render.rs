@@ -131,6 +131,25 @@ pub(crate) struct ListMeta<'a> {
     pub(crate) resource_version: u64,
     pub(crate) continue_token: Option<&'a str>,
     pub(crate) remaining: Option<u64>,
+    /// The shard selector the list applied, echoed as `shardInfo.selector` (KEP-5866).
+    pub(crate) shard_selector: Option<&'a str>,
+}
+
+impl ListMeta<'_> {
+    /// The metadata as a JSON object, for the lists that are rendered whole (Tables, YAML).
+    pub(crate) fn to_json(&self) -> Value {
+        let mut m = serde_json::json!({"resourceVersion": self.resource_version.to_string()});
+        if let Some(c) = self.continue_token {
+            m["continue"] = Value::from(c);
+        }
+        if let Some(r) = self.remaining {
+            m["remainingItemCount"] = Value::from(r);
+        }
+        if let Some(s) = self.shard_selector {
+            m["shardInfo"] = serde_json::json!({"selector": s});
+        }
+        m
+    }
 }
 
 /// A list body, rendered lazily chunk by chunk (about [`CHUNK`] bytes each) from pre-rendered
@@ -167,6 +186,11 @@ impl ListChunks {
         if let Some(r) = meta.remaining {
             b.put_slice(b",\"remainingItemCount\":");
             b.put_slice(r.to_string().as_bytes());
+        }
+        if let Some(s) = meta.shard_selector {
+            b.put_slice(b",\"shardInfo\":{\"selector\":");
+            b.put_slice(&serde_json::to_vec(s).unwrap_or_else(|_| b"\"\"".to_vec()));
+            b.put_slice(b"}");
         }
         b.put_slice(b"},\"items\":[");
         Self {
@@ -318,6 +342,7 @@ mod tests {
             resource_version: 42,
             continue_token: Some("tok"),
             remaining: Some(3),
+            shard_selector: None,
         };
         let list = ListChunks::new("ConfigMapList", "v1", &meta, items.clone(), false);
         let total = list.total_len();

@@ -7,8 +7,10 @@ use std::borrow::Cow;
 use http::header;
 use kinformer_core::{FieldSelector, LabelSelector, Scope, Status};
 
+use crate::shard::{ShardField, ShardSelector, shard_hash};
 use crate::state::Shared;
 use crate::store::{ResourceInfo, Stored, Write, status};
+use crate::validation::{FieldError, invalid_list_options};
 
 /// A decoded URL query.
 #[derive(Debug, Default)]
@@ -149,19 +151,26 @@ pub(crate) fn parse_target(
     })
 }
 
-/// Which objects a list or watch selects: a namespace, a label selector, a field selector.
+/// Which objects a list or watch selects: a namespace, a label selector, a field selector, and
+/// a shard selector where the server reads one.
 #[derive(Debug)]
 pub(crate) struct Filter {
     pub(crate) namespace: Option<String>,
     pub(crate) label: LabelSelector,
     pub(crate) field: FieldSelector,
+    /// The request's `shardSelector`, where the server honours it
+    /// ([`SimConfig::sharded_list_and_watch`](crate::SimConfig::sharded_list_and_watch)).
+    pub(crate) shard: Option<ShardSelector>,
 }
 
 impl Filter {
+    /// The selectors of a list, watch or delete-collection. `shards`: whether the server reads
+    /// `shardSelector`; one that does not ignores it, however malformed, as an unknown parameter.
     pub(crate) fn from_query(
         info: &ResourceInfo,
         namespace: Option<String>,
         q: &Query,
+        shards: bool,
     ) -> Result<Self, Status> {
         let label: LabelSelector =
             q.get("labelSelector")
@@ -190,16 +199,46 @@ impl Filter {
                 format!("field label not supported: {}", r.field),
             ));
         }
+        if !shards && let Some(s) = q.get("shardSelector") {
+            tracing::debug!(
+                selector = s,
+                "shardSelector ignored: the server is not 1.36 or later with the \
+                 ShardedListAndWatch gate on"
+            );
+        }
+        // Validated with the rest of the list options, after the selectors are decoded
+        // (a malformed label or field selector is a 400 first).
+        let shard = q
+            .get("shardSelector")
+            .filter(|_| shards)
+            .map(|s| {
+                ShardSelector::parse(s).map_err(|why| {
+                    invalid_list_options(&[FieldError::invalid(
+                        "shardSelector",
+                        s,
+                        &why.to_string(),
+                    )])
+                })
+            })
+            .transpose()?;
         Ok(Self {
             namespace,
             label,
             field,
+            shard,
         })
     }
 
-    /// Label and field selectors only (the namespace is checked apart).
+    /// Label, field and shard selectors only (the namespace is checked apart).
     pub(crate) fn selects(&self, o: &Stored) -> bool {
-        self.label.matches(&o.labels) && self.field.matches(|f| o.field(f).map(Cow::Borrowed))
+        self.label.matches(&o.labels)
+            && self.field.matches(|f| o.field(f).map(Cow::Borrowed))
+            && self.shard.as_ref().is_none_or(|s| {
+                s.selects(match s.field() {
+                    ShardField::Uid => o.uid_hash,
+                    ShardField::Namespace => shard_hash(&o.namespace),
+                })
+            })
     }
 
     pub(crate) fn in_namespace(&self, o: &Stored) -> bool {
@@ -210,8 +249,14 @@ impl Filter {
         self.in_namespace(o) && self.selects(o)
     }
 
+    /// No selector at all: the list can count what it did not return.
     pub(crate) fn is_everything(&self) -> bool {
-        self.label.is_everything() && self.field.is_everything()
+        self.label.is_everything() && self.field.is_everything() && self.shard.is_none()
+    }
+
+    /// The shard selector applied, which list responses echo in `metadata.shardInfo`.
+    pub(crate) fn shard_selector(&self) -> Option<&str> {
+        self.shard.as_ref().map(ShardSelector::as_str)
     }
 }
 

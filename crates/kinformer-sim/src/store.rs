@@ -11,6 +11,8 @@ use parking_lot::Mutex;
 use serde_json::{Map, Value};
 use tokio::sync::watch;
 
+use crate::shard::shard_hash;
+
 /// How a resource is looked up in storage: (group, plural).
 pub(crate) type ResKey = (String, String);
 
@@ -35,6 +37,9 @@ pub(crate) struct Stored {
     pub(crate) fields: Vec<(&'static str, String)>,
     /// The `PartialObjectMetadata` form, rendered on first use.
     meta_json: OnceLock<Bytes>,
+    /// The FNV-1a hash of `metadata.uid`, which shard selectors on the uid compare with (the
+    /// uid never changes, so every version of an object has the same).
+    pub(crate) uid_hash: u64,
 }
 
 impl Stored {
@@ -63,6 +68,7 @@ impl Stored {
             labels,
             fields,
             meta_json: OnceLock::new(),
+            uid_hash: shard_hash(meta["uid"].as_str().unwrap_or_default()),
         })
     }
 

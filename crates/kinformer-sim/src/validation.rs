@@ -5,7 +5,7 @@
 //! apiserver or Kubernetes file it follows. `fieldValidation` covers duplicate fields; unknown
 //! fields need schemas, which the sim does not have.
 
-use kinformer_core::{ApiResource, Status, StatusCause};
+use kinformer_core::{ApiResource, Status, StatusCause, StatusDetails};
 use serde_json::Value;
 
 use crate::store::{ResourceInfo, object_status, status};
@@ -25,6 +25,25 @@ enum ErrorKind {
 }
 
 impl FieldError {
+    /// `<field>: Invalid value: "<value>": <detail>`.
+    pub(crate) fn invalid(field: &str, value: &str, detail: &str) -> Self {
+        Self {
+            field: field.to_owned(),
+            kind: ErrorKind::Invalid {
+                value: value.to_owned(),
+                detail: detail.to_owned(),
+            },
+        }
+    }
+
+    /// `<field>: Forbidden: <detail>`.
+    pub(crate) fn forbidden(field: &str, detail: &str) -> Self {
+        Self {
+            field: field.to_owned(),
+            kind: ErrorKind::Forbidden(detail.to_owned()),
+        }
+    }
+
     /// The text after the field path: `Invalid value: "x": detail`, `Required value`,
     /// `Forbidden: detail` (apimachinery's `field.Error.ErrorBody`).
     fn body(&self) -> String {
@@ -47,6 +66,29 @@ impl FieldError {
 /// A 422 `Invalid` naming every error, as `errors.NewInvalid` builds it: one error reads
 /// `Pod "x" is invalid: spec.containers: Required value`, several are listed in brackets.
 pub(crate) fn invalid_object(api: &ApiResource, name: &str, errors: &[FieldError]) -> Status {
+    let mut s = object_status(422, "Invalid", String::new(), api, name);
+    if let Some(d) = s.details.as_mut() {
+        d.kind = api.kind.clone();
+    }
+    with_errors(s, &api.kind, name, errors)
+}
+
+/// The 422 `Invalid` of a list's or watch's options, as the handlers build it from
+/// `ValidateListOptions`' errors: `errors.NewInvalid` of the kind `ListOptions` in `meta.k8s.io`,
+/// unnamed (`endpoints/handlers/get.go`), so it reads
+/// `ListOptions.meta.k8s.io "" is invalid: <field>: <error>`.
+pub(crate) fn invalid_list_options(errors: &[FieldError]) -> Status {
+    let mut s = status(422, "Invalid", String::new());
+    s.details = Some(StatusDetails {
+        group: "meta.k8s.io".to_owned(),
+        kind: "ListOptions".to_owned(),
+        ..StatusDetails::default()
+    });
+    with_errors(s, "ListOptions.meta.k8s.io", "", errors)
+}
+
+/// Fills in a 422's message and causes: `<kind> "<name>" is invalid: <errors>`.
+fn with_errors(mut s: Status, kind: &str, name: &str, errors: &[FieldError]) -> Status {
     let listed: Vec<String> = errors
         .iter()
         .map(|e| format!("{}: {}", e.field, e.body()))
@@ -55,15 +97,8 @@ pub(crate) fn invalid_object(api: &ApiResource, name: &str, errors: &[FieldError
         [one] => one.clone(),
         many => format!("[{}]", many.join(", ")),
     };
-    let mut s = object_status(
-        422,
-        "Invalid",
-        format!("{} \"{name}\" is invalid: {all}", api.kind),
-        api,
-        name,
-    );
+    s.message = format!("{kind} \"{name}\" is invalid: {all}");
     if let Some(d) = s.details.as_mut() {
-        d.kind = api.kind.clone();
         d.causes = errors
             .iter()
             .map(|e| StatusCause {

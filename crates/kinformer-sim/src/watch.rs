@@ -21,8 +21,9 @@ use crate::render::{bookmark_line, bookmark_object, error_line, event_line};
 use crate::request::{Filter, Query, Target, parse_rv, timeout_seconds, wait_for_version};
 use crate::response::Body;
 use crate::state::Shared;
-use crate::store::{Event, EventKind, Stored, invalid, status, too_large, too_old};
+use crate::store::{Event, EventKind, Stored, status, too_large, too_old};
 use crate::table::{Form, IncludeObject, table_event_object};
+use crate::validation;
 
 /// The default watch timeout when the request gives none (the real server picks 30-60 minutes).
 const DEFAULT_TIMEOUT: Duration = Duration::from_secs(1800);
@@ -52,10 +53,9 @@ struct Spec {
     timeout: Duration,
 }
 
-fn watch_invalid(t: &Target, field: &str, message: &str) -> Status {
-    let mut s = invalid(&t.info.api, "", field, message);
-    s.message = format!("ListOptions.meta.k8s.io \"\" is invalid: {field}: Forbidden: {message}");
-    s
+/// The 422 for a combination of watch options the list options' validation forbids.
+fn watch_invalid(field: &str, message: &str) -> Status {
+    validation::invalid_list_options(&[validation::FieldError::forbidden(field, message)])
 }
 
 pub(crate) async fn handle(
@@ -68,7 +68,12 @@ pub(crate) async fn handle(
     let table = (form == Form::Table)
         .then(|| IncludeObject::parse(q.get("includeObject")))
         .transpose()?;
-    let mut filter = Filter::from_query(&target.info, target.namespace.clone(), q)?;
+    let mut filter = Filter::from_query(
+        &target.info,
+        target.namespace.clone(),
+        q,
+        shared.config.honours_shard_selector(),
+    )?;
     if let Some(name) = &target.name {
         let mut reqs = filter.field.requirements().to_vec();
         reqs.push(FieldRequirement {
@@ -85,21 +90,18 @@ pub(crate) async fn handle(
     if send_initial.is_some() {
         if rv_match != Some("NotOlderThan") {
             return Err(watch_invalid(
-                &target,
                 "resourceVersionMatch",
                 "sendInitialEvents requires setting resourceVersionMatch to NotOlderThan",
             ));
         }
         if !bookmarks {
             return Err(watch_invalid(
-                &target,
                 "allowWatchBookmarks",
                 "sendInitialEvents requires setting allowWatchBookmarks to true",
             ));
         }
     } else if rv_match.is_some() {
         return Err(watch_invalid(
-            &target,
             "resourceVersionMatch",
             "resourceVersionMatch is forbidden for watch unless sendInitialEvents is provided",
         ));

@@ -560,7 +560,24 @@ async fn list_resource_version_semantics() {
     ] {
         let (code, s) = get_json(&c, &format!("{base}{q}")).await;
         assert_eq!((code, s["reason"].as_str()), (422, Some("Invalid")), "{q}");
+        assert_list_options_invalid(&s, "resourceVersionMatch");
     }
+}
+
+/// A 422 of `ValidateListOptions`, as the handlers wrap its errors: `ListOptions` in
+/// `meta.k8s.io`, unnamed, with the field's cause.
+fn assert_list_options_invalid(s: &Value, field: &str) {
+    assert_eq!(s["details"]["kind"], "ListOptions", "{s}");
+    assert_eq!(s["details"]["group"], "meta.k8s.io", "{s}");
+    assert!(s["details"].get("name").is_none(), "{s}");
+    assert_eq!(s["details"]["causes"][0]["field"], field, "{s}");
+    assert_eq!(
+        s["details"]["causes"][0]["reason"], "FieldValueForbidden",
+        "{s}"
+    );
+    let message = s["message"].as_str().unwrap();
+    let forbidden = format!("ListOptions.meta.k8s.io \"\" is invalid: {field}: Forbidden: ");
+    assert!(message.starts_with(&forbidden), "{message}");
 }
 
 #[tokio::test]
@@ -891,10 +908,19 @@ async fn streaming_list_ends_initial_events_with_a_bookmark() {
         .unwrap();
     assert_eq!(ev(&w.event().await), pair("ADDED", "live"));
     // Invalid combinations are rejected as the real server does.
-    for bad in [
-        "watch=true&sendInitialEvents=true&allowWatchBookmarks=true",
-        "watch=true&sendInitialEvents=true&resourceVersionMatch=NotOlderThan",
-        "watch=true&resourceVersionMatch=NotOlderThan&resourceVersion=1",
+    for (bad, field) in [
+        (
+            "watch=true&sendInitialEvents=true&allowWatchBookmarks=true",
+            "resourceVersionMatch",
+        ),
+        (
+            "watch=true&sendInitialEvents=true&resourceVersionMatch=NotOlderThan",
+            "allowWatchBookmarks",
+        ),
+        (
+            "watch=true&resourceVersionMatch=NotOlderThan&resourceVersion=1",
+            "resourceVersionMatch",
+        ),
     ] {
         let (code, s) = get_json(&c, &format!("{}/api/v1/pods?{bad}", sim.url())).await;
         assert_eq!(
@@ -902,6 +928,7 @@ async fn streaming_list_ends_initial_events_with_a_bookmark() {
             (422, Some("Invalid")),
             "{bad}"
         );
+        assert_list_options_invalid(&s, field);
     }
 }
 
@@ -1715,6 +1742,8 @@ async fn resource_version_zero_lists_ignore_the_limit_unless_the_watch_cache_is_
         (KubeVersion::V1_32, true, false),
         (KubeVersion::V1_33, true, false),
         (KubeVersion::V1_34, true, false),
+        (KubeVersion::V1_35, true, false),
+        (KubeVersion::V1_36, true, false),
         (KubeVersion::V1_34, false, true),
     ] {
         let sim = start(SimConfig {

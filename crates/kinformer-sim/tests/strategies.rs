@@ -193,6 +193,7 @@ async fn pods_have_a_generation_from_1_33_only() {
         (KubeVersion::V1_32, None),
         (KubeVersion::V1_33, Some(json!(1))),
         (KubeVersion::V1_34, Some(json!(1))),
+        (KubeVersion::V1_36, Some(json!(1))),
     ] {
         let (_sim, api) = Api::start_with(SimConfig {
             version,
@@ -228,6 +229,7 @@ async fn pods_keep_their_status_observed_generation_from_1_34_only() {
         (KubeVersion::V1_32, false),
         (KubeVersion::V1_33, false),
         (KubeVersion::V1_34, true),
+        (KubeVersion::V1_36, true),
     ] {
         let (_sim, api) = Api::start_with(SimConfig {
             version,
