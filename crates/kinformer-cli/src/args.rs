@@ -375,7 +375,7 @@ pub(crate) struct SimArgs {
     /// Write the kubeconfig here (it must not exist yet; it is removed on exit)
     #[arg(long, value_name = "PATH")]
     pub(crate) kubeconfig: Option<PathBuf>,
-    /// The Kubernetes release /version reports: 1.32, 1.33 or 1.34
+    /// The Kubernetes release /version reports: 1.32 to 1.36
     #[arg(long, value_name = "VERSION", default_value = "1.34", value_parser = parse_kube_version)]
     pub(crate) kube_version: kinformer_sim::KubeVersion,
     /// Behave like an API server started with --watch-cache=false: lists at
@@ -548,7 +548,7 @@ fn parse_pods(s: &str) -> Result<usize, String> {
 
 fn parse_kube_version(s: &str) -> Result<kinformer_sim::KubeVersion, String> {
     kinformer_sim::KubeVersion::parse(s)
-        .ok_or_else(|| "not a modelled release: write 1.32, 1.33 or 1.34".to_owned())
+        .ok_or_else(|| "not a modelled release: write one of 1.32 to 1.36".to_owned())
 }
 
 /// A churn rate (`50/s`, `600/m`, `3600/h`, or a bare number per second), at most
