@@ -11,6 +11,8 @@
 //! - [`gated`]: [`GatedCache`], a wrapper of any cache whose writes the test can hold: all of
 //!   them while a gate is closed, or the next one, paused before or after it is made.
 //! - [`http`]: [`read_request_head`], for the hand-written servers of hostile-server tests.
+//! - [`counting`]: [`CountingProxy`], a TCP forwarder that counts the requests and bytes one
+//!   client costs a server.
 //! - [`recorder`] (feature `informer`, on by default): [`Recorder`], a `ResourceEventHandler`
 //!   that writes down every call it hears, one line each, and checks that they form a valid
 //!   history per key.
@@ -22,6 +24,7 @@
 
 #![forbid(unsafe_code)]
 
+pub mod counting;
 pub mod fixtures;
 pub mod gated;
 pub mod http;
@@ -30,6 +33,7 @@ pub mod recorder;
 pub mod replay;
 pub mod scripted;
 
+pub use counting::CountingProxy;
 pub use fixtures::{TIERS, typed_pod_name, typed_pods};
 pub use gated::{GatedCache, Pause};
 pub use http::{RequestHead, read_request_head};
