@@ -222,7 +222,10 @@ impl Shards {
     /// The [`ShardOwner`] that shard membership drives: it changes the ranges, and returns only
     /// once `cache` (the cache of the informer these events feed) holds no object of the ranges
     /// given up, so their deletes have reached the handlers' queues.
-    pub fn owner<K>(&self, cache: Arc<dyn CacheRead<K>>) -> CacheOwner<K> {
+    pub fn owner<K, C>(&self, cache: Arc<C>) -> CacheOwner<K>
+    where
+        C: CacheRead<K> + 'static,
+    {
         CacheOwner {
             shards: self.clone(),
             cache,

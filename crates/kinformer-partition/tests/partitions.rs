@@ -209,7 +209,7 @@ async fn a_range_change_keeps_what_stays_without_a_relist() {
         .collect();
     assert!(!kept_before.is_empty());
     sim.clear_requests();
-    let owner = shards.owner(run.informer.cache().clone() as Arc<dyn CacheRead<ConfigMap>>);
+    let owner = shards.owner(run.informer.cache().clone());
     owner.set_ranges(second.clone()).await;
     // The owner returns only once nothing given up is cached.
     assert!(
