@@ -74,7 +74,7 @@ pub enum Error {
     },
 
     /// `renew_deadline` is not greater than `retry_period` times the jitter factor
-    /// (client-go's `JitterFactor`, 1.2): a renewal could not be tried in time.
+    /// ([`JITTER_FACTOR`](crate::JITTER_FACTOR), 1.2): a renewal could not be tried in time.
     /// Not retryable.
     #[error(
         "renew_deadline ({renew_deadline:?}) must be greater than retry_period ({retry_period:?}) \
