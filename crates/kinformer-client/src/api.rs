@@ -10,6 +10,8 @@ use kinformer_core::{
     ApiResource, DynamicObject, ListParams, Object, ObjectList, PartialObjectMetadata, Scope,
     WatchParams,
 };
+use reqwest::Method;
+use serde::Serialize;
 use serde::de::DeserializeOwned;
 
 use crate::client::{ACCEPT_JSON, ACCEPT_METADATA, ACCEPT_METADATA_LIST};
@@ -137,6 +139,119 @@ impl Api<PartialObjectMetadata> {
         let mut api = Self::with_resource(client, resource.clone(), namespace);
         api.form = Form::Metadata;
         api
+    }
+}
+
+/// Reads and writes of one object at a time: `get`, `create`, `replace` (an update with the
+/// object's `resourceVersion` as precondition) and `delete`. They go through the same requests
+/// as lists do: credentials (refreshed once on a 401), TLS, the request timeout, the bounded
+/// body ([`Config::max_list_body`](crate::Config::max_list_body)), and the error mapping of
+/// `Status` answers, where each outcome a caller acts on has its own variant:
+/// [`Error::NotFound`], [`Error::AlreadyExists`], [`Error::Conflict`].
+///
+/// A namespaced resource's objects are read and written in the [`Api`]'s namespace: an [`Api`]
+/// made with [`Api::all`] refuses ([`Error::InvalidName`], before any request). So does an
+/// object name that is not a path segment.
+///
+/// ```
+/// use k8s_openapi::api::core::v1::ConfigMap;
+/// use kinformer_client::{Api, Client, Config, Error};
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() {
+/// let sim = kinformer_sim::SimServer::start(Default::default()).await.unwrap();
+/// let api: Api<ConfigMap> = Api::namespaced(Client::new(Config::new(&sim.url())).unwrap(), "default");
+///
+/// let mut cm = ConfigMap::default();
+/// cm.metadata.name = Some("settings".into());
+/// let created = api.create(&cm).await.unwrap();
+/// assert!(matches!(api.create(&cm).await, Err(Error::AlreadyExists { .. })));
+///
+/// // An update at the version read succeeds; a second one from the same, now stale, read is
+/// // a conflict: someone else wrote first.
+/// let mut changed = created.clone();
+/// changed.data = Some([("mode".to_string(), "fast".to_string())].into());
+/// let replaced = api.replace("settings", &changed).await.unwrap();
+/// assert!(matches!(api.replace("settings", &changed).await, Err(Error::Conflict { .. })));
+///
+/// assert_eq!(api.get("settings").await.unwrap(), replaced);
+/// let version = replaced.metadata.resource_version.as_deref();
+/// api.delete("settings", version).await.unwrap();
+/// assert!(matches!(api.get("settings").await, Err(Error::NotFound { .. })));
+/// # }
+/// ```
+impl<K> Api<K>
+where
+    K: Serialize + DeserializeOwned,
+{
+    /// The object named `name` (a GET). [`Error::NotFound`] when there is none.
+    pub async fn get(&self, name: &str) -> Result<K, Error> {
+        let accept = match self.form {
+            Form::Full => ACCEPT_JSON,
+            Form::Metadata => ACCEPT_METADATA,
+        };
+        self.client
+            .get_object(&self.resource, self.namespace.as_deref(), name, accept)
+            .await
+    }
+
+    /// Creates `object` (a POST to the collection) and returns it as stored: with its uid,
+    /// resourceVersion and the server's defaults. [`Error::AlreadyExists`] when an object of
+    /// that name exists.
+    pub async fn create(&self, object: &K) -> Result<K, Error> {
+        self.check_writable()?;
+        self.client
+            .write_object(
+                Method::POST,
+                &self.resource,
+                self.namespace.as_deref(),
+                None,
+                object,
+            )
+            .await
+    }
+
+    /// Replaces the object named `name` with `object` (a PUT) and returns it as stored. The
+    /// `metadata.resourceVersion` of `object` is a precondition: [`Error::Conflict`] when the
+    /// object has been written since that version (read it again, and decide anew).
+    /// [`Error::NotFound`] when there is no such object.
+    pub async fn replace(&self, name: &str, object: &K) -> Result<K, Error> {
+        self.check_writable()?;
+        self.client
+            .write_object(
+                Method::PUT,
+                &self.resource,
+                self.namespace.as_deref(),
+                Some(name),
+                object,
+            )
+            .await
+    }
+
+    /// Deletes the object named `name`. With `resource_version`, only if the object is still at
+    /// that version (`DeleteOptions.preconditions.resourceVersion`): [`Error::Conflict`]
+    /// otherwise. [`Error::NotFound`] when there is no such object. A delete that the server
+    /// only starts (an object with finalizers, a pod's graceful deletion) counts as done.
+    pub async fn delete(&self, name: &str, resource_version: Option<&str>) -> Result<(), Error> {
+        self.check_writable()?;
+        self.client
+            .delete_object(
+                &self.resource,
+                self.namespace.as_deref(),
+                name,
+                resource_version,
+            )
+            .await
+    }
+
+    /// A metadata-only [`Api`] reads; it cannot write whole objects.
+    fn check_writable(&self) -> Result<(), Error> {
+        match self.form {
+            Form::Full => Ok(()),
+            Form::Metadata => Err(Error::InvalidRequest {
+                message: "a metadata-only Api does not write objects".to_owned(),
+            }),
+        }
     }
 }
 

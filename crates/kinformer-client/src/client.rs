@@ -6,14 +6,16 @@ use std::hash::BuildHasher as _;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use bytes::Bytes;
 use futures_util::StreamExt as _;
 use kinformer_core::list_watch::BoxError;
 use kinformer_core::{
     ApiResource, DynamicObject, ListParams, Object, ObjectList, Scope, WatchParams, WatchStream,
     validation,
 };
-use reqwest::StatusCode;
-use reqwest::header::{ACCEPT, ACCEPT_ENCODING, AUTHORIZATION, RETRY_AFTER};
+use reqwest::header::{ACCEPT, ACCEPT_ENCODING, AUTHORIZATION, CONTENT_TYPE, RETRY_AFTER};
+use reqwest::{Method, StatusCode};
+use serde::Serialize;
 use serde::de::DeserializeOwned;
 use tracing::Instrument as _;
 
@@ -35,7 +37,8 @@ pub(crate) const ACCEPT_METADATA: &str =
 /// What a request is, for the headers and limits it gets.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Request {
-    /// A list or a document: bounded by the request timeout, compression welcome.
+    /// A list, a document, or a write (its answer is one object or a `Status`): bounded by the
+    /// request timeout, compression welcome.
     List,
     /// A watch: no request timeout; compressed only when it carries a whole state.
     Watch { compressible: bool },
@@ -365,6 +368,89 @@ impl Client {
         Ok((body, content_type))
     }
 
+    /// GETs one object of `resource` by name and decodes it as `K`. The answer is bounded as a
+    /// list page is ([`Config::max_list_body`](crate::Config::max_list_body)).
+    pub(crate) async fn get_object<K: DeserializeOwned>(
+        &self,
+        resource: &ApiResource,
+        namespace: Option<&str>,
+        name: &str,
+        accept: &'static str,
+    ) -> Result<K, Error> {
+        let path = checked_object_path(resource, namespace, Some(name))?;
+        let (response, encoding) = self.send(&path, accept, Request::List).await?;
+        self.read_object(response, encoding).await
+    }
+
+    /// Sends `object` as JSON with `method` (POST to the collection when `name` is `None`, PUT
+    /// to the object otherwise) and decodes the object the server answers with.
+    pub(crate) async fn write_object<K: Serialize + DeserializeOwned>(
+        &self,
+        method: Method,
+        resource: &ApiResource,
+        namespace: Option<&str>,
+        name: Option<&str>,
+        object: &K,
+    ) -> Result<K, Error> {
+        let path = checked_object_path(resource, namespace, name)?;
+        let body = serde_json::to_vec(object).map_err(|e| Error::InvalidRequest {
+            message: format!("cannot encode the object as JSON: {e}"),
+        })?;
+        let (response, encoding) = self
+            .send_with(method, &path, ACCEPT_JSON, Request::List, Some(body.into()))
+            .await?;
+        self.read_object(response, encoding).await
+    }
+
+    /// DELETEs one object, with `preconditions.resourceVersion` when `resource_version` is given.
+    /// The answer (the object, or a `Status`) is read, bounded, and dropped.
+    pub(crate) async fn delete_object(
+        &self,
+        resource: &ApiResource,
+        namespace: Option<&str>,
+        name: &str,
+        resource_version: Option<&str>,
+    ) -> Result<(), Error> {
+        let path = checked_object_path(resource, namespace, Some(name))?;
+        let mut options = serde_json::json!({"kind": "DeleteOptions", "apiVersion": "v1"});
+        if let Some(rv) = resource_version {
+            options["preconditions"] = serde_json::json!({ "resourceVersion": rv });
+        }
+        let body = Bytes::from(options.to_string());
+        let (response, encoding) = self
+            .send_with(
+                Method::DELETE,
+                &path,
+                ACCEPT_JSON,
+                Request::List,
+                Some(body),
+            )
+            .await?;
+        self.read_list_body(response, encoding, self.inner.max_list_body)
+            .await?;
+        Ok(())
+    }
+
+    /// Reads an answer that is one object (bounded as a list body) and decodes it as `K`.
+    async fn read_object<K: DeserializeOwned>(
+        &self,
+        response: reqwest::Response,
+        encoding: Encoding,
+    ) -> Result<K, Error> {
+        let body = self
+            .read_list_body(response, encoding, self.inner.max_list_body)
+            .await?;
+        serde_json::from_slice(&body).map_err(|source| Error::Decode {
+            what: "object",
+            line: None,
+            offset: None,
+            source: kinformer_core::Error::Decode {
+                what: "object",
+                source,
+            },
+        })
+    }
+
     /// Reads a list body: at most `limit` bytes once decompressed (else
     /// [`Error::BodyTooLarge`] naming `limit`), with no more than `list_progress_timeout`
     /// between chunks.
@@ -459,10 +545,24 @@ impl Client {
         accept: &'static str,
         kind: Request,
     ) -> Result<(reqwest::Response, Encoding), Error> {
+        self.send_with(Method::GET, path, accept, kind, None).await
+    }
+
+    /// Sends a request with this method and, when given, this JSON body, the way
+    /// [`send`](Self::send) sends a GET: the same credentials (and retry on a 401), bounds,
+    /// encodings and error mapping. The body is cheap to clone for the retry.
+    async fn send_with(
+        &self,
+        method: Method,
+        path: &str,
+        accept: &'static str,
+        kind: Request,
+        body: Option<Bytes>,
+    ) -> Result<(reqwest::Response, Encoding), Error> {
         let watch = matches!(kind, Request::Watch { .. });
         let span = tracing::debug_span!(
             "request",
-            method = "GET",
+            method = method.as_str(),
             path = %path.split('?').next().unwrap_or_default(),
             watch,
             status = tracing::field::Empty,
@@ -477,9 +577,12 @@ impl Client {
                 let mut request = self
                     .inner
                     .http
-                    .get(&url)
+                    .request(method.clone(), &url)
                     .header(ACCEPT, accept)
                     .header(ACCEPT_ENCODING, kind.encoding().header_value());
+                if let Some(body) = &body {
+                    request = request.header(CONTENT_TYPE, ACCEPT_JSON).body(body.clone());
+                }
                 // A watch lasts as long as the server keeps it: no request timeout.
                 if let (Request::List, Some(limit)) = (kind, self.inner.request_timeout) {
                     request = request.timeout(limit);
@@ -694,6 +797,45 @@ fn checked_list_path(resource: &ApiResource, namespace: Option<&str>) -> Result<
         check("namespace", ns, problems)?;
     }
     Ok(resource.list_path(namespace))
+}
+
+/// The path of one object of `resource` (`name`), or of the collection a new one is created in
+/// (`None`), after checking what comes from outside as [`checked_list_path`] does, and the name
+/// as a path segment. A namespaced resource needs a namespace here: an object is read and
+/// written in its own.
+fn checked_object_path(
+    resource: &ApiResource,
+    namespace: Option<&str>,
+    name: Option<&str>,
+) -> Result<String, Error> {
+    let namespace = match resource.scope {
+        Scope::Namespaced => match namespace.filter(|ns| !ns.is_empty()) {
+            Some(ns) => Some(ns),
+            None => {
+                return Err(Error::InvalidName {
+                    what: "namespace",
+                    value: String::new(),
+                    problems: "may not be empty: an object of a namespaced resource is read \
+                               and written in its namespace (Api::namespaced)"
+                        .to_owned(),
+                });
+            }
+        },
+        Scope::Cluster => None,
+    };
+    let base = checked_list_path(resource, namespace)?;
+    let Some(name) = name else {
+        return Ok(base);
+    };
+    let problems = validation::validate_object_name(name);
+    if !problems.is_empty() {
+        return Err(Error::InvalidName {
+            what: "name",
+            value: name.to_owned(),
+            problems: problems.join("; "),
+        });
+    }
+    Ok(resource.object_path(namespace, name))
 }
 
 /// Finds a rustls error among the sources of `e` (including errors wrapped in `io::Error`).

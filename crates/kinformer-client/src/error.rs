@@ -74,7 +74,24 @@ pub enum Error {
         message: String,
     },
 
-    /// Any other error answer (400, 409, 422, ...). Not retryable: the request is wrong.
+    /// 409 `Conflict`: a write (an update, or a delete with a `resourceVersion` precondition)
+    /// was made against a resourceVersion that is no longer the object's: someone else wrote
+    /// first. Not retryable as is: read the object again and decide anew.
+    #[error("conflict (409): {message}")]
+    Conflict {
+        /// The server's message.
+        message: String,
+    },
+
+    /// 409 `AlreadyExists`: a create named an object that exists. Not retryable as is: read it,
+    /// or replace it.
+    #[error("already exists (409): {message}")]
+    AlreadyExists {
+        /// The server's message.
+        message: String,
+    },
+
+    /// Any other error answer (400, 422, ...). Not retryable: the request is wrong.
     #[error("API error {}: {} {}", status.code, status.reason, status.message)]
     Api {
         /// The `Status` the server returned (or one made from the status line).
@@ -337,8 +354,9 @@ impl Error {
     ///
     /// `false` for what repeating cannot fix: a request that cannot be built, an invalid
     /// namespace, bad configuration or TLS material, credentials that cannot be obtained or are
-    /// refused after a refresh, 4xx answers, bodies, lines and lists over their limits, an
-    /// encoding that was not asked for, undecodable answers.
+    /// refused after a refresh, 4xx answers (a 409 conflict among them: read again first),
+    /// bodies, lines and lists over their limits, an encoding that was not asked for,
+    /// undecodable answers.
     pub fn is_retryable(&self) -> bool {
         matches!(
             self,
@@ -441,6 +459,8 @@ impl Error {
             401 => Self::Unauthorized { message },
             403 => Self::Forbidden { message },
             404 => Self::NotFound { message },
+            409 if status.reason == "AlreadyExists" => Self::AlreadyExists { message },
+            409 => Self::Conflict { message },
             _ if status.is_gone() => Self::Gone { message },
             _ => Self::Api {
                 status: Box::new(status),
@@ -545,6 +565,20 @@ mod tests {
                 false,
             ),
             (
+                Status::failure(409, "Conflict", "x"),
+                None,
+                "Conflict",
+                false,
+                false,
+            ),
+            (
+                Status::failure(409, "AlreadyExists", "x"),
+                None,
+                "AlreadyExists",
+                false,
+                false,
+            ),
+            (
                 Status::failure(422, "Invalid", "x"),
                 None,
                 "Api",
@@ -562,6 +596,8 @@ mod tests {
                 Error::Unauthorized { .. } => "Unauthorized",
                 Error::Forbidden { .. } => "Forbidden",
                 Error::NotFound { .. } => "NotFound",
+                Error::Conflict { .. } => "Conflict",
+                Error::AlreadyExists { .. } => "AlreadyExists",
                 Error::Api { .. } => "Api",
                 other => panic!("{other}"),
             };
@@ -606,6 +642,8 @@ mod tests {
             (Error::Unauthorized { message: m() }, false, false, false, None),
             (Error::Forbidden { message: m() }, false, false, false, None),
             (Error::NotFound { message: m() }, false, false, false, None),
+            (Error::Conflict { message: m() }, false, false, false, None),
+            (Error::AlreadyExists { message: m() }, false, false, false, None),
             (Error::Api { status: Box::new(Status::failure(400, "BadRequest", "m")) }, false, false, false, None),
             (Error::Tls { message: m() }, false, false, false, None),
             (Error::Connect { source: source() }, true, false, false, None),

@@ -1,4 +1,5 @@
-//! Raw Kubernetes list/watch over HTTP: the bottom layer of kinformer that touches the network.
+//! Raw Kubernetes list/watch (and single-object reads and writes) over HTTP: the bottom layer of
+//! kinformer that touches the network.
 //!
 //! What it does:
 //! - [`Api`]: the HTTP implementation of
@@ -30,8 +31,10 @@
 //! [`ListWatch`](kinformer_core::list_watch::ListWatch) with the neutral
 //! [`list_watch::Error`](kinformer_core::list_watch::Error) of the same kind, which the
 //! reflector acts on; [`Error::from_list_watch`] gets the client's error back from it. Paging over
-//! any `ListWatch` is `kinformer_core::list_watch::{Pager, list_all}`. It only reads (GET): no create, update or
-//! delete. Of the legacy auth-provider plugins only `oidc` is kept (its configured `id-token` is
+//! any `ListWatch` is `kinformer_core::list_watch::{Pager, list_all}`. Besides lists and watches
+//! it reads and writes one object at a time ([`Api::get`], [`Api::create`], [`Api::replace`],
+//! [`Api::delete`], with optimistic concurrency on `resourceVersion`), and no more: no patch,
+//! no apply, no subresources, no collection deletes. Of the legacy auth-provider plugins only `oidc` is kept (its configured `id-token` is
 //! sent while valid, never refreshed); the others are refused. `tls-server-name` changes which
 //! name the server's certificate is verified against, not the SNI sent.
 //!
