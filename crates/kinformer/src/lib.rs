@@ -22,7 +22,9 @@
 //!
 //! Beyond one replica, [`partition`] feeds one informer from a changing set of shard ranges
 //! (KEP-5866's `shardSelector`, or the same hash on the client) or namespaces: give its events to
-//! `.events(..)`. docs/scale-out.md shows when to shard and what a hand-over guarantees.
+//! `.events(..)`. `coordination` (with the `client` feature) elects a leader and splits the
+//! ranges between replicas through Leases. docs/scale-out.md shows when to shard and what a
+//! hand-over guarantees.
 //!
 //! The cached object type is yours to choose: a typed `Pod`, a [`DynamicObject`](core::DynamicObject),
 //! metadata only, or one of the [`compact`] forms (`Compact<Pod>`, `Compressed<Pod>`), which keep
@@ -68,6 +70,9 @@ pub use kinformer_client as client;
 #[cfg(feature = "compact")]
 #[doc(inline)]
 pub use kinformer_compact as compact;
+#[cfg(feature = "client")]
+#[doc(inline)]
+pub use kinformer_coordination as coordination;
 #[doc(inline)]
 pub use kinformer_core as core;
 #[doc(inline)]

@@ -13,8 +13,18 @@ fn example(name: &str) -> PathBuf {
 
 /// Runs an example for `seconds` with no kubeconfig anywhere; kills it if it outlives a minute.
 fn run(name: &str, seconds: u64) -> Output {
+    run_with(name, seconds, &[])
+}
+
+/// Runs an example that ends by itself, with `args`.
+fn run_with_args(name: &str, args: &[&str]) -> Output {
+    run_with(name, 1, args)
+}
+
+fn run_with(name: &str, seconds: u64, args: &[&str]) -> Output {
     let home = tempfile::tempdir().unwrap();
     let mut child = Command::new(example(name))
+        .args(args)
         .env("HOME", home.path())
         .env_remove("KUBECONFIG")
         .env_remove("KUBERNETES_SERVICE_HOST")
@@ -207,4 +217,41 @@ fn an_example_that_cannot_reach_its_cluster_says_why_and_stops() {
     // RUST_LOG is honoured.
     let (_, verbose) = run_against_a_refused_port("pod_watcher", Some("debug"));
     assert!(verbose.contains("DEBUG"), "{verbose}");
+}
+
+#[test]
+fn sharded_group_splits_the_pods_through_leases_and_hands_over_when_a_replica_leaves() {
+    let output = run_with_args("sharded_group", &["--pods", "400"]);
+    let lines = stdout_lines(&output);
+    // Both ways of filtering end with two replicas holding half the space each, and the
+    // example itself checks that their caches partition the server's pods.
+    for how in ["server-side", "client-side"] {
+        let holds: Vec<&String> = lines
+            .iter()
+            .filter(|l| l.starts_with(&format!("{how}: pods-")))
+            .collect();
+        assert_eq!(holds.len(), 2, "{lines:#?}");
+        assert!(
+            holds
+                .iter()
+                .all(|l| l.contains("holds 50.0% of the hash space")),
+            "{holds:#?}"
+        );
+    }
+    // The load table: a server-side replica receives about a third of what a client-side one does.
+    let sync_mib = |how: &str| -> Vec<f64> {
+        lines
+            .iter()
+            .filter(|l| l.starts_with(how) && l.contains("replica-"))
+            .map(|l| l.split_whitespace().nth(3).unwrap().parse().unwrap())
+            .collect()
+    };
+    let (client, server) = (sync_mib("client-side "), sync_mib("server-side "));
+    assert_eq!((client.len(), server.len()), (3, 3), "{lines:#?}");
+    for (c, s) in client.iter().zip(&server) {
+        assert!(
+            s < &(c * 0.6),
+            "server-side {s} MiB against client-side {c} MiB"
+        );
+    }
 }
