@@ -528,7 +528,18 @@ fn events<K>(
 where
     K: Object + serde::de::DeserializeOwned + Send + Sync + 'static,
 {
-    let config = kinformer::reflector::Config {
+    let config = reflector_config(name, selector, seed, streaming_list);
+    kinformer::reflector::watcher(api, config)
+}
+
+/// The settings of every reflector of the soak.
+fn reflector_config(
+    name: &str,
+    selector: Option<&str>,
+    seed: u64,
+    streaming_list: StreamingList,
+) -> kinformer::reflector::Config {
+    kinformer::reflector::Config {
         name: name.into(),
         label_selector: selector.map(str::to_owned),
         // Small pages, so that every paged relist exercises continue tokens.
@@ -541,8 +552,7 @@ where
         seed: Some(seed),
         streaming_list,
         ..kinformer::reflector::Config::default()
-    };
-    kinformer::reflector::watcher(api, config)
+    }
 }
 
 fn informer_config<K>(name: &str) -> InformerConfig<K> {
