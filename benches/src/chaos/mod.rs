@@ -285,13 +285,17 @@ impl ChaosReport {
         );
         let _ = writeln!(s, "| Watch restarts | {} |", self.watch_restarts);
         let g = &self.shards;
+        let r = g.restarts;
         let _ = writeln!(
             s,
-            "| Sharded group | {} replicas on Leases: {} restarts ({} graceful, {} abrupt), {} hand-overs (`set_ranges` calls), {} lists and {} watches |",
+            "| Sharded group | {} replicas on Leases: {} restarts ({} graceful, {} abrupt; {} waited until the others held every range: slowest {:.1} s after a graceful stop, {:.1} s after an abrupt death), {} hand-overs (`set_ranges` calls), {} lists and {} watches |",
             g.replicas,
-            g.restarts.graceful + g.restarts.abrupt,
-            g.restarts.graceful,
-            g.restarts.abrupt,
+            r.total(),
+            r.graceful,
+            r.abrupt,
+            r.taken_over,
+            r.slowest_graceful_take_over.as_secs_f64(),
+            r.slowest_abrupt_take_over.as_secs_f64(),
             g.hand_overs,
             g.lists,
             g.watches

@@ -60,10 +60,18 @@ pub struct Restarts {
     /// The replica's membership was aborted and its informer shut down without releasing
     /// anything (its Lease left to expire), then it came back.
     pub abrupt: u64,
+    /// Restarts whose replica came back only once the others held the whole hash space.
+    pub taken_over: u64,
+    /// Of those, the longest the others took to hold the whole hash space after a graceful
+    /// stop.
+    pub slowest_graceful_take_over: Duration,
+    /// The same after an abrupt death: its Lease had to expire first.
+    pub slowest_abrupt_take_over: Duration,
 }
 
 impl Restarts {
-    fn total(self) -> u64 {
+    /// Every restart.
+    pub fn total(self) -> u64 {
         self.graceful + self.abrupt
     }
 }
@@ -479,21 +487,22 @@ impl Group {
     }
 
     /// Takes one replica, chosen by the seed, down and starts it again under the same
-    /// identity. Graceful and abrupt stops alternate, graceful first. A graceful one stays
-    /// down up to a lease duration (the others take its ranges at their next look); an abrupt
-    /// one one to two lease durations, so that its Lease expires and the others take over.
+    /// identity. Four kinds take turns: a graceful stop and an abrupt death, each first
+    /// waiting (within `bound`) until the others hold the whole hash space (at their next look
+    /// after a graceful stop, once its Lease has expired after an abrupt death), then each
+    /// coming back before that could happen. Each then stays down a little longer, seeded, up
+    /// to a lease duration.
     async fn restart_one(&mut self, bound: Duration) {
+        let n = self.restarts.total();
+        let abrupt = n % 2 == 1;
+        let take_over = (n / 2).is_multiple_of(2);
         let index = self.rng.usize(0..REPLICAS);
-        let abrupt = self.restarts.total() % 2 == 1;
         let lease = LEASE_DURATION.as_millis() as u64;
-        let down = if abrupt {
-            Duration::from_millis(self.rng.u64(lease..=2 * lease))
-        } else {
-            Duration::from_millis(self.rng.u64(0..=lease))
-        };
+        let down = Duration::from_millis(self.rng.u64(0..=lease));
         tracing::info!(
             index,
             abrupt,
+            take_over,
             ?down,
             "chaos: restarting a replica of the sharded group"
         );
@@ -503,12 +512,46 @@ impl Group {
         } else {
             self.restarts.graceful += 1;
         }
-        // The replica is down for this long: a schedule, not a wait for a condition.
+        if take_over {
+            self.await_take_over(index, abrupt, bound).await;
+        }
+        // The replica stays down this long more: a schedule, not a wait for a condition.
         tokio::time::sleep(down).await;
         if let Err(e) = self.start_replica(index) {
             self.violations.report(format!(
                 "shard group: replica-{index} could not start again: {e}"
             ));
+        }
+    }
+
+    /// Waits until the replicas up hold the whole hash space between them, after replica
+    /// `index` went down; past `bound`, that is a violation.
+    async fn await_take_over(&mut self, index: usize, abrupt: bool, bound: Duration) {
+        let started = Instant::now();
+        loop {
+            let mut held = ShardRanges::none(ShardKey::Uid);
+            for (_, live) in self.replicas.live() {
+                held = held.union(&live.held.borrow());
+            }
+            let took = started.elapsed();
+            if held.is_all() {
+                self.restarts.taken_over += 1;
+                let slowest = if abrupt {
+                    &mut self.restarts.slowest_abrupt_take_over
+                } else {
+                    &mut self.restarts.slowest_graceful_take_over
+                };
+                *slowest = (*slowest).max(took);
+                return;
+            }
+            if took >= bound {
+                self.violations.report(format!(
+                    "shard group: the other replicas did not take replica-{index}'s ranges over within {bound:?} (they hold {:.1}% of the hash space)",
+                    held.fraction() * 100.0
+                ));
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
         }
     }
 
