@@ -28,13 +28,15 @@ splitting the pods by uid hash through `ShardMembership` on one Lease each (grou
 in `default`; lease 2 s, renew deadline 1.5 s, retry period 250 ms). The server is a 1.34 one,
 which ignores `shardSelector`: each replica lists and watches every pod and keeps those of its
 ranges. At the start of every phase, and every 2-5 s after (seeded), one replica is taken down
-and started again under the same identity, as a StatefulSet pod comes back, gracefully and
-abruptly in turn. A graceful stop leaves the group (the owner lets go of its ranges, then the
-Lease is deleted) and stays down up to a lease duration; an abrupt one aborts the membership and
-shuts the informer down releasing nothing, and stays down one to two lease durations, so that
-its Lease expires and the others take its ranges over. The group's informers select
-`chaos/tier`, which every pod carries, so that their requests can be told apart in the server's
-log: the relist and watch-restart figures below are the factory's alone.
+and started again under the same identity, as a StatefulSet pod comes back. Four kinds take
+turns: a graceful stop (the owner lets go of its ranges, then the Lease is deleted) and an
+abrupt death (the membership is aborted and the informer shut down, releasing nothing), each
+first waiting, within 60 s, until the others hold the whole hash space (at their next look
+after a graceful stop, once the Lease has expired after an abrupt death; slower is a
+violation), then the same two coming back without waiting. Each stays down up to a lease
+duration more (seeded). The group's informers select `chaos/tier`, which every pod carries, so
+that their requests can be told apart in the server's log: the relist and watch-restart figures
+below are the factory's alone.
 
 Invariants, checked continuously: every handler's calls form a valid history per key (no add
 while the key is held, no update or delete of a key not held, an update's old object is the one
@@ -89,7 +91,8 @@ watch was away reached the handlers, after the relist, as an update from the old
 one, so the old pod's delete never arrived (now a tombstone and an add; see semantics.md).
 
 `cargo test -p kinformer-benches --test chaos` runs 8 s of the same soak with seed 1, in two
-phases of 4 s: at least one graceful and one abrupt restart of the sharded group.
+phases of 4 s: at least a graceful stop and an abrupt death of a replica of the sharded group,
+each followed by the others' take-over.
 The blocks below are written by the command; replay a seed with the command it shows.
 ";
 
