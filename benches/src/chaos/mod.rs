@@ -161,6 +161,8 @@ pub struct ShardReport {
     pub hand_overs: u64,
     /// Times a replica was told to act on a range another replica still acted on (0 to pass).
     pub overlaps: u64,
+    /// Lease writes the server answered as done: part of the server's writes.
+    pub lease_writes: u64,
     /// Lists (without a continue token) the group's informers made.
     pub lists: u64,
     /// Watches the group's informers opened.
@@ -178,8 +180,8 @@ pub struct ChaosReport {
     pub elapsed: Duration,
     /// What the writer did.
     pub writes: Writes,
-    /// Writes the server made (its resourceVersion advanced this much): the writer's, and the
-    /// deletions at the end of grace periods.
+    /// Writes the server made (its resourceVersion advanced this much): the writer's, the
+    /// deletions at the end of grace periods, and the sharded group's Lease writes.
     pub server_writes: u64,
     /// Faults fired, by class.
     pub faults: BTreeMap<FaultClass, u64>,
@@ -268,8 +270,8 @@ impl ChaosReport {
         );
         let _ = writeln!(
             s,
-            "| Events generated (server writes) | {} |",
-            self.server_writes
+            "| Events generated (server writes) | {} ({} of them the sharded group's Lease writes) |",
+            self.server_writes, self.shards.lease_writes
         );
         let faults: Vec<String> = self
             .faults
@@ -1005,6 +1007,7 @@ async fn soak(
         restarts: group.restarts,
         hand_overs: group.hand_overs(),
         overlaps: group.overlaps(),
+        lease_writes: group.lease_writes(),
         lists: requests.group_lists,
         watches: requests.group_watches,
     };

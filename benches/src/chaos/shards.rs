@@ -17,7 +17,7 @@ use std::time::Duration;
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::Pod;
 use kinformer::client::{Api, Client, Config as ClientConfig};
-use kinformer::coordination::{ShardMembership, ShardMembershipConfig};
+use kinformer::coordination::{LeaseStore, ShardMembership, ShardMembershipConfig};
 use kinformer::core::shard::{ShardKey, ShardOwner, ShardRanges};
 use kinformer::core::{CacheRead, Object};
 use kinformer::delta_fifo::DeltaFifo;
@@ -141,6 +141,58 @@ impl ShardOwner for Recording {
         self.ledger.called(self.index, &owned);
         self.inner.set_ranges(owned.clone()).await;
         self.ledger.returned(self.index, &owned);
+    }
+}
+
+/// A replica's Leases over HTTP, counting the writes the server answered as done: the
+/// server's resourceVersion counts them beside the pods' writes.
+struct CountedLeases {
+    api: Api<Lease>,
+    writes: Arc<AtomicU64>,
+}
+
+impl CountedLeases {
+    fn count<T>(
+        &self,
+        result: Result<T, kinformer::coordination::Error>,
+    ) -> Result<T, kinformer::coordination::Error> {
+        if result.is_ok() {
+            self.writes.fetch_add(1, Ordering::Relaxed);
+        }
+        result
+    }
+}
+
+#[async_trait::async_trait]
+impl LeaseStore for CountedLeases {
+    async fn get(&self, name: &str) -> Result<Lease, kinformer::coordination::Error> {
+        LeaseStore::get(&self.api, name).await
+    }
+
+    async fn create(&self, lease: &Lease) -> Result<Lease, kinformer::coordination::Error> {
+        let result = LeaseStore::create(&self.api, lease).await;
+        self.count(result)
+    }
+
+    async fn update(&self, lease: &Lease) -> Result<Lease, kinformer::coordination::Error> {
+        let result = LeaseStore::update(&self.api, lease).await;
+        self.count(result)
+    }
+
+    async fn delete(
+        &self,
+        name: &str,
+        resource_version: Option<&str>,
+    ) -> Result<(), kinformer::coordination::Error> {
+        let result = LeaseStore::delete(&self.api, name, resource_version).await;
+        self.count(result)
+    }
+
+    async fn list(
+        &self,
+        label_selector: &str,
+    ) -> Result<Vec<Lease>, kinformer::coordination::Error> {
+        LeaseStore::list(&self.api, label_selector).await
     }
 }
 
@@ -336,6 +388,8 @@ pub(crate) struct Group {
     instances: Vec<Option<Instance>>,
     replicas: Replicas,
     ledger: Arc<Ledger>,
+    /// Lease writes the server answered as done, over every replica.
+    lease_writes: Arc<AtomicU64>,
     rng: fastrand::Rng,
     /// Replicas started so far: each start's number tells its incarnation apart.
     starts: u64,
@@ -356,6 +410,7 @@ impl Group {
             instances: (0..REPLICAS).map(|_| None).collect(),
             replicas: Replicas::default(),
             ledger: Arc::new(Ledger::new(violations.clone())),
+            lease_writes: Arc::default(),
             rng: fastrand::Rng::with_seed(seed ^ 0x5ba4d),
             starts: 0,
             violations: violations.clone(),
@@ -375,6 +430,11 @@ impl Group {
     /// `set_ranges` calls so far.
     pub(crate) fn hand_overs(&self) -> u64 {
         self.ledger.calls.load(Ordering::Relaxed)
+    }
+
+    /// Lease writes the server answered as done.
+    pub(crate) fn lease_writes(&self) -> u64 {
+        self.lease_writes.load(Ordering::Relaxed)
     }
 
     /// Times two replicas acted on one range at once.
@@ -422,8 +482,11 @@ impl Group {
             retry_period: RETRY_PERIOD,
             ..ShardMembershipConfig::new(GROUP, format!("replica-{index}"))
         };
-        let membership =
-            ShardMembership::new(Api::<Lease>::namespaced(client, NAMESPACE), owner, config)?;
+        let leases = CountedLeases {
+            api: Api::namespaced(client, NAMESPACE),
+            writes: Arc::clone(&self.lease_writes),
+        };
+        let membership = ShardMembership::new(leases, owner, config)?;
         let held = membership.held();
         let (stop, stopped) = oneshot::channel::<()>();
         let membership = tokio::spawn(membership.run(async {
