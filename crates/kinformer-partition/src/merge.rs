@@ -249,11 +249,6 @@ impl<K: Object + Send + Sync + 'static> Merge<K> {
         });
     }
 
-    /// The partition responsible for `object`, if any.
-    fn responsible(&self, object: &K) -> Option<usize> {
-        self.partitions.iter().position(|p| p.scope.covers(object))
-    }
-
     fn emit(&mut self, event: StoreEvent<K>) {
         match &event {
             StoreEvent::Added(o) | StoreEvent::Modified(o) => {
@@ -272,12 +267,29 @@ impl<K: Object + Send + Sync + 'static> Merge<K> {
         self.out.push_back(event);
     }
 
-    /// Deletes of what is known that no partition covers any more.
+    /// Deletes of what is known that no partition covers any more. One look per object,
+    /// whatever the number of partitions: the namespaces covered as a set, the ranges as one.
     fn sweep_uncovered(&mut self) {
+        let mut namespaces: HashSet<&str> = HashSet::new();
+        let mut ranges: Option<ShardRanges> = None;
+        for p in &self.partitions {
+            match &p.scope {
+                Scope::Namespace(ns) => {
+                    namespaces.insert(ns);
+                }
+                Scope::Shard(r) => {
+                    ranges = Some(ranges.map_or_else(|| r.clone(), |all| all.union(r)));
+                }
+            }
+        }
+        let covered = |o: &K| {
+            o.namespace().is_some_and(|ns| namespaces.contains(ns))
+                || ranges.as_ref().is_some_and(|r| r.contains(o))
+        };
         let mut gone: Vec<Arc<K>> = self
             .known
             .values()
-            .filter(|o| self.responsible(&***o).is_none())
+            .filter(|o| !covered(o))
             .cloned()
             .collect();
         // In key order, so that a run replays the same.
