@@ -26,7 +26,10 @@ async fn three_shards(
             ranges,
             kinformer::reflector::Config::default(),
         );
-        let informer = Informer::<Pod>::builder().events(events).build().unwrap();
+        let informer = Informer::<Pod>::builder()
+            .partitioned(events)
+            .build()
+            .unwrap();
         informer.start();
         assert!(informer.wait_synced(Some(Duration::from_secs(20))).await);
         keys.push(
