@@ -98,6 +98,28 @@ fn config(id: &str, lease: Duration, renew: Duration, retry: Duration) -> Leader
     }
 }
 
+/// What each candidate heard when a led, released, and b took over; never both leading.
+fn assert_a_led_then_b(events: &Events, leading: &Leading) {
+    assert_eq!(
+        events_of(events, "a"),
+        ["a: new leader a", "a: started", "a: stopped"]
+    );
+    assert_eq!(
+        events_of(events, "b"),
+        [
+            "b: new leader a",
+            "b: new leader b",
+            "b: started",
+            "b: stopped"
+        ]
+    );
+    assert!(
+        leading.violations().is_empty(),
+        "{:?}",
+        leading.violations()
+    );
+}
+
 fn events_of(events: &Events, id: &str) -> Vec<String> {
     let prefix = format!("{id}: ");
     events
@@ -176,24 +198,7 @@ async fn one_of_two_leads_and_a_release_hands_over_at_the_next_try() {
     assert_ne!(spec(&taken).acquire_time, spec(&created).acquire_time);
     assert_eq!(b.stop().await, ElectionEnd::Shutdown);
 
-    assert_eq!(
-        events_of(&events, "a"),
-        ["a: new leader a", "a: started", "a: stopped"]
-    );
-    assert_eq!(
-        events_of(&events, "b"),
-        [
-            "b: new leader a",
-            "b: new leader b",
-            "b: started",
-            "b: stopped"
-        ]
-    );
-    assert!(
-        leading.violations().is_empty(),
-        "{:?}",
-        leading.violations()
-    );
+    assert_a_led_then_b(&events, &leading);
 }
 
 /// The wall-clock times in a Lease decide nothing: a Lease another holds is taken over a lease
@@ -395,24 +400,7 @@ async fn over_http_one_leads_and_a_release_hands_over() {
     b.stop().await;
     let released = LeaseStore::get(&leases, "controller").await.unwrap();
     assert_eq!(spec(&released).holder_identity.as_deref(), Some(""));
-    assert_eq!(
-        events_of(&events, "a"),
-        ["a: new leader a", "a: started", "a: stopped"]
-    );
-    assert_eq!(
-        events_of(&events, "b"),
-        [
-            "b: new leader a",
-            "b: new leader b",
-            "b: started",
-            "b: stopped"
-        ]
-    );
-    assert!(
-        leading.violations().is_empty(),
-        "{:?}",
-        leading.violations()
-    );
+    assert_a_led_then_b(&events, &leading);
 }
 
 /// Over HTTP, the leader's renewals hang: it stops leading at its renew deadline, and the other

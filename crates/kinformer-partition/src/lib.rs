@@ -48,7 +48,9 @@
 //!     kinformer_partition::sharded(Api::<Pod>::all(client), half.clone(), Default::default());
 //! let cache = Arc::new(Indexer::<Pod>::new());
 //! let queue = Arc::new(DeltaFifo::new(cache.clone()));
-//! let informer = Arc::new(SharedIndexInformer::new(events, queue, cache, InformerConfig::default()));
+//! // The events merge several watches: only the merged bookmarks move the cache's version.
+//! let config = InformerConfig { merged_source: true, ..InformerConfig::default() };
+//! let informer = Arc::new(SharedIndexInformer::new(events, queue, cache, config));
 //! let run = tokio::spawn({
 //!     let informer = informer.clone();
 //!     async move { informer.run().await }
@@ -95,8 +97,9 @@ pub enum Error {
     Stopped,
 }
 
-/// The merged events of a set of partitions: a stream for an informer's
-/// [`events`](https://docs.rs/kinformer) source. Created by [`sharded`] or [`namespaced`].
+/// The merged events of a set of partitions: a stream for an informer, built with
+/// `InformerConfig::merged_source` set (the facade's `InformerBuilder::partitioned` does it).
+/// Created by [`sharded`] or [`namespaced`].
 pub struct PartitionedEvents<K> {
     inner: Pin<Box<dyn Stream<Item = StoreEvent<K>> + Send>>,
 }

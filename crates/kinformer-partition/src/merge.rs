@@ -95,6 +95,8 @@ struct Partition<K> {
 enum Step<K> {
     Command(Command),
     Namespace(NamespaceEvent),
+    /// The namespace selector's watch ended: the set stays as it is.
+    NamespacesEnded,
     Event(usize, StoreEvent<K>),
     Ended(usize),
 }
@@ -173,6 +175,19 @@ impl<K: Object + Send + Sync + 'static> Merge<K> {
                     let _ = done.send(());
                 }
                 Step::Namespace(event) => self.namespace_event(event),
+                Step::NamespacesEnded => {
+                    tracing::warn!(
+                        "the namespace selector's watch ended; the namespace set stays as it is"
+                    );
+                    self.namespaces_known = true;
+                    // A list cut short proves no namespace gone, only those it named selected.
+                    if let Some(listed) = self.namespace_list.take() {
+                        let mut names = self.namespaces();
+                        names.extend(listed);
+                        self.set_namespaces(&names);
+                    }
+                    self.maybe_finish_initial();
+                }
                 Step::Event(i, event) => self.partition_event(i, event),
                 Step::Ended(i) => {
                     tracing::warn!(
@@ -199,11 +214,8 @@ impl<K: Object + Send + Sync + 'static> Merge<K> {
             match event {
                 Some(event) => return Poll::Ready(Step::Namespace(event)),
                 None => {
-                    tracing::warn!(
-                        "the namespace selector's watch ended; the namespace set stays as it is"
-                    );
                     self.namespace_events = None;
-                    self.namespaces_known = true;
+                    return Poll::Ready(Step::NamespacesEnded);
                 }
             }
         }
@@ -249,11 +261,6 @@ impl<K: Object + Send + Sync + 'static> Merge<K> {
         });
     }
 
-    /// The partition responsible for `object`, if any.
-    fn responsible(&self, object: &K) -> Option<usize> {
-        self.partitions.iter().position(|p| p.scope.covers(object))
-    }
-
     fn emit(&mut self, event: StoreEvent<K>) {
         match &event {
             StoreEvent::Added(o) | StoreEvent::Modified(o) => {
@@ -272,12 +279,29 @@ impl<K: Object + Send + Sync + 'static> Merge<K> {
         self.out.push_back(event);
     }
 
-    /// Deletes of what is known that no partition covers any more.
+    /// Deletes of what is known that no partition covers any more. One look per object,
+    /// whatever the number of partitions: the namespaces covered as a set, the ranges as one.
     fn sweep_uncovered(&mut self) {
+        let mut namespaces: HashSet<&str> = HashSet::new();
+        let mut ranges: Option<ShardRanges> = None;
+        for p in &self.partitions {
+            match &p.scope {
+                Scope::Namespace(ns) => {
+                    namespaces.insert(ns);
+                }
+                Scope::Shard(r) => {
+                    ranges = Some(ranges.map_or_else(|| r.clone(), |all| all.union(r)));
+                }
+            }
+        }
+        let covered = |o: &K| {
+            o.namespace().is_some_and(|ns| namespaces.contains(ns))
+                || ranges.as_ref().is_some_and(|r| r.contains(o))
+        };
         let mut gone: Vec<Arc<K>> = self
             .known
             .values()
-            .filter(|o| self.responsible(&***o).is_none())
+            .filter(|o| !covered(o))
             .cloned()
             .collect();
         // In key order, so that a run replays the same.
@@ -572,6 +596,10 @@ mod tests {
     }
 
     fn rig(scopes: Vec<Scope>) -> Rig {
+        rig_with(scopes, None)
+    }
+
+    fn rig_with(scopes: Vec<Scope>, namespace_events: Option<NamespaceEvents>) -> Rig {
         let senders: Senders = Arc::default();
         let spawn: Spawn<DynamicObject> = {
             let senders = Arc::clone(&senders);
@@ -585,7 +613,7 @@ mod tests {
         };
         let (commands, receiver) = mpsc::unbounded_channel();
         Rig {
-            merge: Merge::new(scopes, spawn, receiver, None),
+            merge: Merge::new(scopes, spawn, receiver, namespace_events),
             senders,
             commands,
         }
@@ -719,6 +747,22 @@ mod tests {
         list(&r, &ns("c"), vec![obj("c", "1", 11)], "12");
         r.send(&ns("c"), StoreEvent::Modified(obj("c", "1", 13)));
         assert_eq!(r.drain(), ["+c/1", "~c/1"]);
+    }
+
+    #[test]
+    fn a_namespace_selector_whose_watch_ends_keeps_its_set_and_the_first_list_ends() {
+        // The selector's stream gives one namespace and ends before its list is complete.
+        let events: NamespaceEvents = Box::pin(futures_util::stream::iter([
+            NamespaceEvent::ListBegin,
+            NamespaceEvent::ListPage(vec!["a".to_string()]),
+        ]));
+        let mut r = rig_with(Vec::new(), Some(events));
+        // The set so far is what the merge works with: a's partition lists, and the first list
+        // of the cache ends with it instead of waiting for a list end that never comes.
+        assert_eq!(r.drain(), ["begin"]);
+        list(&r, &ns("a"), vec![obj("a", "1", 5)], "7");
+        let out = r.drain();
+        assert_eq!(out, ["page a/1", "end 7"]);
     }
 
     #[test]

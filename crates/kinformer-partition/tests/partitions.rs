@@ -32,12 +32,11 @@ impl Running {
     fn start(events: PartitionedEvents<ConfigMap>) -> Self {
         let cache = Arc::new(Indexer::<ConfigMap>::new());
         let queue = Arc::new(DeltaFifo::new(cache.clone()));
-        let informer = Arc::new(SharedIndexInformer::new(
-            events,
-            queue,
-            cache,
-            InformerConfig::default(),
-        ));
+        let config = InformerConfig {
+            merged_source: true,
+            ..InformerConfig::default()
+        };
+        let informer = Arc::new(SharedIndexInformer::new(events, queue, cache, config));
         let heard = Recorder::new();
         informer.add_handler(heard.clone()).unwrap();
         let task = tokio::spawn({

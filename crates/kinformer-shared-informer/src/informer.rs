@@ -56,6 +56,11 @@ pub struct InformerConfig<K> {
     pub abort_on_handler_panic: bool,
     /// How each handler's buffer behaves when the handler falls behind (unbounded by default).
     pub handler_buffer: crate::BufferPolicy,
+    /// The source merges several watches (a partitioned source: shard ranges, namespaces), whose
+    /// events' versions are in no one order: the cache's version (what [`Freshness`] compares
+    /// writes with) then moves only with list ends and bookmarks, which the merge sends at the
+    /// lowest version every watch has reached. `false` (the default): every event moves it.
+    pub merged_source: bool,
 }
 
 impl<K> Default for InformerConfig<K> {
@@ -68,6 +73,7 @@ impl<K> Default for InformerConfig<K> {
             drain_on_shutdown: true,
             abort_on_handler_panic: false,
             handler_buffer: crate::BufferPolicy::Unbounded,
+            merged_source: false,
         }
     }
 }
@@ -82,6 +88,7 @@ impl<K> fmt::Debug for InformerConfig<K> {
             .field("drain_on_shutdown", &self.drain_on_shutdown)
             .field("abort_on_handler_panic", &self.abort_on_handler_panic)
             .field("handler_buffer", &self.handler_buffer)
+            .field("merged_source", &self.merged_source)
             .finish()
     }
 }
@@ -115,6 +122,8 @@ struct Inner<K> {
     drain_on_shutdown: bool,
     abort_on_panic: bool,
     buffer_policy: crate::BufferPolicy,
+    /// Only list ends and bookmarks move the cache's version ([`InformerConfig::merged_source`]).
+    merged_source: bool,
     gauges: Gauges,
 }
 
@@ -301,6 +310,7 @@ where
                 drain_on_shutdown: config.drain_on_shutdown,
                 abort_on_panic: config.abort_on_handler_panic,
                 buffer_policy: config.handler_buffer,
+                merged_source: config.merged_source,
                 gauges,
             }),
             running: AtomicBool::new(false),
@@ -764,6 +774,9 @@ fn distribute<K: Object + Send + Sync + 'static>(
     }
     // The cache now holds everything up to this version: in order, what was popped last.
     let reached = match popped {
+        // A merged source's events come from several watches: one's version says nothing of
+        // the others'.
+        Popped::Batch(_) if inner.merged_source => None,
         Popped::Batch(deltas) => deltas
             .last()
             .and_then(|d| d.object.object().resource_version()),

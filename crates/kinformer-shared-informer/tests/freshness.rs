@@ -35,6 +35,11 @@ struct Rig {
 
 /// An informer fed by a channel, its queue in `mode`, listed at version 5 with one pod.
 async fn rig(mode: Mode) -> Rig {
+    rig_with(mode, false).await
+}
+
+/// As [`rig`], for a source that merges several watches when `merged`.
+async fn rig_with(mode: Mode, merged: bool) -> Rig {
     let (tx, mut rx) = mpsc::unbounded_channel();
     let events = futures_util::stream::poll_fn(move |cx| rx.poll_recv(cx));
     let cache = Arc::new(Indexer::<Pod>::new());
@@ -47,6 +52,7 @@ async fn rig(mode: Mode) -> Rig {
     );
     let config = InformerConfig {
         name: "pods".into(),
+        merged_source: merged,
         ..InformerConfig::default()
     };
     let informer = Arc::new(SharedIndexInformer::new(events, queue, cache, config));
@@ -257,4 +263,26 @@ async fn a_write_is_fresh_once_the_cache_shows_it_and_a_deleted_key_is_forgotten
         Err(FreshnessError::NotComparable(_))
     ));
     r.stop().await;
+}
+
+#[tokio::test]
+async fn a_merged_sources_cache_version_moves_only_with_its_bookmarks() {
+    for merged in [false, true] {
+        let r = rig_with(Mode::InOrder, merged).await;
+        let fresh = r.informer.freshness();
+        // Our write of ns/a, in a partition whose watch lags, returned 20.
+        fresh.wrote("ns/a", rv("20"));
+        // Another partition's watch is further on.
+        r.tx.send(StoreEvent::Added(pod("b", 30))).unwrap();
+        settle().await;
+        // One watch's version says nothing of the other's when the source is merged.
+        assert_eq!(fresh.is_fresh("ns/a"), Ok(!merged), "merged: {merged}");
+        if merged {
+            // The merge's bookmark: every watch has reached 25.
+            r.tx.send(StoreEvent::Bookmark(rv("25"))).unwrap();
+            settle().await;
+            assert_eq!(fresh.is_fresh("ns/a"), Ok(true));
+        }
+        r.stop().await;
+    }
 }

@@ -4,15 +4,14 @@ use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::time::Duration;
 
-use bytes::Bytes;
 use kinformer_core::{ApiResource, Scope};
 use kinformer_sim::{Auth, KubeVersion, RequestKind, SimConfig, SimServer};
 use rustls_pki_types::pem::PemObject as _;
 use rustls_pki_types::{CertificateDer, PrivateKeyDer};
 use serde_json::{Value, json};
 
-/// How long any single wait in these tests may take before the test fails.
-const WAIT: Duration = Duration::from_secs(10);
+mod common;
+use common::{Lines, Read, WAIT, ev, pair};
 
 fn pods() -> ApiResource {
     ApiResource::new("", "v1", "Pod", "pods", Scope::Namespaced)
@@ -92,89 +91,6 @@ fn names(list: &Value) -> Vec<String> {
 
 fn pod(name: &str, ns: &str, labels: Value) -> Value {
     json!({"metadata": {"name": name, "namespace": ns, "labels": labels}, "spec": {"nodeName": "node-1"}, "status": {"phase": "Running"}})
-}
-
-/// Reads a watch stream line by line, each read bounded by [`WAIT`].
-struct Lines {
-    resp: reqwest::Response,
-    buf: Vec<u8>,
-}
-
-#[derive(Debug)]
-enum Read {
-    Line(Bytes),
-    /// The server ended the stream cleanly.
-    End,
-    /// The stream failed (connection dropped or cut).
-    Broken,
-}
-
-impl Lines {
-    async fn open(c: &reqwest::Client, url: &str) -> Self {
-        let resp = c.get(url).send().await.unwrap();
-        assert_eq!(resp.status(), 200, "{url}");
-        Self {
-            resp,
-            buf: Vec::new(),
-        }
-    }
-
-    async fn read(&mut self) -> Read {
-        self.read_within(WAIT)
-            .await
-            .expect("no watch line within the bound")
-    }
-
-    /// `None` if nothing arrived within `d`.
-    async fn read_within(&mut self, d: Duration) -> Option<Read> {
-        let deadline = tokio::time::Instant::now() + d;
-        loop {
-            if let Some(i) = self.buf.iter().position(|b| *b == b'\n') {
-                let line: Vec<u8> = self.buf.drain(..=i).collect();
-                return Some(Read::Line(Bytes::from(line)));
-            }
-            match tokio::time::timeout_at(deadline, self.resp.chunk()).await {
-                Err(_) => return None,
-                Ok(Ok(Some(c))) => self.buf.extend_from_slice(&c),
-                Ok(Ok(None)) => return Some(Read::End),
-                Ok(Err(_)) => return Some(Read::Broken),
-            }
-        }
-    }
-
-    /// The next line as a JSON event.
-    async fn event(&mut self) -> Value {
-        match self.read().await {
-            Read::Line(l) => serde_json::from_slice(&l)
-                .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&l))),
-            other => panic!("expected an event, got {other:?}"),
-        }
-    }
-
-    /// The next event that is not a bookmark.
-    async fn object_event(&mut self) -> Value {
-        for _ in 0..1000 {
-            let e = self.event().await;
-            if e["type"] != "BOOKMARK" {
-                return e;
-            }
-        }
-        panic!("only bookmarks");
-    }
-}
-
-fn ev(e: &Value) -> (String, String) {
-    (
-        e["type"].as_str().unwrap_or_default().to_owned(),
-        e["object"]["metadata"]["name"]
-            .as_str()
-            .unwrap_or_default()
-            .to_owned(),
-    )
-}
-
-fn pair(t: &str, n: &str) -> (String, String) {
-    (t.to_owned(), n.to_owned())
 }
 
 #[tokio::test]

@@ -6,13 +6,12 @@
 use std::collections::BTreeSet;
 use std::time::Duration;
 
-use bytes::Bytes;
 use kinformer_core::{ApiResource, Scope};
 use kinformer_sim::{KubeVersion, SimConfig, SimServer, shard_hash};
 use serde_json::{Value, json};
 
-/// How long any single wait in these tests may take before the test fails.
-const WAIT: Duration = Duration::from_secs(10);
+mod common;
+use common::{Lines, WAIT, ev, pair};
 
 /// The two halves of the hash space.
 const LOW: (&str, &str) = ("0x0", "0x8000000000000000");
@@ -126,72 +125,6 @@ fn seed(sim: &SimServer, per: usize) {
                 .unwrap();
         }
     }
-}
-
-/// Reads a watch stream line by line, each read bounded by [`WAIT`].
-struct Lines {
-    resp: reqwest::Response,
-    buf: Vec<u8>,
-}
-
-impl Lines {
-    async fn open(c: &reqwest::Client, url: &str) -> Self {
-        let resp = c.get(url).send().await.unwrap();
-        assert_eq!(resp.status(), 200, "{url}");
-        Self {
-            resp,
-            buf: Vec::new(),
-        }
-    }
-
-    /// The next event.
-    async fn event(&mut self) -> Value {
-        let deadline = tokio::time::Instant::now() + WAIT;
-        loop {
-            if let Some(i) = self.buf.iter().position(|b| *b == b'\n') {
-                let line: Bytes = self.buf.drain(..=i).collect();
-                return serde_json::from_slice(&line).unwrap();
-            }
-            let chunk = tokio::time::timeout_at(deadline, self.resp.chunk())
-                .await
-                .expect("no watch event within the bound")
-                .unwrap()
-                .expect("the watch ended");
-            self.buf.extend_from_slice(&chunk);
-        }
-    }
-
-    /// `(type, name)` of the events up to and including `(kind, last)`, bookmarks skipped.
-    async fn until(&mut self, kind: &str, last: &str) -> Vec<(String, String)> {
-        let mut seen = Vec::new();
-        for _ in 0..10_000 {
-            let e = self.event().await;
-            if e["type"] == "BOOKMARK" {
-                continue;
-            }
-            let ev = event_of(&e);
-            let done = ev == (kind.to_owned(), last.to_owned());
-            seen.push(ev);
-            if done {
-                return seen;
-            }
-        }
-        panic!("no {kind} {last} in 10 000 events: {seen:?}");
-    }
-}
-
-fn event_of(e: &Value) -> (String, String) {
-    (
-        e["type"].as_str().unwrap().to_owned(),
-        e["object"]["metadata"]["name"]
-            .as_str()
-            .unwrap_or_default()
-            .to_owned(),
-    )
-}
-
-fn pair(kind: &str, name: &str) -> (String, String) {
-    (kind.to_owned(), name.to_owned())
 }
 
 #[tokio::test]
@@ -457,7 +390,7 @@ async fn a_streaming_list_under_a_selector_sends_its_range_only() {
             break;
         }
         assert_eq!(e["type"], "ADDED");
-        assert!(initial.insert(event_of(&e).1));
+        assert!(initial.insert(ev(&e).1));
     }
     assert_eq!(initial, want);
 
@@ -561,7 +494,7 @@ async fn servers_without_the_feature_ignore_the_selector() {
             let mut w = Lines::open(&c, &format!("{base}?watch=true&{q}")).await;
             let mut sent = BTreeSet::new();
             for _ in 0..everything.len() {
-                sent.insert(event_of(&w.event().await).1);
+                sent.insert(ev(&w.event().await).1);
             }
             assert_eq!(sent, everything, "{what}: {selector}");
         }

@@ -44,7 +44,7 @@ impl Replica {
         );
         let informer = Informer::<Pod>::builder()
             .name(format!("pods-{index}"))
-            .events(events)
+            .partitioned(events)
             .build()?;
         informer.start();
         let owner = shards.owner(informer.cache().clone());
@@ -213,7 +213,7 @@ async fn measure_load(
                 ShardRanges::split(ShardKey::Uid, shards, i),
                 kinformer::reflector::Config::default(),
             );
-            Informer::<Pod>::builder().events(events).build()?
+            Informer::<Pod>::builder().partitioned(events).build()?
         };
         informer.start();
         informer.wait_synced_for(Duration::from_secs(60)).await?;

@@ -447,6 +447,37 @@ where
         self
     }
 
+    /// The events of a partitioned source ([`kinformer::partition`](crate::partition):
+    /// [`sharded`](crate::partition::sharded), [`namespaced`](crate::partition::namespaced)),
+    /// which merge several watches: as [`events`](Self::events), and the cache's version then
+    /// moves only with the merged bookmarks ([`InformerConfig::merged_source`]), so that waiting
+    /// until fresh never takes one watch's version for all of them.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// use k8s_openapi::api::core::v1::Pod;
+    /// use kinformer::core::shard::{ShardKey, ShardRanges};
+    /// use kinformer::prelude::*;
+    /// # let sim = kinformer_sim::SimServer::start(kinformer_sim::SimConfig::default()).await?;
+    /// # let client = Client::new(kinformer::client::Config::new(sim.url()))?;
+    ///
+    /// let (events, shards) = kinformer::partition::sharded(
+    ///     Api::<Pod>::all(client),
+    ///     ShardRanges::split(ShardKey::Uid, 2, 0),
+    ///     Default::default(),
+    /// );
+    /// let informer = Informer::<Pod>::builder().partitioned(events).build()?;
+    /// informer.start();
+    /// assert!(informer.wait_synced(None).await);
+    /// assert!(shards.ranges().contains_hash(0));
+    /// # Ok(()) }
+    /// ```
+    #[must_use]
+    pub fn partitioned(mut self, events: kinformer_partition::PartitionedEvents<K>) -> Self {
+        self.config.merged_source = true;
+        self.events(events)
+    }
+
     /// The informer's name, in logs, handler names and the lister's "not found" errors; by
     /// default the object type's name in lower case (`pod`), as client-go's listers say it.
     #[must_use]
@@ -593,7 +624,10 @@ where
     /// replaced by the builder's [`name`](Self::name) when one is given.
     #[must_use]
     pub fn config(mut self, config: InformerConfig<K>) -> Self {
+        // A partitioned source stays one whatever the settings say.
+        let merged = self.config.merged_source;
         self.config = config;
+        self.config.merged_source |= merged;
         self
     }
 

@@ -22,7 +22,7 @@
 //!
 //! Beyond one replica, [`partition`] feeds one informer from a changing set of shard ranges
 //! (KEP-5866's `shardSelector`, or the same hash on the client) or namespaces: give its events to
-//! `.events(..)`. `coordination` (with the `client` feature) elects a leader and splits the
+//! [`InformerBuilder::partitioned`]. `coordination` (with the `client` feature) elects a leader and splits the
 //! ranges between replicas through Leases. docs/scale-out.md shows when to shard and what a
 //! hand-over guarantees.
 //!
