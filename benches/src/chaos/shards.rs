@@ -24,7 +24,7 @@ use kinformer::delta_fifo::DeltaFifo;
 use kinformer::indexer::Indexer;
 use kinformer::partition::CacheOwner;
 use kinformer::reflector::StreamingList;
-use kinformer::shared_informer::SharedIndexInformer;
+use kinformer::shared_informer::{InformerConfig, SharedIndexInformer};
 use parking_lot::Mutex;
 use tokio::sync::{oneshot, watch};
 use tokio::task::JoinHandle;
@@ -465,7 +465,12 @@ impl Group {
             events,
             queue,
             cache.clone(),
-            informer_config(&name),
+            InformerConfig {
+                // Its events come from a merge of partitions: the cache version moves with the
+                // merge's bookmarks only.
+                merged_source: true,
+                ..informer_config(&name)
+            },
         ));
         let informer_run = tokio::spawn({
             let informer = Arc::clone(&informer);
