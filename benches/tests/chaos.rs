@@ -1,6 +1,7 @@
 //! The chaos soak, short: 8 s of the seeded workload and every fault class with seed 1, against
 //! the factory's informers and handlers. It must find no invariant violation, and must have
-//! fired every fault class and made the informers relist and rewatch, or it proved nothing.
+//! fired every fault class and made the informers relist and rewatch, and restarted replicas
+//! of the sharded group both ways, or it proved nothing.
 //! It counts its heap as the `chaos` binary does, so the memory bounds weigh what is held.
 
 use std::time::Duration;
@@ -59,4 +60,20 @@ async fn a_short_soak_with_every_fault_class_finds_no_violation() {
         .map(|h| h.heard.deletes + h.heard.tombstones)
         .sum();
     assert!(deletes >= 1, "{text}");
+    // The sharded group: each phase begins with a restart, graceful and abrupt in turn, the
+    // first two waiting until the others have taken the ranges over (after an abrupt death,
+    // once the Lease has expired), and every one of them moves ranges between the replicas.
+    let restarts = report.shards.restarts;
+    assert!(restarts.graceful >= 1 && restarts.abrupt >= 1, "{text}");
+    assert!(restarts.taken_over >= 2, "{text}");
+    // After an abrupt death nothing is released: the others wait for the 2 s Lease to expire.
+    assert!(
+        restarts.slowest_abrupt_take_over >= Duration::from_secs(1),
+        "{text}"
+    );
+    assert!(
+        report.shards.hand_overs >= 3 + 2 * restarts.graceful + restarts.abrupt,
+        "{text}"
+    );
+    assert_eq!(report.shards.overlaps, 0, "{text}");
 }

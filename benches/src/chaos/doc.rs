@@ -22,36 +22,63 @@ selector) and seven handlers (on typed pods: a fast one, a slow one that stalls 
 150th call, one that panics on every 97th call, and one behind a `FilteringHandler` with the
 selector's filter; a fast one on each of the other three).
 
+Beside the factory runs a sharded group: three replicas of a typed pod informer
+(`kinformer::partition::sharded`), each with a client of its own so that the faults hit it too,
+splitting the pods by uid hash through `ShardMembership` on one Lease each (group `chaos-shards`
+in `default`; lease 2 s, renew deadline 1.5 s, retry period 250 ms). The server is a 1.34 one,
+which ignores `shardSelector`: each replica lists and watches every pod and keeps those of its
+ranges. At the start of every phase, and every 2-5 s after (seeded), one replica is taken down
+and started again under the same identity, as a StatefulSet pod comes back. Four kinds take
+turns: a graceful stop (the owner lets go of its ranges, then the Lease is deleted) and an
+abrupt death (the membership is aborted and the informer shut down, releasing nothing), each
+first waiting, within 60 s, until the others hold the whole hash space (at their next look
+after a graceful stop, once the Lease has expired after an abrupt death; slower is a
+violation), then the same two coming back without waiting. Each stays down up to a lease
+duration more (seeded). The group's informers select `chaos/tier`, which every pod carries, so
+that their requests can be told apart in the server's log: the relist and watch-restart figures
+below are the factory's alone.
+
 Invariants, checked continuously: every handler's calls form a valid history per key (no add
 while the key is held, no update or delete of a key not held, an update's old object is the one
 last heard, versions only grow, an incarnation's delete arrives before a new incarnation of the
 name is heard); no cached object is ahead of the server or goes back; no handler but the slow
 one ever has a notification waiting as long as the slow handler's stall; memory follows what is
-held (below); no panic but the deliberate ones. Every 60 s (and at the end) writes and faults pause, and within 60 s every
-cache, and what every handler believes, must equal the server's pods for its filter (keys, uids
-and resourceVersions): a delete that never reached a handler leaves it holding the key. Every
-deliberate panic must have been caught and counted. During the faults and at each quiescence, each
-informer's consistency check lists the server at the cache's own version and compares keys and
-resourceVersions (skipped where the server compacted that version away or a fault failed the
-list); a mismatch is a violation.
+held (below); no panic but the deliberate ones; no hash range is acted on by two replicas of the
+group at once (a recording `ShardOwner` around each replica's owner, shared by the group, counts
+a range as acted on from the moment `set_ranges` is called with it until a call without it has
+returned, and a replica that died abruptly as acting on nothing once its informer has stopped);
+no replica keeps a pod outside the ranges its membership holds for a lease duration, or caches
+one ahead of the server. Every 60 s (and at the end) writes and faults pause, and within 60 s
+every cache, and what every handler believes, must equal the server's pods for its filter (keys,
+uids and resourceVersions): a delete that never reached a handler leaves it holding the key.
+Every deliberate panic must have been caught and counted. Once the restart under way has brought
+its replica back, the group must have every replica up, holding ranges that cover the hash space
+exactly once, each caching only pods of its ranges, and its caches together must equal the
+server's pods (keys, uids and resourceVersions), none in two caches. During the faults and at
+each quiescence, each informer's consistency check lists the server at the cache's own version
+and compares keys and resourceVersions (skipped where the server compacted that version away or
+a fault failed the list); a mismatch is a violation.
 
 The memory invariant weighs what the soak holds. The `chaos` binary counts its live heap (a
 counting global allocator), and before the informers start it decodes the pods the server holds
 into each cached form and weighs one object of each: on the simulated cluster's pods, with the
 `managedFields` real writers leave, a typed `Pod` takes about 51 KiB, a `Compact<Pod>` 7 KiB and
 a `PartialObjectMetadata` 32 KiB (its `managedFields` decoded too). What is held at a sample is
-every cached object once and every pending notification twice (an update holds the old object
-as well as the new one, and nothing else may hold the old). Two bounds follow: the live heap
-stays under 96 MiB above its start plus 5/4 of what is held now (objects grow a little as
-updates add `managedFields` entries), and resident memory stays under 96 MiB above its start
-plus 3/2 of the most that was ever held (an allocator keeps freed memory for reuse, so resident
-memory follows the high-water mark). A program without the counting allocator (the short test
-has one) falls back to 64 KiB per cached object or pending notification. The 96 MiB covers the
-simulated server's bounded history, the runtime, buffers, and a relist's or a consistency
-check's list in flight.
+every cached object once, the sharded group's included (its replicas decode their own pods, a
+third of them each, so about one more set of typed pods), and every pending notification twice
+(an update holds the old object as well as the new one, and nothing else may hold the old). Two
+bounds follow: the live heap stays under 96 MiB above its start plus 5/4 of what is held now
+(objects grow a little as updates add `managedFields` entries), and resident memory stays under
+96 MiB above its start plus 3/2 of the most that was ever held (an allocator keeps freed memory
+for reuse, so resident memory follows the high-water mark). A program without the counting
+allocator (the short test has one) falls back to 64 KiB per cached object or pending
+notification. The 96 MiB covers the simulated server's bounded history, the runtime, buffers,
+and a relist's or a consistency check's list in flight.
 
 Relists and watch restarts are counted from the server's request log: lists without a continue
-token, and watches, beyond each informer's first. Peak RSS is the whole process, the simulated
+token, and watches, beyond each informer's first (the sharded group's are counted apart, with
+its restarts, its hand-overs, which are the calls of its owners' `set_ranges`, and the times a
+range was acted on by two replicas at once). Peak RSS is the whole process, the simulated
 server included (its history is capped at 2,000 events and compacted every 20 s). The soak is
 built with the dev profile (dependencies optimised, as `cargo test` builds them) and was run on
 a shared 2-core machine beside other work (builds, benchmarks, other seeds), so settle times
@@ -63,7 +90,9 @@ and `notin` as values there); and a pod deleted and created again under the same
 watch was away reached the handlers, after the relist, as an update from the old pod to the new
 one, so the old pod's delete never arrived (now a tombstone and an add; see semantics.md).
 
-`cargo test -p kinformer-benches --test chaos` runs 8 s of the same soak with seed 1.
+`cargo test -p kinformer-benches --test chaos` runs 8 s of the same soak with seed 1, in two
+phases of 4 s: at least a graceful stop and an abrupt death of a replica of the sharded group,
+each followed by the others' take-over.
 The blocks below are written by the command; replay a seed with the command it shows.
 ";
 

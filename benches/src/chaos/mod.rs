@@ -6,7 +6,9 @@
 //! The informers: typed pods, compact pods (`kinformer_compact::Compact<Pod>`), metadata-only
 //! pods, and typed pods behind a label selector. The handlers: on typed pods, a fast recorder, a
 //! slow one, one that panics now and then, and a recorder behind a [`FilteringHandler`] with the
-//! selector's filter; on each of the other three, a fast recorder.
+//! selector's filter; on each of the other three, a fast recorder. Beside the factory, a sharded
+//! group: three replicas of a typed pod informer splitting the pods through shard membership on
+//! Leases, one of them restarted every few seconds, gracefully or abruptly.
 //!
 //! Invariants, each a counted violation with a message:
 //! - continuously: each handler's calls form a valid history per key (no add while holding the
@@ -15,11 +17,14 @@
 //!   is heard); no cached object is ahead of the server or goes back; the fast handlers' oldest
 //!   pending notification stays younger than the slow handler's stalls; the process's resident
 //!   memory stays within a bound proportional to what the caches hold; no panic but the
-//!   deliberate ones happens anywhere;
+//!   deliberate ones happens anywhere; no hash range is acted on by two replicas of the sharded
+//!   group at once, and no replica keeps an object outside the ranges it holds;
 //! - at each quiescent point (faults disarmed, writes paused): every cache equals the server's
 //!   objects for its filter (keys, uids and resourceVersions), and so does what every handler
 //!   believes: a delete that never reached a handler leaves it holding the key. The panicking
-//!   handler's panics were all caught and counted.
+//!   handler's panics were all caught and counted. The sharded group's replicas are all up, hold
+//!   ranges that cover the hash space exactly once, cache only pods of their ranges, and their
+//!   caches together equal the server's pods, none in two caches.
 //!
 //! `cargo xtask chaos [--seconds N] [--seed S]` runs it and prints the report (with `--docs`, it
 //! also writes it into `docs/reliability.md`); `tests/chaos.rs` runs a few seconds of it under
@@ -28,6 +33,7 @@
 pub mod doc;
 mod faults;
 mod history;
+mod shards;
 mod weight;
 mod workload;
 
@@ -58,9 +64,11 @@ use tokio::time::Instant;
 
 pub use faults::FaultClass;
 pub use history::Heard;
+pub use shards::Restarts;
 pub use workload::Writes;
 
 use history::{Behaviour, DELIBERATE_PANIC, Held, Recorder};
+use shards::{Group, Outside, Replicas};
 use workload::{NAMESPACES, TIER, Writer};
 
 pub use weight::HeapMeter;
@@ -75,6 +83,9 @@ pub enum Error {
     /// The HTTP client could not be built.
     #[error("the client could not be built: {0}")]
     Client(#[from] kinformer::client::Error),
+    /// A replica of the sharded group could not join it (its configuration was refused).
+    #[error("a replica of the sharded group could not be made: {0}")]
+    Membership(#[from] kinformer::coordination::Error),
 }
 
 /// How long and how hard the soak runs. [`ChaosConfig::new`] gives the defaults of
@@ -139,6 +150,25 @@ pub struct HandlerReport {
     pub max_lag: Duration,
 }
 
+/// The sharded group's figures.
+#[derive(Debug, Clone, Default)]
+pub struct ShardReport {
+    /// Replicas in the group.
+    pub replicas: usize,
+    /// Replicas taken down and started again, by how they went down.
+    pub restarts: Restarts,
+    /// Hand-overs seen: calls of the replicas' owners' `set_ranges`.
+    pub hand_overs: u64,
+    /// Times a replica was told to act on a range another replica still acted on (0 to pass).
+    pub overlaps: u64,
+    /// Lease writes the server answered as done: part of the server's writes.
+    pub lease_writes: u64,
+    /// Lists (without a continue token) the group's informers made.
+    pub lists: u64,
+    /// Watches the group's informers opened.
+    pub watches: u64,
+}
+
 /// The soak's figures and its verdict.
 #[derive(Debug, Clone)]
 pub struct ChaosReport {
@@ -150,8 +180,8 @@ pub struct ChaosReport {
     pub elapsed: Duration,
     /// What the writer did.
     pub writes: Writes,
-    /// Writes the server made (its resourceVersion advanced this much): the writer's, and the
-    /// deletions at the end of grace periods.
+    /// Writes the server made (its resourceVersion advanced this much): the writer's, the
+    /// deletions at the end of grace periods, and the sharded group's Lease writes.
     pub server_writes: u64,
     /// Faults fired, by class.
     pub faults: BTreeMap<FaultClass, u64>,
@@ -174,7 +204,9 @@ pub struct ChaosReport {
     pub max_settle: Duration,
     /// Every handler.
     pub handlers: Vec<HandlerReport>,
-    /// The most objects the caches held together.
+    /// The sharded group.
+    pub shards: ShardReport,
+    /// The most objects the caches held together (the sharded group's included).
     pub max_cached: usize,
     /// The process's peak resident memory (Linux), in bytes.
     pub peak_rss: Option<u64>,
@@ -238,8 +270,8 @@ impl ChaosReport {
         );
         let _ = writeln!(
             s,
-            "| Events generated (server writes) | {} |",
-            self.server_writes
+            "| Events generated (server writes) | {} ({} of them the sharded group's Lease writes) |",
+            self.server_writes, self.shards.lease_writes
         );
         let faults: Vec<String> = self
             .faults
@@ -254,6 +286,27 @@ impl ChaosReport {
             self.relists, self.continue_pages
         );
         let _ = writeln!(s, "| Watch restarts | {} |", self.watch_restarts);
+        let g = &self.shards;
+        let r = g.restarts;
+        let _ = writeln!(
+            s,
+            "| Sharded group | {} replicas on Leases: {} restarts ({} graceful, {} abrupt; {} waited until the others held every range: slowest {:.1} s after a graceful stop, {:.1} s after an abrupt death), {} hand-overs (`set_ranges` calls), {} lists and {} watches |",
+            g.replicas,
+            r.total(),
+            r.graceful,
+            r.abrupt,
+            r.taken_over,
+            r.slowest_graceful_take_over.as_secs_f64(),
+            r.slowest_abrupt_take_over.as_secs_f64(),
+            g.hand_overs,
+            g.lists,
+            g.watches
+        );
+        let _ = writeln!(
+            s,
+            "| Ranges acted on by two replicas at once | {} |",
+            g.overlaps
+        );
         let _ = writeln!(
             s,
             "| Quiescent checks | {} (slowest settle {:.1} s) |",
@@ -528,7 +581,18 @@ fn events<K>(
 where
     K: Object + serde::de::DeserializeOwned + Send + Sync + 'static,
 {
-    let config = kinformer::reflector::Config {
+    let config = reflector_config(name, selector, seed, streaming_list);
+    kinformer::reflector::watcher(api, config)
+}
+
+/// The settings of every reflector of the soak.
+fn reflector_config(
+    name: &str,
+    selector: Option<&str>,
+    seed: u64,
+    streaming_list: StreamingList,
+) -> kinformer::reflector::Config {
+    kinformer::reflector::Config {
         name: name.into(),
         label_selector: selector.map(str::to_owned),
         // Small pages, so that every paged relist exercises continue tokens.
@@ -541,8 +605,7 @@ where
         seed: Some(seed),
         streaming_list,
         ..kinformer::reflector::Config::default()
-    };
-    kinformer::reflector::watcher(api, config)
+    }
 }
 
 fn informer_config<K>(name: &str) -> InformerConfig<K> {
@@ -616,12 +679,15 @@ fn rss() -> Option<(u64, u64)> {
     Some((field("VmRSS:")?, field("VmHWM:")?))
 }
 
-/// Request counts from the server's log.
+/// Request counts from the server's log: the factory's informers', and the sharded group's
+/// (told apart by their label selector).
 #[derive(Default)]
 struct Requests {
     lists: u64,
     continue_pages: u64,
     watches: u64,
+    group_lists: u64,
+    group_watches: u64,
 }
 
 impl Requests {
@@ -632,7 +698,14 @@ impl Requests {
             .iter()
             .filter(|r| r.method == "GET" && r.path == "/api/v1/pods")
         {
-            if r.is_watch() {
+            let group = r.param("labelSelector") == Some(shards::SELECTOR);
+            if group {
+                if r.is_watch() {
+                    self.group_watches += 1;
+                } else if r.param("continue").is_none() {
+                    self.group_lists += 1;
+                }
+            } else if r.is_watch() {
                 self.watches += 1;
             } else if r.param("resourceVersionMatch") == Some("Exact") {
                 // A consistency check's list (the reflector never lists an exact version).
@@ -713,7 +786,7 @@ async fn soak(
     let mut client_config = ClientConfig::new(sim.url());
     client_config.max_watch_line = faults::MAX_WATCH_LINE;
     let check_client = Client::new(client_config.clone())?;
-    let factory = SharedInformerFactory::new(Client::new(client_config)?, None);
+    let factory = SharedInformerFactory::new(Client::new(client_config.clone())?, None);
     let seed = config.seed;
     let typed_pods = factory.informer_for("pods", typed(seed, "pods", None));
     let meta = factory.informer_for("pods-metadata", metadata(seed.wrapping_add(1)));
@@ -829,6 +902,20 @@ async fn soak(
             violations.report(format!("informer {name} did not sync"));
         }
     }
+    // The sharded group, each replica with a client of its own: once it has split the hash
+    // space and its caches hold the server's pods, the phases begin.
+    let mut group = Group::start(client_config, seed, violations)?;
+    let replicas = group.replicas();
+    quiesce(
+        &store,
+        &[],
+        &mut [],
+        &replicas,
+        config,
+        violations,
+        "once the sharded group started",
+    )
+    .await;
 
     let mut requests = Requests::default();
     let mut schedule = faults::Schedule::new(sim.faults(), config.seed);
@@ -836,8 +923,10 @@ async fn soak(
         baseline,
         heap_baseline,
         measured: weights.measured,
+        shard_weight: weights.typed,
         ..Peak::default()
     };
+    let mut outside = Outside::default();
     let mut quiescent_checks = 0;
     let mut max_settle = Duration::ZERO;
     let mut remaining = Duration::from_secs(config.seconds);
@@ -851,7 +940,9 @@ async fn soak(
             config.writes_per_second,
             stop_rx.clone(),
         ));
-        let fault_task = tokio::spawn(fault_loop(schedule, config.fault_wait, stop_rx));
+        let fault_task = tokio::spawn(fault_loop(schedule, config.fault_wait, stop_rx.clone()));
+        let restart_task =
+            tokio::spawn(shards::restart_loop(group, config.settle_timeout, stop_rx));
         let phase_end = Instant::now() + phase;
         let mut tick = tokio::time::interval(Duration::from_millis(100));
         let mut ticks = 0u64;
@@ -861,8 +952,13 @@ async fn soak(
             sample_lags(&mut handlers, config.slow_stall, violations);
             if ticks.is_multiple_of(10) {
                 check_caches(&mut caches, &store, violations);
+                replicas.check(
+                    &mut outside,
+                    || filtered(&server_state(&store), Filter::All),
+                    violations,
+                );
                 requests.harvest(&sim);
-                peak.sample(&caches, &handlers, config.heap, violations);
+                peak.sample(&caches, &handlers, &replicas, config.heap, violations);
             }
             if ticks.is_multiple_of(20) {
                 consistency.check(violations).await;
@@ -871,14 +967,24 @@ async fn soak(
         let _ = stop_tx.send(true);
         writer = write_task.await.expect("the writer does not panic");
         schedule = fault_task.await.expect("the fault schedule does not panic");
-        // Quiescence.
+        // Quiescence, once the restart under way has brought its replica back.
         schedule.calm();
-        let settle = quiesce(&store, &caches, &mut handlers, config, violations).await;
+        group = restart_task.await.expect("the restarts do not panic");
+        let settle = quiesce(
+            &store,
+            &caches,
+            &mut handlers,
+            &replicas,
+            config,
+            violations,
+            "after the faults stopped",
+        )
+        .await;
         max_settle = max_settle.max(settle);
         consistency.check(violations).await;
         quiescent_checks += 1;
         requests.harvest(&sim);
-        peak.sample(&caches, &handlers, config.heap, violations);
+        peak.sample(&caches, &handlers, &replicas, config.heap, violations);
     }
 
     for h in &handlers {
@@ -896,6 +1002,16 @@ async fn soak(
         violations.report(format!("{strays} panics outside the panicking handler"));
     }
     let server_writes = store.resource_version() - rv_start;
+    let shard_report = ShardReport {
+        replicas: shards::REPLICAS,
+        restarts: group.restarts,
+        hand_overs: group.hand_overs(),
+        overlaps: group.overlaps(),
+        lease_writes: group.lease_writes(),
+        lists: requests.group_lists,
+        watches: requests.group_watches,
+    };
+    group.shutdown(config.settle_timeout).await;
     factory.shutdown().await;
     sim.shutdown().await;
 
@@ -926,6 +1042,7 @@ async fn soak(
                 max_lag: h.max_lag,
             })
             .collect(),
+        shards: shard_report,
         max_cached: peak.max_cached,
         peak_rss: rss().map(|(_, hwm)| hwm),
         rss_bound: peak.rss_bound,
@@ -1028,6 +1145,8 @@ struct Peak {
     heap_baseline: Option<u64>,
     /// Whether the weights were measured: the allocator's slack is then added on top.
     measured: bool,
+    /// Heap bytes one object of the sharded group's caches takes (a typed pod).
+    shard_weight: u64,
     max_cached: usize,
     /// The most the held objects have weighed.
     max_held: u64,
@@ -1050,13 +1169,19 @@ const ALLOCATOR_SLACK: (u64, u64) = (3, 2);
 const GROWTH: (u64, u64) = (5, 4);
 
 impl Peak {
-    /// What the held objects weigh: each cached object once; each pending notification twice,
-    /// since an update holds the old object as well as the new, and the old one may be held
-    /// by nothing else.
-    fn held(caches: &[CacheView], handlers: &[HandlerView]) -> (usize, u64, u64) {
-        let mut cached = 0;
-        let mut objects = 0;
-        let mut bytes = 0;
+    /// What the held objects weigh: each cached object once (the sharded group's replicas
+    /// decode their own, so theirs count too); each pending notification twice, since an
+    /// update holds the old object as well as the new, and the old one may be held by nothing
+    /// else.
+    fn held(
+        &self,
+        caches: &[CacheView],
+        handlers: &[HandlerView],
+        group: &Replicas,
+    ) -> (usize, u64, u64) {
+        let mut cached = group.cached();
+        let mut objects = cached as u64;
+        let mut bytes = cached as u64 * self.shard_weight;
         for c in caches {
             let n = (c.state)().len();
             cached += n;
@@ -1075,10 +1200,11 @@ impl Peak {
         &mut self,
         caches: &[CacheView],
         handlers: &[HandlerView],
+        group: &Replicas,
         heap: Option<HeapMeter>,
         violations: &Violations,
     ) {
-        let (cached, objects, bytes) = Self::held(caches, handlers);
+        let (cached, objects, bytes) = self.held(caches, handlers, group);
         let held = if self.measured {
             bytes * ALLOCATOR_SLACK.0 / ALLOCATOR_SLACK.1
         } else {
@@ -1116,15 +1242,17 @@ impl Peak {
     }
 }
 
-/// Waits until every cache and every handler agrees with the server (and the server has
-/// stopped changing), or the settle timeout passes (then each disagreement is a violation).
-/// Returns how long it took.
+/// Waits until every cache, every handler and the sharded group agree with the server (and
+/// the server has stopped changing), or the settle timeout passes (then each disagreement is a
+/// violation, reported as found `when`). Returns how long it took.
 async fn quiesce(
     store: &Store,
     caches: &[CacheView],
     handlers: &mut [HandlerView],
+    group: &Replicas,
     config: &ChaosConfig,
     violations: &Violations,
+    when: &str,
 ) -> Duration {
     let started = Instant::now();
     let deadline = started + config.settle_timeout;
@@ -1158,13 +1286,14 @@ async fn quiesce(
                 ));
             }
         }
+        disagreements.extend(group.disagreements(&filtered(&server, Filter::All)));
         if disagreements.is_empty() && rv == store.resource_version() {
             return started.elapsed();
         }
         if Instant::now() >= deadline {
             for d in disagreements {
                 violations.report(format!(
-                    "not equal to the server {:?} after the faults stopped: {d}",
+                    "not equal to the server {:?} {when}: {d}",
                     config.settle_timeout
                 ));
             }
