@@ -1,0 +1,1 @@
+//! The protobuf framing: envelope, watch frames, lists and status.
