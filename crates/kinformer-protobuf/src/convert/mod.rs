@@ -492,8 +492,8 @@ type AnyKind = Arc<dyn Any + Send + Sync>;
 /// use k8s_openapi::api::core::v1::ConfigMap;
 /// use kinformer_protobuf::convert::{codec, codec_for};
 ///
-/// let codec = codec_for("v1", "ConfigMap").expect("a built-in kind");
-/// assert!(std::ptr::eq(codec, codec::<ConfigMap>().unwrap()));
+/// let found = codec_for("v1", "ConfigMap").expect("a built-in kind");
+/// assert!(std::ptr::eq(found, codec::<ConfigMap>().unwrap()));
 /// let json = serde_json::json!({
 ///     "apiVersion": "v1",
 ///     "kind": "ConfigMap",
@@ -501,11 +501,11 @@ type AnyKind = Arc<dyn Any + Send + Sync>;
 ///     "data": { "level": "debug" },
 /// });
 /// let mut bytes = Vec::new();
-/// codec.encode_json(&json, &mut bytes)?;
-/// assert_eq!(codec.decode_json(&bytes)?, json);
-/// let typed: Arc<ConfigMap> = codec.decode(&bytes).expect("the codec's own type")?;
+/// found.encode_json(&json, &mut bytes)?;
+/// assert_eq!(found.decode_json(&bytes)?, json);
+/// let typed: Arc<ConfigMap> = found.decode(&bytes).expect("the codec's own type")?;
 /// assert_eq!(typed.metadata.name.as_deref(), Some("settings"));
-/// assert!(codec.decode::<String>(&bytes).is_none());
+/// assert!(found.decode::<String>(&bytes).is_none());
 /// # Ok::<(), kinformer_protobuf::Error>(())
 /// ```
 pub struct Codec {
