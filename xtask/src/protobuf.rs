@@ -376,11 +376,26 @@ fn versions(openapi_src: &Path) -> Result<Vec<u32>, String> {
     Ok(versions)
 }
 
-/// Wraps `body` so it compiles only in `present` of `all` versions (both ascending).
-fn gate(all: &[u32], present: &BTreeSet<u32>, body: &str) -> String {
+/// Wraps `body` so it compiles only in `present` of `all` versions (both ascending). rustfmt
+/// leaves a macro's body as written, so it is indented here, for a call at `depth` levels.
+fn gate(all: &[u32], present: &BTreeSet<u32>, body: &str, depth: usize) -> String {
     if all.iter().all(|v| present.contains(v)) {
         return body.to_owned();
     }
+    let pad = "    ".repeat(depth);
+    let indent = |text: &str, levels: usize| -> String {
+        let inner = "    ".repeat(depth + levels);
+        text.lines()
+            .map(|l| {
+                if l.trim().is_empty() {
+                    String::new()
+                } else {
+                    format!("{inner}{l}")
+                }
+            })
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
     let (first, last) = (all[0], all[all.len() - 1]);
     // Contiguous runs of the versions present.
     let mut runs: Vec<(u32, u32)> = Vec::new();
@@ -393,14 +408,24 @@ fn gate(all: &[u32], present: &BTreeSet<u32>, body: &str) -> String {
     let mut out = String::new();
     for (a, b) in runs {
         let wrapped = if a == b {
-            format!("k8s_openapi::k8s_if_1_{a}! {{\n{body}\n}}\n")
+            format!(
+                "k8s_openapi::k8s_if_1_{a}! {{\n{}\n{pad}}}\n",
+                indent(body, 1)
+            )
         } else if a == first {
-            format!("k8s_openapi::k8s_if_le_1_{b}! {{\n{body}\n}}\n")
+            format!(
+                "k8s_openapi::k8s_if_le_1_{b}! {{\n{}\n{pad}}}\n",
+                indent(body, 1)
+            )
         } else if b == last {
-            format!("k8s_openapi::k8s_if_ge_1_{a}! {{\n{body}\n}}\n")
+            format!(
+                "k8s_openapi::k8s_if_ge_1_{a}! {{\n{}\n{pad}}}\n",
+                indent(body, 1)
+            )
         } else {
             format!(
-                "k8s_openapi::k8s_if_ge_1_{a}! {{\nk8s_openapi::k8s_if_le_1_{b}! {{\n{body}\n}}\n}}\n"
+                "k8s_openapi::k8s_if_ge_1_{a}! {{\n{pad}    k8s_openapi::k8s_if_le_1_{b}! {{\n{}\n{pad}    }}\n{pad}}}\n",
+                indent(body, 2)
             )
         };
         out.push_str(&wrapped);
@@ -684,17 +709,18 @@ pub(crate) fn generate(root: &Path) -> Result<String, String> {
     one_side.sort();
     embedded_notes.sort();
 
-    let text = render(&all, &types, &one_side, &embedded_notes);
+    let text = render(root, &all, &types, &one_side, &embedded_notes)?;
     rustfmt(root, &text)
 }
 
 /// The file's text, before formatting.
 fn render(
+    root: &Path,
     all: &[u32],
     types: &BTreeMap<(String, String), Type>,
     one_side: &[String],
     embedded: &[String],
-) -> String {
+) -> Result<String, String> {
     let mut s = String::new();
     let first = all[0];
     let last = all[all.len() - 1];
@@ -786,7 +812,18 @@ fn render(
              fn to_message(&self) -> {message} {{\n\
              let mut out = {message}::default();\n{to}out\n}}\n}}\n\n"
         );
-        s.push_str(&gate(all, &t.versions, &impls));
+        if t.versions.len() == all.len() {
+            s.push_str(&impls);
+        } else {
+            // rustfmt leaves a macro's body alone: format the impls before wrapping them.
+            s.push_str(&gate(
+                all,
+                &t.versions,
+                rustfmt(root, &impls)?.trim_end(),
+                0,
+            ));
+            s.push('\n');
+        }
         if t.default {
             let _ = writeln!(
                 required,
@@ -794,7 +831,8 @@ fn render(
                 gate(
                     all,
                     &t.versions,
-                    &format!("crate::convert::required! {{ {openapi} => {message}; }}")
+                    &format!("crate::convert::required! {{ {openapi} => {message}; }}"),
+                    0,
                 )
             );
         }
@@ -809,12 +847,12 @@ fn render(
         let t = &types[&((*module).to_owned(), (*name).to_owned())];
         let _ = writeln!(
             s,
-            "k8s_openapi::{module}::{name} => pb::{module}::{};",
+            "    k8s_openapi::{module}::{name} => pb::{module}::{};",
             t.pb_name
         );
     }
     s.push_str("}\n");
-    s
+    Ok(s)
 }
 
 /// Gates a field's line by its versions, unless it is in every version of its type.
@@ -827,7 +865,7 @@ fn gate_within(
     if present == of_type {
         format!("{body}\n")
     } else {
-        gate(all, present, body)
+        gate(all, present, body, 2)
     }
 }
 
@@ -874,6 +912,18 @@ mod tests {
     }
 
     #[test]
+    fn a_stale_file_fails_the_check_naming_it() {
+        let dir = std::env::temp_dir().join(format!("xtask-protobuf-check-{}", std::process::id()));
+        let path = dir.join(OUTPUT);
+        fs::create_dir_all(path.parent().unwrap()).unwrap();
+        fs::write(&path, "//! old\n").unwrap();
+        let e = check(&dir, "//! new\n").unwrap_err();
+        assert!(e.contains(OUTPUT), "{e}");
+        assert_eq!(check(&dir, "//! old\n"), Ok(()));
+        let _ = fs::remove_dir_all(&dir);
+    }
+
+    #[test]
     fn field_names_match_across_spellings() {
         assert_eq!(normalize_field("r#type"), normalize_field("type_"));
         assert_eq!(normalize_field("pod_i_ps"), normalize_field("pod_ips"));
@@ -883,16 +933,14 @@ mod tests {
     #[test]
     fn gates_cover_exactly_the_versions_present() {
         let all = [33, 34, 35, 36, 37];
-        let set = |v: &[u32]| v.iter().copied().collect::<BTreeSet<u32>>();
-        assert_eq!(gate(&all, &set(&all), "x"), "x");
-        assert!(
-            gate(&all, &set(&[34, 35, 36, 37]), "x").starts_with("k8s_openapi::k8s_if_ge_1_34!")
-        );
-        assert!(gate(&all, &set(&[33, 34]), "x").starts_with("k8s_openapi::k8s_if_le_1_34!"));
-        assert!(gate(&all, &set(&[35]), "x").starts_with("k8s_openapi::k8s_if_1_35!"));
-        let middle = gate(&all, &set(&[34, 35]), "x");
+        let gate = |present: &[u32]| gate(&all, &present.iter().copied().collect(), "x", 0);
+        assert_eq!(gate(&all), "x");
+        assert!(gate(&[34, 35, 36, 37]).starts_with("k8s_openapi::k8s_if_ge_1_34!"));
+        assert!(gate(&[33, 34]).starts_with("k8s_openapi::k8s_if_le_1_34!"));
+        assert!(gate(&[35]).starts_with("k8s_openapi::k8s_if_1_35!"));
+        let middle = gate(&[34, 35]);
         assert!(middle.contains("k8s_if_ge_1_34!") && middle.contains("k8s_if_le_1_35!"));
-        assert_eq!(gate(&all, &set(&[33, 37]), "x").matches("x\n").count(), 2);
+        assert_eq!(gate(&[33, 37]).matches("x\n").count(), 2);
     }
 
     #[test]

@@ -1190,7 +1190,7 @@ impl FromMessage<pb::api::core::v1::Container> for k8s_openapi::api::core::v1::C
         out.resize_policy = FromMessage::from_message(m.resize_policy)?;
         out.restart_policy = FromMessage::from_message(m.restart_policy)?;
         k8s_openapi::k8s_if_ge_1_34! {
-        out.restart_policy_rules = FromMessage::from_message(m.restart_policy_rules)?;
+            out.restart_policy_rules = FromMessage::from_message(m.restart_policy_rules)?;
         }
         out.volume_mounts = FromMessage::from_message(m.volume_mounts)?;
         out.volume_devices = FromMessage::from_message(m.volume_devices)?;
@@ -1224,7 +1224,7 @@ impl ToMessage<pb::api::core::v1::Container> for k8s_openapi::api::core::v1::Con
         out.resize_policy = ToMessage::to_message(&self.resize_policy);
         out.restart_policy = ToMessage::to_message(&self.restart_policy);
         k8s_openapi::k8s_if_ge_1_34! {
-        out.restart_policy_rules = ToMessage::to_message(&self.restart_policy_rules);
+            out.restart_policy_rules = ToMessage::to_message(&self.restart_policy_rules);
         }
         out.volume_mounts = ToMessage::to_message(&self.volume_mounts);
         out.volume_devices = ToMessage::to_message(&self.volume_devices);
@@ -1244,28 +1244,31 @@ impl ToMessage<pb::api::core::v1::Container> for k8s_openapi::api::core::v1::Con
 }
 
 k8s_openapi::k8s_if_ge_1_34! {
-impl FromMessage<pb::api::core::v1::ContainerExtendedResourceRequest> for k8s_openapi::api::core::v1::ContainerExtendedResourceRequest {
-fn from_message(m: pb::api::core::v1::ContainerExtendedResourceRequest) -> Result<Self, Error> {
-let mut out = Self::default();
-out.container_name = FromMessage::from_message(m.container_name)?;
-out.resource_name = FromMessage::from_message(m.resource_name)?;
-out.request_name = FromMessage::from_message(m.request_name)?;
-Ok(out)
-}
+    impl FromMessage<pb::api::core::v1::ContainerExtendedResourceRequest>
+        for k8s_openapi::api::core::v1::ContainerExtendedResourceRequest
+    {
+        fn from_message(m: pb::api::core::v1::ContainerExtendedResourceRequest) -> Result<Self, Error> {
+            let mut out = Self::default();
+            out.container_name = FromMessage::from_message(m.container_name)?;
+            out.resource_name = FromMessage::from_message(m.resource_name)?;
+            out.request_name = FromMessage::from_message(m.request_name)?;
+            Ok(out)
+        }
+    }
+
+    impl ToMessage<pb::api::core::v1::ContainerExtendedResourceRequest>
+        for k8s_openapi::api::core::v1::ContainerExtendedResourceRequest
+    {
+        fn to_message(&self) -> pb::api::core::v1::ContainerExtendedResourceRequest {
+            let mut out = pb::api::core::v1::ContainerExtendedResourceRequest::default();
+            out.container_name = ToMessage::to_message(&self.container_name);
+            out.resource_name = ToMessage::to_message(&self.resource_name);
+            out.request_name = ToMessage::to_message(&self.request_name);
+            out
+        }
+    }
 }
 
-impl ToMessage<pb::api::core::v1::ContainerExtendedResourceRequest> for k8s_openapi::api::core::v1::ContainerExtendedResourceRequest {
-fn to_message(&self) -> pb::api::core::v1::ContainerExtendedResourceRequest {
-let mut out = pb::api::core::v1::ContainerExtendedResourceRequest::default();
-out.container_name = ToMessage::to_message(&self.container_name);
-out.resource_name = ToMessage::to_message(&self.resource_name);
-out.request_name = ToMessage::to_message(&self.request_name);
-out
-}
-}
-
-
-}
 impl FromMessage<pb::api::core::v1::ContainerImage> for k8s_openapi::api::core::v1::ContainerImage {
     fn from_message(m: pb::api::core::v1::ContainerImage) -> Result<Self, Error> {
         let mut out = Self::default();
@@ -1331,47 +1334,53 @@ impl ToMessage<pb::api::core::v1::ContainerResizePolicy>
 }
 
 k8s_openapi::k8s_if_ge_1_34! {
-impl FromMessage<pb::api::core::v1::ContainerRestartRule> for k8s_openapi::api::core::v1::ContainerRestartRule {
-fn from_message(m: pb::api::core::v1::ContainerRestartRule) -> Result<Self, Error> {
-let mut out = Self::default();
-out.action = FromMessage::from_message(m.action)?;
-out.exit_codes = FromMessage::from_message(m.exit_codes)?;
-Ok(out)
-}
+    impl FromMessage<pb::api::core::v1::ContainerRestartRule>
+        for k8s_openapi::api::core::v1::ContainerRestartRule
+    {
+        fn from_message(m: pb::api::core::v1::ContainerRestartRule) -> Result<Self, Error> {
+            let mut out = Self::default();
+            out.action = FromMessage::from_message(m.action)?;
+            out.exit_codes = FromMessage::from_message(m.exit_codes)?;
+            Ok(out)
+        }
+    }
+
+    impl ToMessage<pb::api::core::v1::ContainerRestartRule>
+        for k8s_openapi::api::core::v1::ContainerRestartRule
+    {
+        fn to_message(&self) -> pb::api::core::v1::ContainerRestartRule {
+            let mut out = pb::api::core::v1::ContainerRestartRule::default();
+            out.action = ToMessage::to_message(&self.action);
+            out.exit_codes = ToMessage::to_message(&self.exit_codes);
+            out
+        }
+    }
 }
 
-impl ToMessage<pb::api::core::v1::ContainerRestartRule> for k8s_openapi::api::core::v1::ContainerRestartRule {
-fn to_message(&self) -> pb::api::core::v1::ContainerRestartRule {
-let mut out = pb::api::core::v1::ContainerRestartRule::default();
-out.action = ToMessage::to_message(&self.action);
-out.exit_codes = ToMessage::to_message(&self.exit_codes);
-out
-}
-}
-
-
-}
 k8s_openapi::k8s_if_ge_1_34! {
-impl FromMessage<pb::api::core::v1::ContainerRestartRuleOnExitCodes> for k8s_openapi::api::core::v1::ContainerRestartRuleOnExitCodes {
-fn from_message(m: pb::api::core::v1::ContainerRestartRuleOnExitCodes) -> Result<Self, Error> {
-let mut out = Self::default();
-out.operator = FromMessage::from_message(m.operator)?;
-out.values = FromMessage::from_message(m.values)?;
-Ok(out)
-}
+    impl FromMessage<pb::api::core::v1::ContainerRestartRuleOnExitCodes>
+        for k8s_openapi::api::core::v1::ContainerRestartRuleOnExitCodes
+    {
+        fn from_message(m: pb::api::core::v1::ContainerRestartRuleOnExitCodes) -> Result<Self, Error> {
+            let mut out = Self::default();
+            out.operator = FromMessage::from_message(m.operator)?;
+            out.values = FromMessage::from_message(m.values)?;
+            Ok(out)
+        }
+    }
+
+    impl ToMessage<pb::api::core::v1::ContainerRestartRuleOnExitCodes>
+        for k8s_openapi::api::core::v1::ContainerRestartRuleOnExitCodes
+    {
+        fn to_message(&self) -> pb::api::core::v1::ContainerRestartRuleOnExitCodes {
+            let mut out = pb::api::core::v1::ContainerRestartRuleOnExitCodes::default();
+            out.operator = ToMessage::to_message(&self.operator);
+            out.values = ToMessage::to_message(&self.values);
+            out
+        }
+    }
 }
 
-impl ToMessage<pb::api::core::v1::ContainerRestartRuleOnExitCodes> for k8s_openapi::api::core::v1::ContainerRestartRuleOnExitCodes {
-fn to_message(&self) -> pb::api::core::v1::ContainerRestartRuleOnExitCodes {
-let mut out = pb::api::core::v1::ContainerRestartRuleOnExitCodes::default();
-out.operator = ToMessage::to_message(&self.operator);
-out.values = ToMessage::to_message(&self.values);
-out
-}
-}
-
-
-}
 impl FromMessage<pb::api::core::v1::ContainerState> for k8s_openapi::api::core::v1::ContainerState {
     fn from_message(m: pb::api::core::v1::ContainerState) -> Result<Self, Error> {
         let mut out = Self::default();
@@ -1766,7 +1775,7 @@ impl FromMessage<pb::api::core::v1::EnvVarSource> for k8s_openapi::api::core::v1
         out.config_map_key_ref = FromMessage::from_message(m.config_map_key_ref)?;
         out.secret_key_ref = FromMessage::from_message(m.secret_key_ref)?;
         k8s_openapi::k8s_if_ge_1_34! {
-        out.file_key_ref = FromMessage::from_message(m.file_key_ref)?;
+            out.file_key_ref = FromMessage::from_message(m.file_key_ref)?;
         }
         Ok(out)
     }
@@ -1780,7 +1789,7 @@ impl ToMessage<pb::api::core::v1::EnvVarSource> for k8s_openapi::api::core::v1::
         out.config_map_key_ref = ToMessage::to_message(&self.config_map_key_ref);
         out.secret_key_ref = ToMessage::to_message(&self.secret_key_ref);
         k8s_openapi::k8s_if_ge_1_34! {
-        out.file_key_ref = ToMessage::to_message(&self.file_key_ref);
+            out.file_key_ref = ToMessage::to_message(&self.file_key_ref);
         }
         out
     }
@@ -1804,7 +1813,7 @@ impl FromMessage<pb::api::core::v1::EphemeralContainer>
         out.resize_policy = FromMessage::from_message(ephemeral_container_common.resize_policy)?;
         out.restart_policy = FromMessage::from_message(ephemeral_container_common.restart_policy)?;
         k8s_openapi::k8s_if_ge_1_34! {
-        out.restart_policy_rules = FromMessage::from_message(ephemeral_container_common.restart_policy_rules)?;
+            out.restart_policy_rules = FromMessage::from_message(ephemeral_container_common.restart_policy_rules)?;
         }
         out.volume_mounts = FromMessage::from_message(ephemeral_container_common.volume_mounts)?;
         out.volume_devices = FromMessage::from_message(ephemeral_container_common.volume_devices)?;
@@ -1847,7 +1856,7 @@ impl ToMessage<pb::api::core::v1::EphemeralContainer>
         ephemeral_container_common.resize_policy = ToMessage::to_message(&self.resize_policy);
         ephemeral_container_common.restart_policy = ToMessage::to_message(&self.restart_policy);
         k8s_openapi::k8s_if_ge_1_34! {
-        ephemeral_container_common.restart_policy_rules = ToMessage::to_message(&self.restart_policy_rules);
+            ephemeral_container_common.restart_policy_rules = ToMessage::to_message(&self.restart_policy_rules);
         }
         ephemeral_container_common.volume_mounts = ToMessage::to_message(&self.volume_mounts);
         ephemeral_container_common.volume_devices = ToMessage::to_message(&self.volume_devices);
@@ -2012,30 +2021,31 @@ impl ToMessage<pb::api::core::v1::FcVolumeSource> for k8s_openapi::api::core::v1
 }
 
 k8s_openapi::k8s_if_ge_1_34! {
-impl FromMessage<pb::api::core::v1::FileKeySelector> for k8s_openapi::api::core::v1::FileKeySelector {
-fn from_message(m: pb::api::core::v1::FileKeySelector) -> Result<Self, Error> {
-let mut out = Self::default();
-out.volume_name = FromMessage::from_message(m.volume_name)?;
-out.path = FromMessage::from_message(m.path)?;
-out.key = FromMessage::from_message(m.key)?;
-out.optional = FromMessage::from_message(m.optional)?;
-Ok(out)
-}
+    impl FromMessage<pb::api::core::v1::FileKeySelector>
+        for k8s_openapi::api::core::v1::FileKeySelector
+    {
+        fn from_message(m: pb::api::core::v1::FileKeySelector) -> Result<Self, Error> {
+            let mut out = Self::default();
+            out.volume_name = FromMessage::from_message(m.volume_name)?;
+            out.path = FromMessage::from_message(m.path)?;
+            out.key = FromMessage::from_message(m.key)?;
+            out.optional = FromMessage::from_message(m.optional)?;
+            Ok(out)
+        }
+    }
+
+    impl ToMessage<pb::api::core::v1::FileKeySelector> for k8s_openapi::api::core::v1::FileKeySelector {
+        fn to_message(&self) -> pb::api::core::v1::FileKeySelector {
+            let mut out = pb::api::core::v1::FileKeySelector::default();
+            out.volume_name = ToMessage::to_message(&self.volume_name);
+            out.path = ToMessage::to_message(&self.path);
+            out.key = ToMessage::to_message(&self.key);
+            out.optional = ToMessage::to_message(&self.optional);
+            out
+        }
+    }
 }
 
-impl ToMessage<pb::api::core::v1::FileKeySelector> for k8s_openapi::api::core::v1::FileKeySelector {
-fn to_message(&self) -> pb::api::core::v1::FileKeySelector {
-let mut out = pb::api::core::v1::FileKeySelector::default();
-out.volume_name = ToMessage::to_message(&self.volume_name);
-out.path = ToMessage::to_message(&self.path);
-out.key = ToMessage::to_message(&self.key);
-out.optional = ToMessage::to_message(&self.optional);
-out
-}
-}
-
-
-}
 impl FromMessage<pb::api::core::v1::FlexVolumeSource>
     for k8s_openapi::api::core::v1::FlexVolumeSource
 {
@@ -2943,7 +2953,7 @@ impl FromMessage<pb::api::core::v1::NodeStatus> for k8s_openapi::api::core::v1::
         out.runtime_handlers = FromMessage::from_message(m.runtime_handlers)?;
         out.features = FromMessage::from_message(m.features)?;
         k8s_openapi::k8s_if_ge_1_35! {
-        out.declared_features = FromMessage::from_message(m.declared_features)?;
+            out.declared_features = FromMessage::from_message(m.declared_features)?;
         }
         Ok(out)
     }
@@ -2966,7 +2976,7 @@ impl ToMessage<pb::api::core::v1::NodeStatus> for k8s_openapi::api::core::v1::No
         out.runtime_handlers = ToMessage::to_message(&self.runtime_handlers);
         out.features = ToMessage::to_message(&self.features);
         k8s_openapi::k8s_if_ge_1_35! {
-        out.declared_features = ToMessage::to_message(&self.declared_features);
+            out.declared_features = ToMessage::to_message(&self.declared_features);
         }
         out
     }
@@ -3367,40 +3377,43 @@ impl ToMessage<pb::api::core::v1::PodAntiAffinity> for k8s_openapi::api::core::v
 }
 
 k8s_openapi::k8s_if_ge_1_34! {
-impl FromMessage<pb::api::core::v1::PodCertificateProjection> for k8s_openapi::api::core::v1::PodCertificateProjection {
-fn from_message(m: pb::api::core::v1::PodCertificateProjection) -> Result<Self, Error> {
-let mut out = Self::default();
-out.signer_name = FromMessage::from_message(m.signer_name)?;
-out.key_type = FromMessage::from_message(m.key_type)?;
-out.max_expiration_seconds = FromMessage::from_message(m.max_expiration_seconds)?;
-out.credential_bundle_path = FromMessage::from_message(m.credential_bundle_path)?;
-out.key_path = FromMessage::from_message(m.key_path)?;
-out.certificate_chain_path = FromMessage::from_message(m.certificate_chain_path)?;
-k8s_openapi::k8s_if_ge_1_35! {
-out.user_annotations = FromMessage::from_message(m.user_annotations)?;
-}
-Ok(out)
-}
+    impl FromMessage<pb::api::core::v1::PodCertificateProjection>
+        for k8s_openapi::api::core::v1::PodCertificateProjection
+    {
+        fn from_message(m: pb::api::core::v1::PodCertificateProjection) -> Result<Self, Error> {
+            let mut out = Self::default();
+            out.signer_name = FromMessage::from_message(m.signer_name)?;
+            out.key_type = FromMessage::from_message(m.key_type)?;
+            out.max_expiration_seconds = FromMessage::from_message(m.max_expiration_seconds)?;
+            out.credential_bundle_path = FromMessage::from_message(m.credential_bundle_path)?;
+            out.key_path = FromMessage::from_message(m.key_path)?;
+            out.certificate_chain_path = FromMessage::from_message(m.certificate_chain_path)?;
+            k8s_openapi::k8s_if_ge_1_35! {
+                out.user_annotations = FromMessage::from_message(m.user_annotations)?;
+            }
+            Ok(out)
+        }
+    }
+
+    impl ToMessage<pb::api::core::v1::PodCertificateProjection>
+        for k8s_openapi::api::core::v1::PodCertificateProjection
+    {
+        fn to_message(&self) -> pb::api::core::v1::PodCertificateProjection {
+            let mut out = pb::api::core::v1::PodCertificateProjection::default();
+            out.signer_name = ToMessage::to_message(&self.signer_name);
+            out.key_type = ToMessage::to_message(&self.key_type);
+            out.max_expiration_seconds = ToMessage::to_message(&self.max_expiration_seconds);
+            out.credential_bundle_path = ToMessage::to_message(&self.credential_bundle_path);
+            out.key_path = ToMessage::to_message(&self.key_path);
+            out.certificate_chain_path = ToMessage::to_message(&self.certificate_chain_path);
+            k8s_openapi::k8s_if_ge_1_35! {
+                out.user_annotations = ToMessage::to_message(&self.user_annotations);
+            }
+            out
+        }
+    }
 }
 
-impl ToMessage<pb::api::core::v1::PodCertificateProjection> for k8s_openapi::api::core::v1::PodCertificateProjection {
-fn to_message(&self) -> pb::api::core::v1::PodCertificateProjection {
-let mut out = pb::api::core::v1::PodCertificateProjection::default();
-out.signer_name = ToMessage::to_message(&self.signer_name);
-out.key_type = ToMessage::to_message(&self.key_type);
-out.max_expiration_seconds = ToMessage::to_message(&self.max_expiration_seconds);
-out.credential_bundle_path = ToMessage::to_message(&self.credential_bundle_path);
-out.key_path = ToMessage::to_message(&self.key_path);
-out.certificate_chain_path = ToMessage::to_message(&self.certificate_chain_path);
-k8s_openapi::k8s_if_ge_1_35! {
-out.user_annotations = ToMessage::to_message(&self.user_annotations);
-}
-out
-}
-}
-
-
-}
 impl FromMessage<pb::api::core::v1::PodCondition> for k8s_openapi::api::core::v1::PodCondition {
     fn from_message(m: pb::api::core::v1::PodCondition) -> Result<Self, Error> {
         let mut out = Self::default();
@@ -3472,26 +3485,29 @@ impl ToMessage<pb::api::core::v1::PodDnsConfigOption>
 }
 
 k8s_openapi::k8s_if_ge_1_34! {
-impl FromMessage<pb::api::core::v1::PodExtendedResourceClaimStatus> for k8s_openapi::api::core::v1::PodExtendedResourceClaimStatus {
-fn from_message(m: pb::api::core::v1::PodExtendedResourceClaimStatus) -> Result<Self, Error> {
-let mut out = Self::default();
-out.request_mappings = FromMessage::from_message(m.request_mappings)?;
-out.resource_claim_name = FromMessage::from_message(m.resource_claim_name)?;
-Ok(out)
-}
+    impl FromMessage<pb::api::core::v1::PodExtendedResourceClaimStatus>
+        for k8s_openapi::api::core::v1::PodExtendedResourceClaimStatus
+    {
+        fn from_message(m: pb::api::core::v1::PodExtendedResourceClaimStatus) -> Result<Self, Error> {
+            let mut out = Self::default();
+            out.request_mappings = FromMessage::from_message(m.request_mappings)?;
+            out.resource_claim_name = FromMessage::from_message(m.resource_claim_name)?;
+            Ok(out)
+        }
+    }
+
+    impl ToMessage<pb::api::core::v1::PodExtendedResourceClaimStatus>
+        for k8s_openapi::api::core::v1::PodExtendedResourceClaimStatus
+    {
+        fn to_message(&self) -> pb::api::core::v1::PodExtendedResourceClaimStatus {
+            let mut out = pb::api::core::v1::PodExtendedResourceClaimStatus::default();
+            out.request_mappings = ToMessage::to_message(&self.request_mappings);
+            out.resource_claim_name = ToMessage::to_message(&self.resource_claim_name);
+            out
+        }
+    }
 }
 
-impl ToMessage<pb::api::core::v1::PodExtendedResourceClaimStatus> for k8s_openapi::api::core::v1::PodExtendedResourceClaimStatus {
-fn to_message(&self) -> pb::api::core::v1::PodExtendedResourceClaimStatus {
-let mut out = pb::api::core::v1::PodExtendedResourceClaimStatus::default();
-out.request_mappings = ToMessage::to_message(&self.request_mappings);
-out.resource_claim_name = ToMessage::to_message(&self.resource_claim_name);
-out
-}
-}
-
-
-}
 impl FromMessage<pb::api::core::v1::PodIp> for k8s_openapi::api::core::v1::PodIP {
     fn from_message(m: pb::api::core::v1::PodIp) -> Result<Self, Error> {
         let mut out = Self::default();
@@ -3702,10 +3718,10 @@ impl FromMessage<pb::api::core::v1::PodSpec> for k8s_openapi::api::core::v1::Pod
         out.resource_claims = FromMessage::from_message(m.resource_claims)?;
         out.resources = FromMessage::from_message(m.resources)?;
         k8s_openapi::k8s_if_ge_1_34! {
-        out.hostname_override = FromMessage::from_message(m.hostname_override)?;
+            out.hostname_override = FromMessage::from_message(m.hostname_override)?;
         }
         k8s_openapi::k8s_if_1_35! {
-        out.workload_ref = FromMessage::from_message(m.workload_ref)?;
+            out.workload_ref = FromMessage::from_message(m.workload_ref)?;
         }
         Ok(out)
     }
@@ -3757,10 +3773,10 @@ impl ToMessage<pb::api::core::v1::PodSpec> for k8s_openapi::api::core::v1::PodSp
         out.resource_claims = ToMessage::to_message(&self.resource_claims);
         out.resources = ToMessage::to_message(&self.resources);
         k8s_openapi::k8s_if_ge_1_34! {
-        out.hostname_override = ToMessage::to_message(&self.hostname_override);
+            out.hostname_override = ToMessage::to_message(&self.hostname_override);
         }
         k8s_openapi::k8s_if_1_35! {
-        out.workload_ref = ToMessage::to_message(&self.workload_ref);
+            out.workload_ref = ToMessage::to_message(&self.workload_ref);
         }
         out
     }
@@ -3788,13 +3804,13 @@ impl FromMessage<pb::api::core::v1::PodStatus> for k8s_openapi::api::core::v1::P
         out.resize = FromMessage::from_message(m.resize)?;
         out.resource_claim_statuses = FromMessage::from_message(m.resource_claim_statuses)?;
         k8s_openapi::k8s_if_ge_1_34! {
-        out.extended_resource_claim_status = FromMessage::from_message(m.extended_resource_claim_status)?;
+            out.extended_resource_claim_status = FromMessage::from_message(m.extended_resource_claim_status)?;
         }
         k8s_openapi::k8s_if_ge_1_35! {
-        out.allocated_resources = FromMessage::from_message(m.allocated_resources)?;
+            out.allocated_resources = FromMessage::from_message(m.allocated_resources)?;
         }
         k8s_openapi::k8s_if_ge_1_35! {
-        out.resources = FromMessage::from_message(m.resources)?;
+            out.resources = FromMessage::from_message(m.resources)?;
         }
         Ok(out)
     }
@@ -3822,13 +3838,13 @@ impl ToMessage<pb::api::core::v1::PodStatus> for k8s_openapi::api::core::v1::Pod
         out.resize = ToMessage::to_message(&self.resize);
         out.resource_claim_statuses = ToMessage::to_message(&self.resource_claim_statuses);
         k8s_openapi::k8s_if_ge_1_34! {
-        out.extended_resource_claim_status = ToMessage::to_message(&self.extended_resource_claim_status);
+            out.extended_resource_claim_status = ToMessage::to_message(&self.extended_resource_claim_status);
         }
         k8s_openapi::k8s_if_ge_1_35! {
-        out.allocated_resources = ToMessage::to_message(&self.allocated_resources);
+            out.allocated_resources = ToMessage::to_message(&self.allocated_resources);
         }
         k8s_openapi::k8s_if_ge_1_35! {
-        out.resources = ToMessage::to_message(&self.resources);
+            out.resources = ToMessage::to_message(&self.resources);
         }
         out
     }
@@ -4957,7 +4973,7 @@ impl FromMessage<pb::api::core::v1::VolumeProjection>
         out.service_account_token = FromMessage::from_message(m.service_account_token)?;
         out.cluster_trust_bundle = FromMessage::from_message(m.cluster_trust_bundle)?;
         k8s_openapi::k8s_if_ge_1_34! {
-        out.pod_certificate = FromMessage::from_message(m.pod_certificate)?;
+            out.pod_certificate = FromMessage::from_message(m.pod_certificate)?;
         }
         Ok(out)
     }
@@ -4974,7 +4990,7 @@ impl ToMessage<pb::api::core::v1::VolumeProjection>
         out.service_account_token = ToMessage::to_message(&self.service_account_token);
         out.cluster_trust_bundle = ToMessage::to_message(&self.cluster_trust_bundle);
         k8s_openapi::k8s_if_ge_1_34! {
-        out.pod_certificate = ToMessage::to_message(&self.pod_certificate);
+            out.pod_certificate = ToMessage::to_message(&self.pod_certificate);
         }
         out
     }
@@ -5077,28 +5093,31 @@ impl ToMessage<pb::api::core::v1::WindowsSecurityContextOptions>
 }
 
 k8s_openapi::k8s_if_1_35! {
-impl FromMessage<pb::api::core::v1::WorkloadReference> for k8s_openapi::api::core::v1::WorkloadReference {
-fn from_message(m: pb::api::core::v1::WorkloadReference) -> Result<Self, Error> {
-let mut out = Self::default();
-out.name = FromMessage::from_message(m.name)?;
-out.pod_group = FromMessage::from_message(m.pod_group)?;
-out.pod_group_replica_key = FromMessage::from_message(m.pod_group_replica_key)?;
-Ok(out)
-}
+    impl FromMessage<pb::api::core::v1::WorkloadReference>
+        for k8s_openapi::api::core::v1::WorkloadReference
+    {
+        fn from_message(m: pb::api::core::v1::WorkloadReference) -> Result<Self, Error> {
+            let mut out = Self::default();
+            out.name = FromMessage::from_message(m.name)?;
+            out.pod_group = FromMessage::from_message(m.pod_group)?;
+            out.pod_group_replica_key = FromMessage::from_message(m.pod_group_replica_key)?;
+            Ok(out)
+        }
+    }
+
+    impl ToMessage<pb::api::core::v1::WorkloadReference>
+        for k8s_openapi::api::core::v1::WorkloadReference
+    {
+        fn to_message(&self) -> pb::api::core::v1::WorkloadReference {
+            let mut out = pb::api::core::v1::WorkloadReference::default();
+            out.name = ToMessage::to_message(&self.name);
+            out.pod_group = ToMessage::to_message(&self.pod_group);
+            out.pod_group_replica_key = ToMessage::to_message(&self.pod_group_replica_key);
+            out
+        }
+    }
 }
 
-impl ToMessage<pb::api::core::v1::WorkloadReference> for k8s_openapi::api::core::v1::WorkloadReference {
-fn to_message(&self) -> pb::api::core::v1::WorkloadReference {
-let mut out = pb::api::core::v1::WorkloadReference::default();
-out.name = ToMessage::to_message(&self.name);
-out.pod_group = ToMessage::to_message(&self.pod_group);
-out.pod_group_replica_key = ToMessage::to_message(&self.pod_group_replica_key);
-out
-}
-}
-
-
-}
 impl FromMessage<pb::api::discovery::v1::Endpoint> for k8s_openapi::api::discovery::v1::Endpoint {
     fn from_message(m: pb::api::discovery::v1::Endpoint) -> Result<Self, Error> {
         let mut out = Self::default();
@@ -5502,18 +5521,18 @@ crate::convert::required! { k8s_openapi::api::core::v1::ConfigMapProjection => p
 crate::convert::required! { k8s_openapi::api::core::v1::ConfigMapVolumeSource => pb::api::core::v1::ConfigMapVolumeSource; }
 crate::convert::required! { k8s_openapi::api::core::v1::Container => pb::api::core::v1::Container; }
 k8s_openapi::k8s_if_ge_1_34! {
-crate::convert::required! { k8s_openapi::api::core::v1::ContainerExtendedResourceRequest => pb::api::core::v1::ContainerExtendedResourceRequest; }
+    crate::convert::required! { k8s_openapi::api::core::v1::ContainerExtendedResourceRequest => pb::api::core::v1::ContainerExtendedResourceRequest; }
 }
 
 crate::convert::required! { k8s_openapi::api::core::v1::ContainerImage => pb::api::core::v1::ContainerImage; }
 crate::convert::required! { k8s_openapi::api::core::v1::ContainerPort => pb::api::core::v1::ContainerPort; }
 crate::convert::required! { k8s_openapi::api::core::v1::ContainerResizePolicy => pb::api::core::v1::ContainerResizePolicy; }
 k8s_openapi::k8s_if_ge_1_34! {
-crate::convert::required! { k8s_openapi::api::core::v1::ContainerRestartRule => pb::api::core::v1::ContainerRestartRule; }
+    crate::convert::required! { k8s_openapi::api::core::v1::ContainerRestartRule => pb::api::core::v1::ContainerRestartRule; }
 }
 
 k8s_openapi::k8s_if_ge_1_34! {
-crate::convert::required! { k8s_openapi::api::core::v1::ContainerRestartRuleOnExitCodes => pb::api::core::v1::ContainerRestartRuleOnExitCodes; }
+    crate::convert::required! { k8s_openapi::api::core::v1::ContainerRestartRuleOnExitCodes => pb::api::core::v1::ContainerRestartRuleOnExitCodes; }
 }
 
 crate::convert::required! { k8s_openapi::api::core::v1::ContainerState => pb::api::core::v1::ContainerState; }
@@ -5542,7 +5561,7 @@ crate::convert::required! { k8s_openapi::api::core::v1::EventSource => pb::api::
 crate::convert::required! { k8s_openapi::api::core::v1::ExecAction => pb::api::core::v1::ExecAction; }
 crate::convert::required! { k8s_openapi::api::core::v1::FCVolumeSource => pb::api::core::v1::FcVolumeSource; }
 k8s_openapi::k8s_if_ge_1_34! {
-crate::convert::required! { k8s_openapi::api::core::v1::FileKeySelector => pb::api::core::v1::FileKeySelector; }
+    crate::convert::required! { k8s_openapi::api::core::v1::FileKeySelector => pb::api::core::v1::FileKeySelector; }
 }
 
 crate::convert::required! { k8s_openapi::api::core::v1::FlexVolumeSource => pb::api::core::v1::FlexVolumeSource; }
@@ -5602,14 +5621,14 @@ crate::convert::required! { k8s_openapi::api::core::v1::PodAffinity => pb::api::
 crate::convert::required! { k8s_openapi::api::core::v1::PodAffinityTerm => pb::api::core::v1::PodAffinityTerm; }
 crate::convert::required! { k8s_openapi::api::core::v1::PodAntiAffinity => pb::api::core::v1::PodAntiAffinity; }
 k8s_openapi::k8s_if_ge_1_34! {
-crate::convert::required! { k8s_openapi::api::core::v1::PodCertificateProjection => pb::api::core::v1::PodCertificateProjection; }
+    crate::convert::required! { k8s_openapi::api::core::v1::PodCertificateProjection => pb::api::core::v1::PodCertificateProjection; }
 }
 
 crate::convert::required! { k8s_openapi::api::core::v1::PodCondition => pb::api::core::v1::PodCondition; }
 crate::convert::required! { k8s_openapi::api::core::v1::PodDNSConfig => pb::api::core::v1::PodDnsConfig; }
 crate::convert::required! { k8s_openapi::api::core::v1::PodDNSConfigOption => pb::api::core::v1::PodDnsConfigOption; }
 k8s_openapi::k8s_if_ge_1_34! {
-crate::convert::required! { k8s_openapi::api::core::v1::PodExtendedResourceClaimStatus => pb::api::core::v1::PodExtendedResourceClaimStatus; }
+    crate::convert::required! { k8s_openapi::api::core::v1::PodExtendedResourceClaimStatus => pb::api::core::v1::PodExtendedResourceClaimStatus; }
 }
 
 crate::convert::required! { k8s_openapi::api::core::v1::PodIP => pb::api::core::v1::PodIp; }
@@ -5669,7 +5688,7 @@ crate::convert::required! { k8s_openapi::api::core::v1::VsphereVirtualDiskVolume
 crate::convert::required! { k8s_openapi::api::core::v1::WeightedPodAffinityTerm => pb::api::core::v1::WeightedPodAffinityTerm; }
 crate::convert::required! { k8s_openapi::api::core::v1::WindowsSecurityContextOptions => pb::api::core::v1::WindowsSecurityContextOptions; }
 k8s_openapi::k8s_if_1_35! {
-crate::convert::required! { k8s_openapi::api::core::v1::WorkloadReference => pb::api::core::v1::WorkloadReference; }
+    crate::convert::required! { k8s_openapi::api::core::v1::WorkloadReference => pb::api::core::v1::WorkloadReference; }
 }
 
 crate::convert::required! { k8s_openapi::api::discovery::v1::Endpoint => pb::api::discovery::v1::Endpoint; }
@@ -5686,19 +5705,19 @@ crate::convert::required! { k8s_openapi::apimachinery::pkg::apis::meta::v1::Obje
 crate::convert::required! { k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference => pb::apimachinery::pkg::apis::meta::v1::OwnerReference; }
 
 crate::convert::protobuf_kinds! {
-k8s_openapi::api::core::v1::Pod => pb::api::core::v1::Pod;
-k8s_openapi::api::core::v1::Service => pb::api::core::v1::Service;
-k8s_openapi::api::core::v1::ConfigMap => pb::api::core::v1::ConfigMap;
-k8s_openapi::api::core::v1::Secret => pb::api::core::v1::Secret;
-k8s_openapi::api::core::v1::ServiceAccount => pb::api::core::v1::ServiceAccount;
-k8s_openapi::api::core::v1::Endpoints => pb::api::core::v1::Endpoints;
-k8s_openapi::api::core::v1::Event => pb::api::core::v1::Event;
-k8s_openapi::api::core::v1::Namespace => pb::api::core::v1::Namespace;
-k8s_openapi::api::core::v1::Node => pb::api::core::v1::Node;
-k8s_openapi::api::apps::v1::Deployment => pb::api::apps::v1::Deployment;
-k8s_openapi::api::apps::v1::ReplicaSet => pb::api::apps::v1::ReplicaSet;
-k8s_openapi::api::apps::v1::StatefulSet => pb::api::apps::v1::StatefulSet;
-k8s_openapi::api::apps::v1::DaemonSet => pb::api::apps::v1::DaemonSet;
-k8s_openapi::api::discovery::v1::EndpointSlice => pb::api::discovery::v1::EndpointSlice;
-k8s_openapi::api::coordination::v1::Lease => pb::api::coordination::v1::Lease;
+    k8s_openapi::api::core::v1::Pod => pb::api::core::v1::Pod;
+    k8s_openapi::api::core::v1::Service => pb::api::core::v1::Service;
+    k8s_openapi::api::core::v1::ConfigMap => pb::api::core::v1::ConfigMap;
+    k8s_openapi::api::core::v1::Secret => pb::api::core::v1::Secret;
+    k8s_openapi::api::core::v1::ServiceAccount => pb::api::core::v1::ServiceAccount;
+    k8s_openapi::api::core::v1::Endpoints => pb::api::core::v1::Endpoints;
+    k8s_openapi::api::core::v1::Event => pb::api::core::v1::Event;
+    k8s_openapi::api::core::v1::Namespace => pb::api::core::v1::Namespace;
+    k8s_openapi::api::core::v1::Node => pb::api::core::v1::Node;
+    k8s_openapi::api::apps::v1::Deployment => pb::api::apps::v1::Deployment;
+    k8s_openapi::api::apps::v1::ReplicaSet => pb::api::apps::v1::ReplicaSet;
+    k8s_openapi::api::apps::v1::StatefulSet => pb::api::apps::v1::StatefulSet;
+    k8s_openapi::api::apps::v1::DaemonSet => pb::api::apps::v1::DaemonSet;
+    k8s_openapi::api::discovery::v1::EndpointSlice => pb::api::discovery::v1::EndpointSlice;
+    k8s_openapi::api::coordination::v1::Lease => pb::api::coordination::v1::Lease;
 }
