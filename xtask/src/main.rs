@@ -5,12 +5,15 @@
 //! - `bench`: kinformer side by side with kube-rs on the same workloads (see `bench`).
 //! - `chaos`: the chaos soak; `--docs` records its report in docs/reliability.md.
 //! - `fuzz`: every cargo-fuzz target for a while each, recorded in docs/reliability.md.
+//! - `protobuf`: generates kinformer-protobuf's conversions from k8s-pb and k8s-openapi; `--check`
+//!   fails when the checked-in file is stale (also run as a test by `cargo test`).
 
 #![forbid(unsafe_code)]
 
 mod bench;
 mod chaos;
 mod fuzz;
+mod protobuf;
 mod tidy;
 
 use std::path::{Path, PathBuf};
@@ -37,6 +40,8 @@ enum Task {
     Chaos(chaos::Args),
     /// Runs the cargo-fuzz targets and records the runs in docs/reliability.md.
     Fuzz(fuzz::Args),
+    /// Generates kinformer-protobuf's conversions between k8s-openapi and k8s-pb.
+    Protobuf(protobuf::Args),
 }
 
 fn main() -> ExitCode {
@@ -60,6 +65,7 @@ fn main() -> ExitCode {
         Task::Bench(args) => bench::main(&root, &args, &typed),
         Task::Chaos(args) => chaos::run(&root, &args),
         Task::Fuzz(args) => fuzz::run(&root, &args, &typed),
+        Task::Protobuf(args) => protobuf::run(&root, &args),
     }
 }
 
@@ -89,7 +95,7 @@ mod tests {
 
     #[test]
     fn every_task_answers_help() {
-        for task in ["tidy", "bench", "chaos", "fuzz"] {
+        for task in ["tidy", "bench", "chaos", "fuzz", "protobuf"] {
             let e = parse(&format!("{task} --help")).unwrap_err();
             assert_eq!(e.kind(), ErrorKind::DisplayHelp, "{task}");
             // `--help` is a successful exit, with the usage on stdout.
@@ -122,6 +128,7 @@ mod tests {
             "bench --fast",
             "chaos --frobnicate",
             "fuzz --nope",
+            "protobuf --nope",
             "tidy --x",
             "nope",
             "",

@@ -75,4 +75,17 @@ pub enum Error {
         /// Nanoseconds within the second.
         nanos: i32,
     },
+    /// An `IntOrString` message whose type is neither 0 (integer) nor 1 (string).
+    #[error("protobuf IntOrString has unknown type {0}")]
+    IntOrStringType(i64),
+    /// A JSON object that does not deserialize into the typed kind it claims to be (or a typed
+    /// object that does not serialize to JSON).
+    #[error("JSON is not a valid {kind}: {source}")]
+    Json {
+        /// The kind (`Pod`, ...).
+        kind: &'static str,
+        /// What serde_json found wrong.
+        #[source]
+        source: serde_json::Error,
+    },
 }

@@ -12,6 +12,28 @@
 //!   definitions, for the built-in kinds kinformer knows.
 //!
 //! Custom resources have no protobuf encoding: the API server serves them as JSON only.
+//!
+//! A Pod to its protobuf message and back:
+//!
+//! ```
+//! use k8s_openapi::api::core::v1::{Container, Pod, PodSpec};
+//! use kinformer_protobuf::convert::Protobuf;
+//!
+//! let mut pod = Pod::default();
+//! pod.metadata.name = Some("web-0".into());
+//! pod.spec = Some(PodSpec {
+//!     containers: vec![Container {
+//!         name: "web".into(),
+//!         image: Some("nginx:1.27".into()),
+//!         ..Container::default()
+//!     }],
+//!     ..PodSpec::default()
+//! });
+//! let mut message = Vec::new();
+//! pod.encode(&mut message);
+//! assert_eq!(Pod::decode(&message)?, pod);
+//! # Ok::<(), kinformer_protobuf::Error>(())
+//! ```
 
 pub mod convert;
 pub mod wire;
