@@ -37,6 +37,10 @@ const TARGETS: &[(&str, &str)] = &[
         "status_body",
         "error answers: Status bodies and anything else",
     ),
+    (
+        "protobuf_watch",
+        "protobuf watch frames, envelopes, lists and Status, arbitrary chunk boundaries",
+    ),
 ];
 
 /// No single allocation may reach this: inputs are a few kilobytes.
