@@ -37,6 +37,10 @@ const TARGETS: &[(&str, &str)] = &[
         "status_body",
         "error answers: Status bodies and anything else",
     ),
+    (
+        "protobuf_watch",
+        "protobuf watch frames, envelopes, lists and Status, arbitrary chunk boundaries",
+    ),
 ];
 
 /// No single allocation may reach this: inputs are a few kilobytes.
@@ -405,10 +409,12 @@ fn record(root: &Path, outcomes: &[Outcome], command: &str) -> std::io::Result<(
         "{BEGIN}\n## Fuzzing\n\n\
          Every parser that reads input kinformer does not control has a cargo-fuzz target in \
          `fuzz/` (its own workspace and lockfile; nightly). The properties are in \
-         `fuzz/src/lib.rs`: no panic, every refusal the typed error the parser documents, and \
-         per target what a success must satisfy (chunk boundaries change nothing; what parses \
-         renders and parses back the same; nameless objects never get through). `cargo test` \
-         checks the same properties with proptest (`kinformer-client: properties`). Each run is \
+         `fuzz/src/lib.rs` (and `fuzz/src/protobuf.rs` for `protobuf_watch`): no panic, every \
+         refusal the typed error the parser documents, and per target what a success must \
+         satisfy (chunk boundaries change nothing; what parses renders and parses back the \
+         same; nameless objects never get through). `cargo test` checks the same properties \
+         with proptest (`kinformer-client: properties`, `kinformer-protobuf: wire_props`). \
+         Each run is \
          limited to {MALLOC_LIMIT_MB} MB for any one allocation (`-malloc_limit_mb`), \
          {RSS_LIMIT_MB} MB resident (`-rss_limit_mb`) and {TIMEOUT_SECONDS} s per input, under \
          AddressSanitizer with debug assertions. Written by `cargo xtask fuzz`; each row is the \

@@ -1,0 +1,184 @@
+//! The property of the `protobuf_watch` fuzz target: Kubernetes' protobuf framing
+//! (`kinformer_protobuf::wire`) on arbitrary bytes cut at arbitrary chunk boundaries.
+//!
+//! Not a module of the fuzz crate's library: `src/lib.rs` is included by kinformer-client's
+//! tests, which do not depend on kinformer-protobuf. The target includes this file
+//! (`fuzz_targets/protobuf_watch.rs`), and so do kinformer-protobuf's tests
+//! (`crates/kinformer-protobuf/tests/wire_props.rs`), which check it on proptest's inputs and
+//! on the seeds.
+
+use bytes::Bytes;
+use kinformer_protobuf::Error;
+use kinformer_protobuf::wire::{self, FrameDecoder};
+
+/// Whether `part` lies inside `whole` (a zero-copy slice of it), or is empty.
+fn within(part: &Bytes, whole: &Bytes) -> bool {
+    part.is_empty() || {
+        let range = whole.as_ptr_range();
+        range.contains(&part.as_ptr()) && part.len() <= whole.len()
+    }
+}
+
+/// A refusal of one of the message decoders: always one of the typed errors they document.
+fn check_refusal(e: &Error) {
+    assert!(
+        matches!(
+            e,
+            Error::Decode { .. }
+                | Error::NotProtobuf
+                | Error::ContentEncoding(_)
+                | Error::MissingField { .. }
+                | Error::UnknownEventType(_)
+                | Error::UnexpectedKind { .. }
+        ),
+        "unexpected refusal {e:?}"
+    );
+    let _ = e.to_string();
+}
+
+/// Every message decoder on `body` as a whole body, and the ones its contents lead to: never
+/// a panic; what decodes encodes back to bytes that decode to the same; slices stay within
+/// what they came from.
+fn check_message(body: &Bytes) {
+    match wire::decode_watch_event(body.clone()) {
+        Ok(event) => {
+            assert!(within(&event.object, body), "the object is not a slice");
+            let mut again = Vec::new();
+            wire::encode_watch_event(event.event_type, &event.object, &mut again);
+            assert_eq!(wire::decode_watch_event(again.into()).unwrap(), event);
+            check_envelope(&event.object);
+        }
+        Err(e) => check_refusal(&e),
+    }
+    check_envelope(body);
+    check_list(body);
+    check_status(body);
+}
+
+fn check_envelope(body: &Bytes) {
+    match wire::decode_envelope(body.clone()) {
+        Ok(envelope) => {
+            assert!(within(&envelope.raw, body), "raw is not a slice");
+            let mut again = Vec::new();
+            wire::encode_envelope(
+                &envelope.api_version,
+                &envelope.kind,
+                &envelope.raw,
+                &mut again,
+            );
+            assert_eq!(wire::decode_envelope(again.into()).unwrap(), envelope);
+            check_list(&envelope.raw);
+            check_status(&envelope.raw);
+        }
+        Err(e) => check_refusal(&e),
+    }
+}
+
+fn check_list(message: &Bytes) {
+    match wire::decode_list(message.clone()) {
+        Ok(list) => {
+            let total: usize = list.items.iter().map(Bytes::len).sum();
+            assert!(total <= message.len());
+            assert!(list.items.iter().all(|i| within(i, message)));
+            // Items are at least two bytes each on the wire: bounded by the input.
+            assert!(list.items.len() <= message.len() / 2);
+            let items: Vec<&[u8]> = list.items.iter().map(|i| &i[..]).collect();
+            let mut again = Vec::new();
+            wire::encode_list(&list.meta, &items, &mut again);
+            assert_eq!(wire::decode_list(again.into()).unwrap(), list);
+        }
+        Err(e) => check_refusal(&e),
+    }
+}
+
+fn check_status(message: &[u8]) {
+    match wire::decode_status(message) {
+        Ok(status) => {
+            assert!(status.causes.len() <= message.len() / 2);
+            let mut again = Vec::new();
+            wire::encode_status(&status, &mut again);
+            assert_eq!(wire::decode_status(&again).unwrap(), status);
+        }
+        Err(e) => check_refusal(&e),
+    }
+}
+
+/// What a frame decoder made of a stream: its frames, and how it ended.
+type Split = (Vec<Bytes>, Result<(), String>);
+
+/// Splits `body` into frames, pushing it in chunks cut at `cuts` (cycled; none if empty):
+/// never a frame over the limit; nothing after a refusal; the only refusals are
+/// `FrameTooLarge` (with this limit) and, at the end, `Truncated`.
+fn split(body: &Bytes, cuts: &[usize], limit: usize) -> Split {
+    let mut decoder = FrameDecoder::new(limit);
+    let mut frames = Vec::new();
+    let mut at = 0;
+    let mut sizes = cuts.iter().cycle();
+    while at < body.len() {
+        let size = if cuts.is_empty() {
+            body.len()
+        } else {
+            sizes.next().copied().unwrap_or(1).max(1)
+        };
+        let end = (at + size).min(body.len());
+        decoder.push(body.slice(at..end));
+        at = end;
+        loop {
+            match decoder.next_frame() {
+                Ok(Some(frame)) => {
+                    assert!(frame.len() <= limit, "a frame over the limit got through");
+                    frames.push(frame);
+                }
+                Ok(None) => break,
+                Err(Error::FrameTooLarge { len, limit: l }) => {
+                    assert!(len > limit && l == limit);
+                    // It stays refused.
+                    assert!(matches!(
+                        decoder.next_frame(),
+                        Err(Error::FrameTooLarge { .. })
+                    ));
+                    assert!(matches!(decoder.finish(), Err(Error::FrameTooLarge { .. })));
+                    return (frames, Err("too large".to_owned()));
+                }
+                Err(e) => panic!("unexpected refusal {e:?}"),
+            }
+        }
+    }
+    match decoder.finish() {
+        Ok(()) => (frames, Ok(())),
+        Err(Error::Truncated { what }) => (frames, Err(what.to_owned())),
+        Err(e) => panic!("unexpected refusal at the end {e:?}"),
+    }
+}
+
+/// The protobuf watch framing and every message decoder, on arbitrary bytes: never a panic;
+/// every refusal is a typed error the decoder documents; the chunk boundaries change nothing
+/// (the same frames and the same ending as the body in one chunk); frames are never over the
+/// limit and refused from their length alone; what decodes re-encodes to the same; object,
+/// raw and item bytes are slices of what they came from. Memory stays bounded by the input
+/// (the fuzzer's malloc limit catches an allocation a length prefix could make).
+///
+/// Input: one byte choosing the frame limit (`16 << (b % 20)` bytes), one byte `n`, then
+/// `n % 16` chunk sizes (one byte each), then the body.
+pub fn protobuf_watch(data: &[u8]) {
+    let (limit, rest) = match data {
+        [b, rest @ ..] => (16usize << (b % 20), rest),
+        [] => (16, data),
+    };
+    let (n, rest) = match rest {
+        [n, rest @ ..] => (usize::from(n % 16).min(rest.len()), rest),
+        [] => (0, rest),
+    };
+    let (cuts, body) = rest.split_at(n);
+    let cuts: Vec<usize> = cuts.iter().map(|&c| usize::from(c)).collect();
+    let body = Bytes::copy_from_slice(body);
+
+    let whole = split(&body, &[], limit);
+    let cut = split(&body, &cuts, limit);
+    assert_eq!(whole, cut, "the chunk boundaries changed the frames");
+    for frame in &cut.0 {
+        check_message(frame);
+    }
+    // The body itself, as any of the messages.
+    check_message(&body);
+}
