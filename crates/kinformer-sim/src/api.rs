@@ -19,7 +19,8 @@ use crate::fieldmanager::{self, Manager};
 use crate::render::{GZIP_THRESHOLD, ListChunks, ListMeta, status_json_with_continue};
 use crate::request::{Filter, Query, Target, parse_rv, timeout_seconds, wait_for_version};
 use crate::response::{
-    Body, chunked_response, json_response, maybe_gzip_response, object_response, yaml_response,
+    Body, chunked_response, json_response, maybe_gzip_response, object_response, protobuf_response,
+    yaml_response,
 };
 use crate::schema;
 use crate::state::Shared;
@@ -64,6 +65,11 @@ pub(crate) async fn get(
             Bytes::from(serde_json::to_vec(&t).unwrap_or_default())
         }
         Form::Yaml => return Ok(yaml_response(&o.value(), gzip)),
+        Form::Protobuf => {
+            let codec = protobuf_codec(&t.info)?;
+            let body = o.protobuf(codec).map_err(internal)?.clone();
+            return Ok(protobuf_response(shared, body, gzip));
+        }
     };
     Ok(maybe_gzip_response(StatusCode::OK, body, gzip))
 }
@@ -661,6 +667,11 @@ pub(crate) async fn list(
         let body = Bytes::from(serde_json::to_vec(&t).unwrap_or_default());
         return Ok(maybe_gzip_response(StatusCode::OK, body, gzip));
     }
+    if form == Form::Protobuf {
+        let codec = protobuf_codec(&t.info)?;
+        let body = crate::protobuf::list_body(codec, &meta, &items).map_err(internal)?;
+        return Ok(protobuf_response(shared, body, gzip));
+    }
     let meta_only = form == Form::Metadata;
     let chunks = if meta_only {
         ListChunks::new(
@@ -676,6 +687,24 @@ pub(crate) async fn list(
     };
     let gzip = gzip && chunks.total_len() > GZIP_THRESHOLD;
     Ok(chunked_response(shared, chunks, gzip))
+}
+
+/// The protobuf codec of a resource negotiation picked protobuf for.
+pub(crate) fn protobuf_codec(
+    info: &crate::store::ResourceInfo,
+) -> Result<&'static crate::protobuf::Codec, Status> {
+    crate::protobuf::codec(&info.api).ok_or_else(|| {
+        status(
+            406,
+            "NotAcceptable",
+            "only the following media types are accepted: application/json, application/yaml",
+        )
+    })
+}
+
+/// A 500 for an object the server cannot render in the negotiated form.
+fn internal(message: String) -> Status {
+    status(500, "InternalError", message)
 }
 
 #[cfg(test)]

@@ -109,6 +109,7 @@ mod fields;
 mod kit;
 mod namespaces;
 mod progress;
+mod protobuf;
 mod render;
 mod request;
 mod response;

@@ -47,6 +47,36 @@ pub(crate) fn status_response(s: &Status) -> Response<Body> {
     r
 }
 
+/// A `Status` error response in protobuf, for a request that negotiated it: the API server
+/// writes errors in the response's negotiated encoding.
+pub(crate) fn protobuf_status_response(s: &Status) -> Response<Body> {
+    let mut r = status_response(s);
+    *r.body_mut() = Full::new(crate::protobuf::status_body(s))
+        .map_err(|never| match never {})
+        .boxed();
+    r.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static(kinformer_protobuf::wire::CONTENT_TYPE),
+    );
+    r
+}
+
+/// A protobuf body (an object or a list), streamed in chunks paced by the slow-chunks fault
+/// and gzip-compressed when it is large and the client accepts it, as JSON bodies are.
+pub(crate) fn protobuf_response(shared: &Shared, body: Bytes, gzip: bool) -> Response<Body> {
+    let gzip = gzip && body.len() > GZIP_THRESHOLD;
+    let chunks: Vec<Bytes> = (0..body.len())
+        .step_by(render::CHUNK)
+        .map(|at| body.slice(at..(at + render::CHUNK).min(body.len())))
+        .collect();
+    let mut r = chunked_response(shared, chunks.into_iter(), gzip);
+    r.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static(kinformer_protobuf::wire::CONTENT_TYPE),
+    );
+    r
+}
+
 pub(crate) fn object_response(code: StatusCode, v: &Value) -> Response<Body> {
     json_response(code, Bytes::from(serde_json::to_vec(v).unwrap_or_default()))
 }
@@ -84,7 +114,7 @@ pub(crate) fn maybe_gzip_response(code: StatusCode, body: Bytes, gzip: bool) -> 
 /// A streamed response from pre-rendered chunks, paced by the slow-chunks fault, and
 /// gzip-compressed chunk by chunk when `gzip` is set.
 pub(crate) fn chunked_response(
-    shared: &Arc<Shared>,
+    shared: &Shared,
     chunks: impl Iterator<Item = Bytes> + Send + Sync + 'static,
     gzip: bool,
 ) -> Response<Body> {

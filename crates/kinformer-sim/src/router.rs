@@ -11,7 +11,7 @@ use kinformer_core::StatusDetails;
 
 use crate::faults::RequestKind;
 use crate::request::{Query, accept_header, accepts_gzip, check_body_type, parse_target};
-use crate::response::{Body, status_response};
+use crate::response::{Body, protobuf_status_response, status_response};
 use crate::state::Shared;
 use crate::store::status;
 use crate::table::{Form, Read, negotiate};
@@ -60,7 +60,8 @@ pub(crate) async fn route(
         (&Method::GET, true, false) => Some(Read::Get),
         _ => None,
     };
-    let form = match read.map(|r| negotiate(accept_header(&parts).as_deref(), r)) {
+    let protobuf = !target.info.custom && crate::protobuf::codec(&target.info.api).is_some();
+    let form = match read.map(|r| negotiate(accept_header(&parts).as_deref(), r, protobuf)) {
         Some(Err(s)) => return status_response(&s),
         Some(Ok(f)) => f,
         None => Form::Full,
@@ -108,7 +109,13 @@ pub(crate) async fn route(
             ),
         )),
     };
-    result.unwrap_or_else(|s| status_response(&s))
+    result.unwrap_or_else(|s| {
+        if form == Form::Protobuf {
+            protobuf_status_response(&s)
+        } else {
+            status_response(&s)
+        }
+    })
 }
 
 fn reason_of(code: u16) -> &'static str {

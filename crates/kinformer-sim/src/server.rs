@@ -366,6 +366,11 @@ fn record(shared: &Shared, parts: &http::request::Parts) {
             .get(http::header::ACCEPT_ENCODING)
             .and_then(|v| v.to_str().ok())
             .map(str::to_owned),
+        accept: parts
+            .headers
+            .get(http::header::ACCEPT)
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned),
     });
 }
 

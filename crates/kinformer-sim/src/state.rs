@@ -29,6 +29,8 @@ pub struct RecordedRequest {
     pub query: Vec<(String, String)>,
     /// The `Accept-Encoding` header, if sent: what the client would take compressed.
     pub accept_encoding: Option<String>,
+    /// The `Accept` header, if sent: the media types the client would take.
+    pub accept: Option<String>,
 }
 
 impl RecordedRequest {

@@ -37,6 +37,9 @@ pub(crate) struct Stored {
     pub(crate) fields: Vec<(&'static str, String)>,
     /// The `PartialObjectMetadata` form, rendered on first use.
     meta_json: OnceLock<Bytes>,
+    /// The protobuf form (`k8s\0` envelope and message) of a built-in kind's object, rendered
+    /// on first use, as the watch cache keeps one serialization per object and encoding.
+    protobuf: OnceLock<Result<Bytes, String>>,
     /// The FNV-1a hash of `metadata.uid`, which shard selectors on the uid compare with (the
     /// uid never changes, so every version of an object has the same).
     pub(crate) uid_hash: u64,
@@ -68,6 +71,7 @@ impl Stored {
             labels,
             fields,
             meta_json: OnceLock::new(),
+            protobuf: OnceLock::new(),
             uid_hash: shard_hash(meta["uid"].as_str().unwrap_or_default()),
         })
     }
@@ -90,6 +94,15 @@ impl Stored {
     /// The stored object as JSON.
     pub(crate) fn value(&self) -> Value {
         serde_json::from_slice(&self.json).unwrap_or(Value::Null)
+    }
+
+    /// The protobuf body of this object (the `k8s\0` envelope around its message), rendered
+    /// once; an error names what kept the stored JSON from the kind's typed form.
+    pub(crate) fn protobuf(&self, codec: &crate::protobuf::Codec) -> Result<&Bytes, String> {
+        self.protobuf
+            .get_or_init(|| crate::protobuf::object_body(codec, &self.json))
+            .as_ref()
+            .map_err(Clone::clone)
     }
 
     /// The `PartialObjectMetadata` JSON of this object, rendered once.
@@ -178,8 +191,9 @@ pub(crate) struct Event {
     pub(crate) object: Arc<Stored>,
     /// The object before the write (`None` for a create).
     pub(crate) prev: Option<Arc<Stored>>,
-    /// Watch lines, rendered once per event on first use and shared by every watcher.
-    pub(crate) lines: [OnceLock<Bytes>; 8],
+    /// Watch lines (JSON) and frames (protobuf), rendered once per event on first use and
+    /// shared by every watcher: four variants in three forms.
+    pub(crate) lines: [OnceLock<Bytes>; 12],
     /// When it was written: how long the watch cache keeps it.
     pub(crate) at: tokio::time::Instant,
 }

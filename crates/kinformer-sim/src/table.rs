@@ -19,6 +19,9 @@ pub(crate) enum Form {
     /// Full objects as YAML (`application/yaml`; gets and lists only, as YAML has no stream
     /// framing for watches).
     Yaml,
+    /// Full objects as protobuf (`application/vnd.kubernetes.protobuf`, watches framed with
+    /// `;stream=watch`): built-in kinds only.
+    Protobuf,
 }
 
 /// What a request reads: one object, a collection, or a watch.
@@ -29,10 +32,13 @@ pub(crate) enum Read {
     Watch,
 }
 
-/// Picks the first acceptable media type of an `Accept` header, as the API server does, for a
-/// server that speaks JSON only (it has no protobuf, CBOR or YAML serializer). `Err` is the 406
-/// NotAcceptable a server answers when nothing listed is acceptable.
-pub(crate) fn negotiate(accept: Option<&str>, read: Read) -> Result<Form, Status> {
+/// Picks the first acceptable media type of an `Accept` header, as the API server does. JSON and
+/// YAML are served for every resource; protobuf only where `protobuf` says the kind has an
+/// encoding (built-in kinds: custom resources have none, and their server does not list it),
+/// and only for full objects (the sim has no protobuf `Table` or `PartialObjectMetadata`, so
+/// those fall through to the next type listed, or to 406, as on a server without them). `Err`
+/// is the 406 NotAcceptable a server answers when nothing listed is acceptable.
+pub(crate) fn negotiate(accept: Option<&str>, read: Read, protobuf: bool) -> Result<Form, Status> {
     let Some(accept) = accept.map(str::trim).filter(|a| !a.is_empty()) else {
         return Ok(Form::Full);
     };
@@ -52,6 +58,12 @@ pub(crate) fn negotiate(accept: Option<&str>, read: Read) -> Result<Form, Status
     for (_, _, media) in candidates {
         let mut parts = media.split(';').map(str::trim);
         let mime = parts.next().unwrap_or_default().to_ascii_lowercase();
+        if mime == "application/vnd.kubernetes.protobuf" {
+            if protobuf && !media.contains("as=") {
+                return Ok(Form::Protobuf);
+            }
+            continue;
+        }
         if mime == "application/yaml" {
             if read != Read::Watch && !media.contains("as=") {
                 return Ok(Form::Yaml);
@@ -97,10 +109,15 @@ pub(crate) fn negotiate(accept: Option<&str>, read: Read) -> Result<Form, Status
             return Ok(f);
         }
     }
+    let accepted = if protobuf {
+        "application/json, application/yaml, application/vnd.kubernetes.protobuf"
+    } else {
+        "application/json, application/yaml"
+    };
     Err(status(
         406,
         "NotAcceptable",
-        "only the following media types are accepted: application/json, application/yaml",
+        format!("only the following media types are accepted: {accepted}"),
     ))
 }
 
@@ -1037,12 +1054,21 @@ mod tests {
     #[test]
     fn negotiation_picks_the_first_acceptable_type() {
         let table = "application/json;as=Table;v=v1;g=meta.k8s.io,application/json;as=Table;v=v1beta1;g=meta.k8s.io,application/json";
-        assert_eq!(negotiate(Some(table), Read::List).unwrap(), Form::Table);
-        assert_eq!(negotiate(Some(table), Read::Watch).unwrap(), Form::Table);
-        assert_eq!(negotiate(None, Read::Get).unwrap(), Form::Full);
-        assert_eq!(negotiate(Some("*/*"), Read::Get).unwrap(), Form::Full);
+        assert_eq!(
+            negotiate(Some(table), Read::List, false).unwrap(),
+            Form::Table
+        );
+        assert_eq!(
+            negotiate(Some(table), Read::Watch, false).unwrap(),
+            Form::Table
+        );
+        assert_eq!(negotiate(None, Read::Get, false).unwrap(), Form::Full);
+        assert_eq!(
+            negotiate(Some("*/*"), Read::Get, false).unwrap(),
+            Form::Full
+        );
         let pb = "application/vnd.kubernetes.protobuf, application/json";
-        assert_eq!(negotiate(Some(pb), Read::List).unwrap(), Form::Full);
+        assert_eq!(negotiate(Some(pb), Read::List, false).unwrap(), Form::Full);
         for only in [
             "application/vnd.kubernetes.protobuf",
             "text/html",
@@ -1050,17 +1076,17 @@ mod tests {
             "application/json;q=0",
         ] {
             assert_eq!(
-                negotiate(Some(only), Read::List).unwrap_err().code,
+                negotiate(Some(only), Read::List, false).unwrap_err().code,
                 406,
                 "{only}"
             );
         }
         assert_eq!(
-            negotiate(Some("application/yaml"), Read::Get).unwrap(),
+            negotiate(Some("application/yaml"), Read::Get, false).unwrap(),
             Form::Yaml
         );
         assert_eq!(
-            negotiate(Some("application/yaml"), Read::Watch)
+            negotiate(Some("application/yaml"), Read::Watch, false)
                 .unwrap_err()
                 .code,
             406
@@ -1068,13 +1094,59 @@ mod tests {
         let meta_list = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1";
         let meta = "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1";
         assert_eq!(
-            negotiate(Some(meta_list), Read::List).unwrap(),
+            negotiate(Some(meta_list), Read::List, false).unwrap(),
             Form::Metadata
         );
-        assert_eq!(negotiate(Some(meta), Read::Get).unwrap(), Form::Metadata);
-        assert_eq!(negotiate(Some(meta), Read::Watch).unwrap(), Form::Metadata);
-        assert_eq!(negotiate(Some(meta), Read::List).unwrap_err().code, 406);
-        assert_eq!(negotiate(Some(meta_list), Read::Get).unwrap_err().code, 406);
+        assert_eq!(
+            negotiate(Some(meta), Read::Get, false).unwrap(),
+            Form::Metadata
+        );
+        assert_eq!(
+            negotiate(Some(meta), Read::Watch, false).unwrap(),
+            Form::Metadata
+        );
+        assert_eq!(
+            negotiate(Some(meta), Read::List, false).unwrap_err().code,
+            406
+        );
+        assert_eq!(
+            negotiate(Some(meta_list), Read::Get, false)
+                .unwrap_err()
+                .code,
+            406
+        );
+    }
+
+    #[test]
+    fn protobuf_is_picked_for_kinds_that_have_it_and_falls_through_for_the_rest() {
+        let pb = "application/vnd.kubernetes.protobuf, application/json";
+        let only = "application/vnd.kubernetes.protobuf";
+        for read in [Read::Get, Read::List, Read::Watch] {
+            assert_eq!(negotiate(Some(pb), read, true).unwrap(), Form::Protobuf);
+            assert_eq!(negotiate(Some(only), read, true).unwrap(), Form::Protobuf);
+            // A custom resource: JSON where listed, else 406 without protobuf among the types.
+            assert_eq!(negotiate(Some(pb), read, false).unwrap(), Form::Full);
+            let refused = negotiate(Some(only), read, false).unwrap_err();
+            assert_eq!(refused.code, 406);
+            assert!(!refused.message.contains("protobuf"), "{}", refused.message);
+        }
+        // JSON first wins; a protobuf Table is not served, so the JSON Table after it is.
+        let json_first = "application/json, application/vnd.kubernetes.protobuf";
+        assert_eq!(
+            negotiate(Some(json_first), Read::List, true).unwrap(),
+            Form::Full
+        );
+        let tables = "application/vnd.kubernetes.protobuf;as=Table;v=v1;g=meta.k8s.io, application/json;as=Table;v=v1;g=meta.k8s.io";
+        assert_eq!(
+            negotiate(Some(tables), Read::List, true).unwrap(),
+            Form::Table
+        );
+        let refused = negotiate(Some("text/html"), Read::List, true).unwrap_err();
+        assert!(
+            refused
+                .message
+                .contains("application/vnd.kubernetes.protobuf")
+        );
     }
 
     #[test]

@@ -44,6 +44,8 @@ struct Spec {
     target: Target,
     filter: Filter,
     meta_only: bool,
+    /// Events as protobuf frames, with the kind's codec.
+    protobuf: Option<&'static crate::protobuf::Codec>,
     /// Events as one-row Tables, with what rows carry.
     table: Option<IncludeObject>,
     /// Whether the next Table still carries the column definitions (only the first does).
@@ -65,6 +67,10 @@ pub(crate) async fn handle(
     form: Form,
 ) -> Result<Response<Body>, Status> {
     let meta_only = form == Form::Metadata;
+    let protobuf = match form {
+        Form::Protobuf => Some(crate::api::protobuf_codec(&target.info)?),
+        _ => None,
+    };
     let table = (form == Form::Table)
         .then(|| IncludeObject::parse(q.get("includeObject")))
         .transpose()?;
@@ -134,6 +140,7 @@ pub(crate) async fn handle(
         target,
         filter,
         meta_only,
+        protobuf,
         table,
         table_columns: AtomicBool::new(true),
         bookmarks,
@@ -143,6 +150,7 @@ pub(crate) async fn handle(
     let (tx, mut rx) = mpsc::channel::<Result<Bytes, std::io::Error>>(64);
     let writer = Writer {
         tx,
+        protobuf: protobuf.is_some(),
         faults: Arc::clone(&shared.faults),
         close_gen: 0,
         close_left: None,
@@ -152,10 +160,13 @@ pub(crate) async fn handle(
         rx.poll_recv(cx).map(|o| o.map(|r| r.map(Frame::data)))
     });
     let mut r = Response::new(StreamBody::new(body).boxed());
-    r.headers_mut().insert(
-        header::CONTENT_TYPE,
-        HeaderValue::from_static("application/json"),
-    );
+    let content_type = if protobuf.is_some() {
+        kinformer_protobuf::wire::WATCH_CONTENT_TYPE
+    } else {
+        "application/json"
+    };
+    r.headers_mut()
+        .insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
     r.headers_mut().insert(
         header::CACHE_CONTROL,
         HeaderValue::from_static("no-cache, private"),
@@ -173,6 +184,8 @@ enum Flow {
 /// Writes lines to one watch stream, applying the stream faults.
 struct Writer {
     tx: mpsc::Sender<Result<Bytes, std::io::Error>>,
+    /// The stream carries protobuf frames: the malformed and oversized faults are frames too.
+    protobuf: bool,
     faults: Arc<FaultState>,
     close_gen: u64,
     close_left: Option<usize>,
@@ -212,19 +225,20 @@ impl Writer {
         }
         self.pace().await;
         let f = &self.faults;
-        if FaultState::take(&f.malformed_next_line)
-            && self
-                .tx
-                .send(Ok(Bytes::from_static(
-                    b"{\"type\":\"MODIFIED\",\"object\":{\"metadata\":{\"name\":\n",
-                )))
-                .await
-                .is_err()
-        {
+        let malformed = if self.protobuf {
+            crate::protobuf::malformed_frame()
+        } else {
+            Bytes::from_static(b"{\"type\":\"MODIFIED\",\"object\":{\"metadata\":{\"name\":\n")
+        };
+        if FaultState::take(&f.malformed_next_line) && self.tx.send(Ok(malformed)).await.is_err() {
             return Flow::Stop;
         }
         let size = f.oversized_next_line.swap(0, Ordering::AcqRel);
-        let line = if size > 0 { pad(&line, size) } else { line };
+        let line = match size {
+            0 => line,
+            _ if self.protobuf => crate::protobuf::pad_frame(&line, size),
+            _ => pad(&line, size),
+        };
         if FaultState::take(&f.cut_next_line) {
             let half = line.slice(..line.len() / 2);
             let _ = self.tx.send(Ok(half)).await;
@@ -281,9 +295,38 @@ enum Variant {
     Left = 3,
 }
 
+/// The frame of an event in protobuf, rendered once and shared by every watcher that sends it.
+/// An object the kind's typed form cannot hold (only the sim's admin API can store one) is an
+/// ERROR frame with a 500.
+fn frame(ev: &Event, variant: Variant, codec: &crate::protobuf::Codec) -> Bytes {
+    use crate::protobuf::{error_frame, event_frame, object_body};
+    use kinformer_protobuf::wire::EventType;
+    let idx = variant as usize * 3 + 2;
+    ev.lines[idx]
+        .get_or_init(|| {
+            let (event_type, body) = match variant {
+                Variant::Added => (EventType::Added, ev.object.protobuf(codec).cloned()),
+                Variant::Modified => (EventType::Modified, ev.object.protobuf(codec).cloned()),
+                Variant::Deleted => (EventType::Deleted, ev.object.protobuf(codec).cloned()),
+                Variant::Left => {
+                    let prev = ev.prev.as_ref().unwrap_or(&ev.object);
+                    let mut v = prev.value();
+                    v["metadata"]["resourceVersion"] = ev.rv.to_string().into();
+                    let json = serde_json::to_vec(&v).unwrap_or_default();
+                    (EventType::Deleted, object_body(codec, &json))
+                }
+            };
+            match body {
+                Ok(body) => event_frame(event_type, &body),
+                Err(message) => error_frame(&status(500, "InternalError", message)),
+            }
+        })
+        .clone()
+}
+
 /// The line of an event, rendered once and shared by every watcher that sends it.
 fn line(ev: &Event, variant: Variant, meta_only: bool) -> Bytes {
-    let idx = variant as usize * 2 + usize::from(meta_only);
+    let idx = variant as usize * 3 + usize::from(meta_only);
     ev.lines[idx]
         .get_or_init(|| match variant {
             Variant::Added => event_line("ADDED", object_bytes(&ev.object, meta_only)),
@@ -326,6 +369,9 @@ impl Spec {
         if let Some(include) = self.table {
             return Some(self.table_line(ev, variant, include));
         }
+        if let Some(codec) = self.protobuf {
+            return Some(frame(ev, variant, codec));
+        }
         Some(line(ev, variant, self.meta_only))
     }
 
@@ -352,6 +398,14 @@ impl Spec {
 
     /// The ADDED line of an object sent as part of the initial state.
     fn initial_line(&self, o: &Stored) -> Bytes {
+        if let Some(codec) = self.protobuf {
+            return match o.protobuf(codec) {
+                Ok(body) => {
+                    crate::protobuf::event_frame(kinformer_protobuf::wire::EventType::Added, body)
+                }
+                Err(message) => self.error(&status(500, "InternalError", message)),
+            };
+        }
         match self.table {
             Some(include) => event_line("ADDED", &self.table_object(&o.value(), include)),
             None => event_line("ADDED", object_bytes(o, self.meta_only)),
@@ -361,6 +415,9 @@ impl Spec {
     /// A BOOKMARK line. Asked for as Tables, the bookmark's empty object is converted like any
     /// other event's (`doTransformObject` converts everything but a `Status`).
     fn bookmark(&self, rv: u64, end: bool) -> Bytes {
+        if let Some(codec) = self.protobuf {
+            return crate::protobuf::bookmark_frame(codec, rv, end);
+        }
         let api = &self.target.info.api;
         if let Some(include) = self.table {
             let object = bookmark_object(&api.kind, &api.api_version, rv, end);
@@ -371,6 +428,17 @@ impl Spec {
             bookmark_line("PartialObjectMetadata", "meta.k8s.io/v1", rv, end)
         } else {
             bookmark_line(&api.kind, &api.api_version, rv, end)
+        }
+    }
+}
+
+impl Spec {
+    /// The ERROR event of a status, in the stream's encoding.
+    fn error(&self, status: &Status) -> Bytes {
+        if self.protobuf.is_some() {
+            crate::protobuf::error_frame(status)
+        } else {
+            error_line(status)
         }
     }
 }
@@ -418,7 +486,7 @@ async fn stream(
     if FaultState::take(&shared.faults.gone_next_watch) {
         let (current, _) = store.versions();
         let gone = too_old(current.saturating_sub(1), current);
-        let _ = w.send(error_line(&expired(shared, gone))).await;
+        let _ = w.send(spec.error(&expired(shared, gone))).await;
         return;
     }
     let progress = shared.faults.watches.open();
@@ -428,7 +496,7 @@ async fn stream(
             let snap = match store.snapshot(&spec.target.info.key, at) {
                 Ok(s) => s,
                 Err(s) => {
-                    let _ = w.send(error_line(&s)).await;
+                    let _ = w.send(spec.error(&s)).await;
                     return;
                 }
             };
@@ -453,7 +521,7 @@ async fn stream(
                 && rv < floor.saturating_sub(1)
             {
                 let gone = too_old(rv, floor - 1);
-                let _ = w.send(error_line(&expired(shared, gone))).await;
+                let _ = w.send(spec.error(&expired(shared, gone))).await;
                 return;
             }
             rv
@@ -476,7 +544,7 @@ async fn stream(
                 Ok(e) => e,
                 Err(_) if connected => return,
                 Err(s) => {
-                    let _ = w.send(error_line(&expired(shared, s))).await;
+                    let _ = w.send(spec.error(&expired(shared, s))).await;
                     return;
                 }
             };

@@ -2410,8 +2410,24 @@ async fn content_negotiation_answers_406_and_serves_tables() {
             (code, body_json(r).await)
         }
     };
+    // Pods have a protobuf encoding, as on a real server: served, not refused.
+    let r = c
+        .get(list.clone())
+        .header("accept", "application/vnd.kubernetes.protobuf")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status().as_u16(), 200);
+    assert_eq!(
+        r.headers()["content-type"].to_str().unwrap(),
+        "application/vnd.kubernetes.protobuf"
+    );
+    assert!(r.bytes().await.unwrap().starts_with(b"k8s\0"));
     for (url, accept) in [
-        (list.clone(), "application/vnd.kubernetes.protobuf"),
+        (
+            list.clone(),
+            "application/vnd.kubernetes.protobuf;as=Table;g=meta.k8s.io;v=v1",
+        ),
         (list.clone(), "text/html"),
         (format!("{list}?watch=1"), "application/yaml"),
         (
@@ -2449,11 +2465,7 @@ async fn content_negotiation_answers_406_and_serves_tables() {
     );
     assert!(text.contains("name: a"), "{text}");
     // JSON as a listed alternative is served.
-    let (status, l) = code(
-        list.clone(),
-        "application/vnd.kubernetes.protobuf, application/json",
-    )
-    .await;
+    let (status, l) = code(list.clone(), "text/html, application/json").await;
     assert_eq!((status, l["kind"].as_str()), (200, Some("PodList")));
     // The Table kubectl asks for.
     let kubectl = "application/json;as=Table;v=v1;g=meta.k8s.io,application/json;as=Table;v=v1beta1;g=meta.k8s.io,application/json";

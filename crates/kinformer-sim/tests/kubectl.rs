@@ -493,3 +493,49 @@ async fn get_pods_prints_the_server_side_columns() {
         assert!(header.contains(col), "{col}: {header}");
     }
 }
+
+/// kubectl's typed clients ask for protobuf (`describe` reads the pod and its events through
+/// them): the sim answers in protobuf and kubectl, a decoder nobody here wrote, reads it.
+#[tokio::test]
+async fn kubectl_describe_reads_the_pod_in_protobuf() {
+    let sim = SimServer::start(SimConfig::default()).await.unwrap();
+    sim.store().seed_pods(3, 5);
+    let stored = sim.store().list(&pods(), None);
+    let name = stored[0]["metadata"]["name"].as_str().unwrap().to_owned();
+    let ns = stored[0]["metadata"]["namespace"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let k = Kubectl::new(&sim);
+    let out = k
+        .command(&["describe", "pod", &name, "-n", &ns, "-v=8"])
+        .output()
+        .await
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    // What kubectl decoded from the protobuf: the name, the image, the node, the labels.
+    let pod = &stored[0];
+    for want in [
+        name.as_str(),
+        pod["spec"]["containers"][0]["image"].as_str().unwrap(),
+        pod["spec"]["nodeName"].as_str().unwrap(),
+        pod["status"]["podIP"].as_str().unwrap(),
+    ] {
+        assert!(stdout.contains(want), "{want} missing from:\n{stdout}");
+    }
+    let lines: Vec<&str> = stderr.lines().filter(|l| l.contains("protobuf")).collect();
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.contains("Accept: application/vnd.kubernetes.protobuf")),
+        "{stderr}"
+    );
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.contains("Content-Type: application/vnd.kubernetes.protobuf")),
+        "{stderr}"
+    );
+}
