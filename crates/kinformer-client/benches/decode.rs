@@ -1,8 +1,11 @@
 //! Watch-stream decode throughput: our chunked decoder against plain `serde_json::from_slice` on
-//! the same lines, for typed pods and dynamic objects (~4.5 KB pod events).
+//! the same lines, for typed pods and dynamic objects (~4.5 KB pod events); and the same events
+//! in protobuf (as the API server frames them) into the typed pod, with the list of the same pods
+//! decoded from JSON and from protobuf.
 //!
 //! Run with `cargo bench -p kinformer-client --bench decode`. Besides criterion's figures it prints
-//! a summary with events/s, MB/s and the decoder's overhead over `serde_json::from_slice`.
+//! a summary with events/s, MB/s, the decoder's overhead over `serde_json::from_slice`, and
+//! protobuf's rate over JSON's beside its target (2.5x).
 
 use std::hint::black_box;
 use std::time::{Duration, Instant};
@@ -11,7 +14,9 @@ use bytes::Bytes;
 use criterion::{Criterion, Throughput, criterion_group};
 use k8s_openapi::api::core::v1::Pod;
 use kinformer_client::WatchDecoder;
-use kinformer_core::DynamicObject;
+use kinformer_core::{DynamicObject, ObjectList, Scope};
+use kinformer_protobuf::convert::{self, Codec, Protobuf as _};
+use kinformer_protobuf::wire;
 use serde::Deserialize;
 use serde::de::DeserializeOwned;
 
@@ -24,20 +29,17 @@ struct Workload {
     body: Vec<u8>,
     chunks: Vec<Bytes>,
     lines: Vec<(usize, usize)>,
+    /// The same events as a protobuf watch body, cut into chunks of the same sizes.
+    pb_body: Vec<u8>,
+    pb_chunks: Vec<Bytes>,
+    /// The same pods as one list, JSON and protobuf.
+    list_json: Vec<u8>,
+    list_pb: Bytes,
 }
 
-fn workload() -> Workload {
-    let mut body = Vec::new();
-    let mut lines = Vec::new();
-    for i in 0..EVENTS {
-        let kind = ["ADDED", "MODIFIED", "MODIFIED", "DELETED"][i % 4];
-        let event = serde_json::json!({"type": kind, "object": kinformer_sim::generate_pod(i, 42)});
-        let start = body.len();
-        serde_json::to_writer(&mut body, &event).unwrap();
-        lines.push((start, body.len()));
-        body.push(b'\n');
-    }
-    let shared = Bytes::from(body.clone());
+/// `body` cut into chunks of the cycled sizes.
+fn cut(body: &[u8]) -> Vec<Bytes> {
+    let shared = Bytes::copy_from_slice(body);
     let mut chunks = Vec::new();
     let mut pos = 0;
     let mut n = 0;
@@ -47,10 +49,67 @@ fn workload() -> Workload {
         pos = end;
         n += 1;
     }
+    chunks
+}
+
+fn pod_codec() -> &'static Codec {
+    convert::codec::<Pod>().expect("Pod has a protobuf codec")
+}
+
+fn workload() -> Workload {
+    let mut body = Vec::new();
+    let mut lines = Vec::new();
+    let mut pb_body = Vec::new();
+    let mut items = Vec::new();
+    let mut messages = Vec::new();
+    for i in 0..EVENTS {
+        let kind = ["ADDED", "MODIFIED", "MODIFIED", "DELETED"][i % 4];
+        let pod = kinformer_sim::generate_pod(i, 42);
+        let event = serde_json::json!({"type": kind, "object": pod});
+        let start = body.len();
+        serde_json::to_writer(&mut body, &event).unwrap();
+        lines.push((start, body.len()));
+        body.push(b'\n');
+        // The same event as the API server's protobuf watch sends it.
+        let typed: Pod = serde_json::from_value(pod.clone()).unwrap();
+        let mut message = Vec::new();
+        typed.encode(&mut message);
+        let mut object = Vec::new();
+        wire::encode_envelope("v1", "Pod", &message, &mut object);
+        let event_type = match kind {
+            "ADDED" => wire::EventType::Added,
+            "MODIFIED" => wire::EventType::Modified,
+            _ => wire::EventType::Deleted,
+        };
+        let mut event = Vec::new();
+        wire::encode_watch_event(event_type, &object, &mut event);
+        wire::encode_frame(&event, &mut pb_body);
+        items.push(pod);
+        messages.push(message);
+    }
+    let list_json = serde_json::to_vec(&serde_json::json!({
+        "kind": "PodList", "apiVersion": "v1",
+        "metadata": {"resourceVersion": "1"},
+        "items": items,
+    }))
+    .unwrap();
+    let slices: Vec<&[u8]> = messages.iter().map(Vec::as_slice).collect();
+    let mut list = Vec::new();
+    let meta = wire::ListMeta {
+        resource_version: Some("1".to_owned()),
+        ..wire::ListMeta::default()
+    };
+    wire::encode_list(&meta, &slices, &mut list);
+    let mut list_pb = Vec::new();
+    wire::encode_envelope("v1", "PodList", &list, &mut list_pb);
     Workload {
+        chunks: cut(&body),
         body,
-        chunks,
         lines,
+        pb_chunks: cut(&pb_body),
+        pb_body,
+        list_json,
+        list_pb: Bytes::from(list_pb),
     }
 }
 
@@ -77,6 +136,40 @@ fn ours<K: kinformer_core::Object + DeserializeOwned>(w: &Workload) -> usize {
     n
 }
 
+/// The protobuf watch body through the client's decoder, into typed pods.
+fn ours_protobuf(w: &Workload) -> usize {
+    let mut decoder = WatchDecoder::protobuf(pod_codec(), kinformer_client::DEFAULT_MAX_WATCH_LINE);
+    let mut n = 0;
+    for chunk in &w.pb_chunks {
+        decoder.push(chunk.clone());
+        while let Some(event) = decoder.next_event::<Pod>() {
+            black_box(event.unwrap());
+            n += 1;
+        }
+    }
+    assert!(decoder.finish::<Pod>().is_none());
+    n
+}
+
+/// The JSON list, as each of the client's list-decoding runs decodes its items.
+fn list_json(w: &Workload) -> usize {
+    let list = ObjectList::<Pod>::from_json_scoped(&w.list_json, Scope::Namespaced).unwrap();
+    black_box(list.items.len())
+}
+
+/// The protobuf list, as each of the client's list-decoding runs decodes its items.
+fn list_protobuf(w: &Workload) -> usize {
+    let codec = pod_codec();
+    let envelope = wire::decode_envelope(w.list_pb.clone()).unwrap();
+    let list = wire::decode_list(envelope.raw).unwrap();
+    let mut n = 0;
+    for item in &list.items {
+        black_box(codec.decode::<Pod>(item).unwrap().unwrap());
+        n += 1;
+    }
+    n
+}
+
 fn plain<K: DeserializeOwned>(w: &Workload) -> usize {
     for &(start, end) in &w.lines {
         black_box(serde_json::from_slice::<PlainEvent<K>>(&w.body[start..end]).unwrap());
@@ -98,6 +191,15 @@ fn bench(c: &mut Criterion) {
     group.bench_function("dynamic/serde_json_from_slice", |b| {
         b.iter(|| plain::<DynamicObject>(&w))
     });
+    group.finish();
+    let mut group = c.benchmark_group("watch_decode_protobuf");
+    group.throughput(Throughput::Bytes(w.pb_body.len() as u64));
+    group.bench_function("typed/kinformer", |b| b.iter(|| ours_protobuf(&w)));
+    group.finish();
+    let mut group = c.benchmark_group("list_decode");
+    group.throughput(Throughput::Elements(EVENTS as u64));
+    group.bench_function("typed/json", |b| b.iter(|| list_json(&w)));
+    group.bench_function("typed/protobuf", |b| b.iter(|| list_protobuf(&w)));
     group.finish();
 }
 
@@ -151,6 +253,23 @@ fn summary() {
         println!(
             "  {name:<14} decoder overhead over from_slice: {:+.1}%",
             (t_ours / t_plain - 1.0) * 100.0
+        );
+    }
+    println!(
+        "protobuf against JSON, into the typed Pod ({:.0} bytes per frame on average):",
+        w.pb_body.len() as f64 / EVENTS as f64
+    );
+    let cases: [(&str, Pass, Pass); 2] = [
+        ("watch", ours::<Pod>, ours_protobuf),
+        ("list", list_json, list_protobuf),
+    ];
+    for (name, json, protobuf) in cases {
+        let (t_json, t_pb) = time_pair(&w, json, protobuf);
+        println!(
+            "  {name:<6} JSON {:>8.0} pods/s  protobuf {:>8.0} pods/s  protobuf/JSON {:.2}x (target 2.50x)",
+            EVENTS as f64 / t_json,
+            EVENTS as f64 / t_pb,
+            t_json / t_pb
         );
     }
 }

@@ -21,12 +21,18 @@ use tracing::Instrument as _;
 
 use crate::auth::Credentials;
 use crate::body::{Body, BodyError, Encoding, decoded, encoding_of};
-use crate::decode::{Parallel, Traffic, decode_watch_counted, error_chain};
-use crate::list::decode_list;
-use crate::{Config, Error, ListBound, ProxyEnv};
+use crate::decode::{Parallel, Traffic, WatchFormat, decode_watch_counted, error_chain};
+use crate::list::{decode_list, decode_protobuf_list};
+use crate::{Config, Error, ListBound, ObjectEncoding, ProxyEnv};
+use kinformer_protobuf::convert::Codec;
 
 /// `Accept` for full objects.
 pub(crate) const ACCEPT_JSON: &str = "application/json";
+/// `Accept` for protobuf alone.
+const ACCEPT_PROTOBUF: &str = "application/vnd.kubernetes.protobuf";
+/// `Accept` for protobuf, with JSON where the server cannot: client-go's default for built-in
+/// kinds.
+const ACCEPT_PROTOBUF_OR_JSON: &str = "application/vnd.kubernetes.protobuf, application/json";
 /// `Accept` for a metadata-only list.
 pub(crate) const ACCEPT_METADATA_LIST: &str =
     "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json";
@@ -83,6 +89,7 @@ struct Inner {
     watch_idle_margin: Duration,
     watch_idle_timeout: Duration,
     max_watch_line: usize,
+    object_encoding: ObjectEncoding,
 }
 
 impl fmt::Debug for Client {
@@ -150,6 +157,7 @@ impl Client {
                 watch_idle_margin: config.watch_idle_margin,
                 watch_idle_timeout: config.watch_idle_timeout,
                 max_watch_line: config.max_watch_line,
+                object_encoding: config.object_encoding,
             }),
         })
     }
@@ -225,7 +233,10 @@ impl Client {
             ));
         }
         let path = with_query(base.clone(), &params.to_query());
+        let codec = self.protobuf_codec::<K>(resource, accept, params.shard_selector.is_some());
+        let accept = codec.map_or(accept, |(_, accept)| accept);
         let (response, encoding) = self.send(&path, accept, Request::List).await?;
+        let protobuf = codec.filter(|_| is_protobuf(response.headers()));
         // The page may take what is left of the list's bytes, and no more than a page may.
         let left = self.inner.max_list_bytes.saturating_sub(before.bytes);
         let limit = usize::try_from(left).map_or(self.inner.max_list_body, |left| {
@@ -242,14 +253,23 @@ impl Client {
         traffic.bytes.increment(body.len() as u64);
         let scope = resource.scope;
         let started = std::time::Instant::now();
-        let decoded = decode_list(body, scope).await;
-        traffic.decode.record(started.elapsed());
-        let mut list = decoded.map_err(|source| Error::Decode {
-            what: "list",
-            line: None,
-            offset: None,
-            source,
-        })?;
+        let mut list = match protobuf {
+            Some((codec, _)) => {
+                let decoded = decode_protobuf_list(body, codec, scope).await;
+                traffic.decode.record(started.elapsed());
+                decoded?
+            }
+            None => {
+                let decoded = decode_list(body, scope).await;
+                traffic.decode.record(started.elapsed());
+                decoded.map_err(|source| Error::Decode {
+                    what: "list",
+                    line: None,
+                    offset: None,
+                    source,
+                })?
+            }
+        };
         let objects = before.objects + list.items.len() as u64;
         if objects > self.inner.max_list_objects as u64 {
             return Err(too_large(
@@ -312,9 +332,15 @@ impl Client {
         // A streaming list carries the whole state, as a list does: it may come compressed, as
         // client-go asks since 1.37. A plain watch may not (its events come one by one).
         let compressible = params.send_initial_events;
+        let codec = self.protobuf_codec::<K>(resource, accept, params.shard_selector.is_some());
+        let accept = codec.map_or(accept, |(_, accept)| accept);
         let (response, encoding) = self
             .send(&path, accept, Request::Watch { compressible })
             .await?;
+        let format = match codec {
+            Some((codec, _)) if is_protobuf(response.headers()) => WatchFormat::Protobuf(codec),
+            _ => WatchFormat::Json,
+        };
         let idle = match params.timeout_seconds {
             Some(t) => Duration::from_secs(u64::from(t)) + self.inner.watch_idle_margin,
             None => self.inner.watch_idle_timeout,
@@ -326,7 +352,31 @@ impl Client {
             Some(idle),
             Parallel::default(),
             Traffic::new(resource, "watch"),
+            format,
         ))
+    }
+
+    /// The protobuf codec a full-object list or watch of `K` on `resource` uses under this
+    /// configuration, and the `Accept` that asks for it: none for other forms (`accept` is not
+    /// plain JSON), for a request with a shard selector, for types without a codec, and for a
+    /// resource that is not the codec's kind.
+    fn protobuf_codec<K: 'static>(
+        &self,
+        resource: &ApiResource,
+        accept: &'static str,
+        shard_selector: bool,
+    ) -> Option<(&'static Codec, &'static str)> {
+        if accept != ACCEPT_JSON || shard_selector {
+            return None;
+        }
+        let accept = match self.inner.object_encoding {
+            ObjectEncoding::ProtobufWherePossible => ACCEPT_PROTOBUF_OR_JSON,
+            ObjectEncoding::Protobuf => ACCEPT_PROTOBUF,
+            _ => return None,
+        };
+        let codec = kinformer_protobuf::convert::codec::<K>()?;
+        (codec.kind() == resource.kind && codec.api_version() == resource.api_version)
+            .then_some((codec, accept))
     }
 
     /// GETs `path` (a server-relative path such as `/api/v1`) and decodes its JSON body as `T`,
@@ -755,6 +805,16 @@ impl Client {
         }
         Error::from_response(code, retry_after.as_deref(), &body)
     }
+}
+
+/// Whether a response's `Content-Type` is protobuf (`application/vnd.kubernetes.protobuf`, with
+/// or without `;stream=watch`).
+fn is_protobuf(headers: &reqwest::header::HeaderMap) -> bool {
+    headers
+        .get(CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.split(';').next())
+        .is_some_and(|mime| mime.trim().eq_ignore_ascii_case(ACCEPT_PROTOBUF))
 }
 
 /// The list path of `resource` in `namespace`, after checking every segment that comes from

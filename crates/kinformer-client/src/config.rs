@@ -129,6 +129,39 @@ pub struct Config {
     /// The longest watch line accepted; a longer one ends the stream with
     /// [`Error::LineTooLong`] (default [`DEFAULT_MAX_WATCH_LINE`], 16 MiB).
     pub max_watch_line: usize,
+    /// The encoding lists and watches ask for (default [`ObjectEncoding::Json`]).
+    pub object_encoding: ObjectEncoding,
+}
+
+/// The encoding a list or a watch asks the API server for.
+///
+/// The API server speaks protobuf (`application/vnd.kubernetes.protobuf`) for its built-in
+/// kinds, as client-go asks by default; custom resources and dynamic objects are JSON whatever
+/// this says, and so is a list or watch that carries a shard selector (the protobuf list
+/// metadata of the releases the messages come from has no `shardInfo`, so the server's answer
+/// to the selector could not be read). Which Rust types have a protobuf codec:
+/// [`kinformer_protobuf::convert::codec`].
+///
+/// ```
+/// use kinformer_client::{Config, ObjectEncoding};
+///
+/// let mut config = Config::new("https://127.0.0.1:6443");
+/// assert_eq!(config.object_encoding, ObjectEncoding::Json);
+/// config.object_encoding = ObjectEncoding::ProtobufWherePossible;
+/// ```
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ObjectEncoding {
+    /// JSON for everything.
+    #[default]
+    Json,
+    /// Protobuf for the built-in kinds that have a codec, with JSON listed after it in
+    /// `Accept`, so that a server (or a proxy) that cannot answer in protobuf answers in JSON,
+    /// which is decoded as JSON.
+    ProtobufWherePossible,
+    /// Protobuf alone for the built-in kinds that have a codec: a server that cannot answer in
+    /// protobuf answers 406 ([`Error::Api`](crate::Error) with the server's message).
+    Protobuf,
 }
 
 /// A client certificate chain and its private key, both PEM.
@@ -222,6 +255,7 @@ impl fmt::Debug for Config {
             .field("watch_idle_margin", &self.watch_idle_margin)
             .field("watch_idle_timeout", &self.watch_idle_timeout)
             .field("max_watch_line", &self.max_watch_line)
+            .field("object_encoding", &self.object_encoding)
             .finish()
     }
 }
@@ -263,6 +297,7 @@ impl Config {
             watch_idle_margin: Duration::from_secs(30),
             watch_idle_timeout: Duration::from_secs(600),
             max_watch_line: DEFAULT_MAX_WATCH_LINE,
+            object_encoding: ObjectEncoding::Json,
         }
     }
 

@@ -7,7 +7,11 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use futures_util::{FutureExt as _, Stream, StreamExt as _};
-use kinformer_core::{Object, WatchEvent, WatchStream, missing_identity};
+use kinformer_core::{
+    Bookmark, Object, ResourceVersion, WatchEvent, WatchStream, missing_identity,
+};
+use kinformer_protobuf::convert::Codec;
+use kinformer_protobuf::wire;
 use serde::de::DeserializeOwned;
 
 use crate::Error;
@@ -166,6 +170,112 @@ impl LineSplitter {
     }
 }
 
+/// How a watch body is framed and its events decoded.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum WatchFormat {
+    /// Newline-delimited JSON.
+    Json,
+    /// Length-prefixed protobuf frames, the objects decoded with the kind's codec.
+    Protobuf(&'static Codec),
+}
+
+/// Splits a protobuf watch body into frames, handed on as [`Line`]s numbered by frame; a frame
+/// that lies inside one chunk is not copied, and none may exceed the limit.
+struct FrameSplitter {
+    frames: wire::FrameDecoder,
+    count: u64,
+    offset: u64,
+    done: bool,
+}
+
+impl FrameSplitter {
+    fn next_line(&mut self) -> Option<Result<Line, Error>> {
+        if self.done {
+            return None;
+        }
+        match self.frames.next_frame() {
+            Ok(Some(frame)) => {
+                self.count += 1;
+                let offset = self.offset;
+                self.offset += frame.len() as u64 + 4;
+                Some(Ok(Line {
+                    bytes: frame,
+                    number: self.count,
+                    offset,
+                }))
+            }
+            Ok(None) => None,
+            Err(source) => {
+                self.done = true;
+                Some(Err(Error::Protobuf {
+                    what: "watch event",
+                    at: Some(format!("frame {}", self.count + 1)),
+                    source,
+                }))
+            }
+        }
+    }
+}
+
+/// A watch body's splitter, by its framing.
+enum Splitter {
+    Lines(LineSplitter),
+    Frames(FrameSplitter),
+}
+
+impl Splitter {
+    fn new(format: WatchFormat, max_line: usize) -> Self {
+        match format {
+            WatchFormat::Json => Self::Lines(LineSplitter::new(max_line)),
+            WatchFormat::Protobuf(_) => Self::Frames(FrameSplitter {
+                frames: wire::FrameDecoder::new(max_line),
+                count: 0,
+                offset: 0,
+                done: false,
+            }),
+        }
+    }
+
+    fn push(&mut self, chunk: Bytes) {
+        match self {
+            Self::Lines(l) => l.push(chunk),
+            Self::Frames(f) if !f.done => f.frames.push(chunk),
+            Self::Frames(_) => {}
+        }
+    }
+
+    fn next_line(&mut self) -> Option<Result<Line, Error>> {
+        match self {
+            Self::Lines(l) => l.next_line(),
+            Self::Frames(f) => f.next_line(),
+        }
+    }
+
+    /// Whether a split unit is nothing to decode: a blank JSON line (a frame is never skipped,
+    /// whatever its bytes).
+    fn is_blank(&self, line: &Line) -> bool {
+        matches!(self, Self::Lines(_)) && is_blank(&line.bytes)
+    }
+
+    /// How the stream ends once the body has: with the bytes after the last newline, or, for
+    /// frames, cut if a frame was left incomplete.
+    fn finish(&mut self) -> End {
+        match self {
+            Self::Lines(l) => End::Tail(l.finish()),
+            Self::Frames(f) => {
+                f.done = true;
+                match f.frames.finish() {
+                    Ok(()) => End::Tail(Vec::new()),
+                    Err(e) => End::Fail(Error::Interrupted {
+                        events: 0,
+                        reason: format!("the stream ended inside a frame: {e}"),
+                    }),
+                }
+            }
+        }
+    }
+}
+
 /// Splits a watch response into lines and decodes each into a [`WatchEvent`], without copying
 /// complete lines: a line that lies inside one chunk is decoded straight from that chunk; only a
 /// line split across chunks is gathered in a buffer, which never grows past the maximum line
@@ -193,7 +303,8 @@ impl LineSplitter {
 /// assert!(decoder.finish::<DynamicObject>().is_none());
 /// ```
 pub struct WatchDecoder {
-    split: LineSplitter,
+    split: Splitter,
+    format: WatchFormat,
     /// Events decoded so far.
     events: u64,
     /// Whether an object without a namespace is refused.
@@ -203,12 +314,16 @@ pub struct WatchDecoder {
 
 impl fmt::Debug for WatchDecoder {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("WatchDecoder")
-            .field("pending", &self.split.pending.len())
-            .field("unread", &(self.split.chunk.len() - self.split.pos))
-            .field("max_line", &self.split.max_line)
-            .field("lines", &self.split.lines)
-            .field("events", &self.events)
+        let mut d = f.debug_struct("WatchDecoder");
+        match &self.split {
+            Splitter::Lines(split) => d
+                .field("pending", &split.pending.len())
+                .field("unread", &(split.chunk.len() - split.pos))
+                .field("max_line", &split.max_line)
+                .field("lines", &split.lines),
+            Splitter::Frames(split) => d.field("frames", &split.count),
+        };
+        d.field("events", &self.events)
             .field("done", &self.done)
             .finish()
     }
@@ -218,7 +333,49 @@ impl WatchDecoder {
     /// A decoder that refuses lines longer than `max_line` bytes.
     pub fn new(max_line: usize) -> Self {
         Self {
-            split: LineSplitter::new(max_line),
+            split: Splitter::new(WatchFormat::Json, max_line),
+            format: WatchFormat::Json,
+            events: 0,
+            require_namespace: false,
+            done: false,
+        }
+    }
+
+    /// A decoder of a protobuf watch body (`application/vnd.kubernetes.protobuf;stream=watch`):
+    /// length-prefixed frames, each a `WatchEvent` whose object `codec` decodes. A frame longer
+    /// than `max_frame` bytes is refused when its length is read. Its events must be taken as
+    /// the codec's type ([`next_event`](Self::next_event) with another type is an error).
+    ///
+    /// ```
+    /// use bytes::Bytes;
+    /// use k8s_openapi::api::core::v1::Pod;
+    /// use kinformer_client::WatchDecoder;
+    /// use kinformer_core::WatchEvent;
+    /// use kinformer_protobuf::{convert, wire};
+    ///
+    /// let codec = convert::codec::<Pod>().unwrap();
+    /// let mut pod = Pod::default();
+    /// pod.metadata.name = Some("web".into());
+    /// pod.metadata.namespace = Some("default".into());
+    /// let (mut message, mut object, mut event, mut body) = (vec![], vec![], vec![], vec![]);
+    /// convert::Protobuf::encode(&pod, &mut message);
+    /// wire::encode_envelope("v1", "Pod", &message, &mut object);
+    /// wire::encode_watch_event(wire::EventType::Added, &object, &mut event);
+    /// wire::encode_frame(&event, &mut body);
+    ///
+    /// let mut decoder = WatchDecoder::protobuf(codec, 1 << 20);
+    /// decoder.push(Bytes::from(body));
+    /// match decoder.next_event::<Pod>() {
+    ///     Some(Ok(WatchEvent::Added(p))) => assert_eq!(p.metadata.name.as_deref(), Some("web")),
+    ///     other => panic!("{other:?}"),
+    /// }
+    /// assert!(decoder.finish::<Pod>().is_none());
+    /// ```
+    pub fn protobuf(codec: &'static Codec, max_frame: usize) -> Self {
+        let format = WatchFormat::Protobuf(codec);
+        Self {
+            split: Splitter::new(format, max_frame),
+            format,
             events: 0,
             require_namespace: false,
             done: false,
@@ -257,7 +414,13 @@ impl WatchDecoder {
                     return Some(Err(e));
                 }
             };
-            match decode_line(&line, self.require_namespace) {
+            let decoded = match self.format {
+                WatchFormat::Json => decode_line(&line, self.require_namespace),
+                WatchFormat::Protobuf(codec) => {
+                    Some(decode_frame(&line, codec, self.require_namespace))
+                }
+            };
+            match decoded {
                 None => continue,
                 Some(Ok(event)) => {
                     self.events += 1;
@@ -279,7 +442,16 @@ impl WatchDecoder {
             return None;
         }
         self.done = true;
-        let tail = self.split.finish();
+        let tail = match self.split.finish() {
+            End::Tail(tail) => tail,
+            End::Fail(Error::Interrupted { reason, .. }) => {
+                return Some(Err(Error::Interrupted {
+                    events: self.events,
+                    reason,
+                }));
+            }
+            End::Fail(e) => return Some(Err(e)),
+        };
         let result = decode_tail::<K>(&tail, self.require_namespace, self.events)?;
         if result.is_ok() {
             self.events += 1;
@@ -301,6 +473,74 @@ fn decode_line<K: Object + DeserializeOwned>(
             offset: Some(line.offset),
             source,
         })
+    })
+}
+
+/// Decodes one protobuf frame: a `WatchEvent` in its envelope, whose object is the kind's
+/// message in its own envelope (a `Status` for an ERROR). A bookmark's object is read for its
+/// resourceVersion and annotations alone.
+fn decode_frame<K: Object>(
+    line: &Line,
+    codec: &'static Codec,
+    require_namespace: bool,
+) -> Result<WatchEvent<K>, Error> {
+    let fail = |source| Error::Protobuf {
+        what: "watch event",
+        at: Some(format!("frame {}", line.number)),
+        source,
+    };
+    let event = wire::decode_watch_event(line.bytes.clone()).map_err(fail)?;
+    let envelope = wire::decode_envelope(event.object).map_err(fail)?;
+    match event.event_type {
+        wire::EventType::Error => {
+            let status = wire::decode_status(&envelope.raw).map_err(fail)?;
+            return Ok(WatchEvent::Error(crate::error::status_from_wire(status)));
+        }
+        wire::EventType::Bookmark => {
+            let object = codec.decode_json(&envelope.raw).map_err(fail)?;
+            let meta = &object["metadata"];
+            let annotations = meta["annotations"]
+                .as_object()
+                .map(|m| {
+                    m.iter()
+                        .filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_owned())))
+                        .collect()
+                })
+                .unwrap_or_default();
+            return Ok(WatchEvent::Bookmark(Bookmark {
+                resource_version: ResourceVersion::from(
+                    meta["resourceVersion"].as_str().unwrap_or_default(),
+                ),
+                annotations,
+            }));
+        }
+        _ => {}
+    }
+    if envelope.kind != codec.kind() || envelope.api_version != codec.api_version() {
+        return Err(fail(kinformer_protobuf::Error::UnexpectedKind {
+            expected: format!("{}/{}", codec.api_version(), codec.kind()),
+            found: format!("{}/{}", envelope.api_version, envelope.kind),
+        }));
+    }
+    let object = match codec.decode::<K>(&envelope.raw) {
+        Some(decoded) => decoded.map_err(fail)?,
+        None => {
+            return Err(fail(kinformer_protobuf::Error::UnexpectedKind {
+                expected: std::any::type_name::<K>().to_owned(),
+                found: format!("{}/{}", codec.api_version(), codec.kind()),
+            }));
+        }
+    };
+    if let Some(field) = missing_identity(&*object, require_namespace) {
+        return Err(fail(kinformer_protobuf::Error::MissingField {
+            what: "watch event object",
+            field,
+        }));
+    }
+    Ok(match event.event_type {
+        wire::EventType::Added => WatchEvent::Added(object),
+        wire::EventType::Modified => WatchEvent::Modified(object),
+        _ => WatchEvent::Deleted(object),
     })
 }
 
@@ -460,10 +700,15 @@ impl Batch {
     fn decode<K: Object + DeserializeOwned>(
         self,
         require_namespace: bool,
+        format: WatchFormat,
     ) -> Vec<Result<WatchEvent<K>, Error>> {
         let mut out = Vec::with_capacity(self.lines.len() + 1);
         for line in &self.lines {
-            match decode_line(line, require_namespace) {
+            let decoded = match format {
+                WatchFormat::Json => decode_line(line, require_namespace),
+                WatchFormat::Protobuf(codec) => Some(decode_frame(line, codec, require_namespace)),
+            };
+            match decoded {
                 None => {}
                 Some(Ok(event)) => out.push(Ok(event)),
                 Some(Err(e)) => {
@@ -486,7 +731,7 @@ impl Batch {
 /// The reading half: pulls chunks from the body and cuts batches of lines.
 struct Reader<S> {
     body: Pin<Box<S>>,
-    split: LineSplitter,
+    split: Splitter,
     idle: Option<Duration>,
     batch_bytes: usize,
     batch_lines: usize,
@@ -520,7 +765,7 @@ where
                     Ok(line) => {
                         bytes += line.bytes.len() + 1;
                         lines += 1;
-                        if !is_blank(&line.bytes) {
+                        if !self.split.is_blank(&line) {
                             batch.lines.push(line);
                         }
                         if bytes >= self.batch_bytes || lines >= self.batch_lines {
@@ -567,8 +812,8 @@ where
                     return Some(self.end(batch, End::Fail(cut)));
                 }
                 None => {
-                    let tail = self.split.finish();
-                    return Some(self.end(batch, End::Tail(tail)));
+                    let end = self.split.finish();
+                    return Some(self.end(batch, end));
                 }
             }
         }
@@ -601,6 +846,7 @@ where
         idle,
         parallel,
         Traffic::none(),
+        WatchFormat::Json,
     )
 }
 
@@ -612,6 +858,7 @@ pub(crate) fn decode_watch_counted<K, S, E>(
     idle: Option<Duration>,
     parallel: Parallel,
     traffic: Traffic,
+    format: WatchFormat,
 ) -> WatchStream<K>
 where
     K: Object + DeserializeOwned,
@@ -621,7 +868,7 @@ where
     let Traffic { bytes, decode } = traffic;
     let reader = Reader {
         body: Box::pin(body),
-        split: LineSplitter::new(max_line),
+        split: Splitter::new(format, max_line),
         idle,
         batch_bytes: parallel.batch_bytes.max(1),
         batch_lines: parallel.batch_lines.max(1),
@@ -637,7 +884,7 @@ where
             let timer = decode.clone();
             let timed = move |batch: Batch| {
                 let started = std::time::Instant::now();
-                let events = batch.decode::<K>(require_namespace);
+                let events = batch.decode::<K>(require_namespace, format);
                 timer.record(started.elapsed());
                 events
             };
@@ -822,7 +1069,10 @@ mod tests {
                 while let Some(r) = d.next_event::<DynamicObject>() {
                     got.push(r);
                 }
-                assert!(d.split.pending.len() <= 1000, "buffer grew past the limit");
+                let Splitter::Lines(split) = &d.split else {
+                    unreachable!("a JSON decoder splits lines")
+                };
+                assert!(split.pending.len() <= 1000, "buffer grew past the limit");
             }
             assert!(d.finish::<DynamicObject>().is_none());
             assert_eq!(got.len(), 2, "chunk size {size}");
@@ -1178,7 +1428,7 @@ mod tests {
     ) -> Reader<impl Stream<Item = Result<Bytes, std::io::Error>> + Send + 'static> {
         Reader {
             body: Box::pin(futures_util::stream::iter(chunks.into_iter().map(Ok))),
-            split: LineSplitter::new(1 << 20),
+            split: Splitter::new(WatchFormat::Json, 1 << 20),
             idle: None,
             batch_bytes: BATCH_BYTES,
             batch_lines: BATCH_LINES,

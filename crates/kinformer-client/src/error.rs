@@ -254,6 +254,20 @@ pub enum Error {
         source: kinformer_core::Error,
     },
 
+    /// A protobuf response could not be decoded: a malformed envelope, frame or message, or a
+    /// frame over [`Config::max_watch_line`](crate::Config). Not retryable for this payload; for
+    /// a watch, the stream is ended and a relist is the safe way on.
+    #[error("cannot decode protobuf {what}{}: {source}", fmt_at(at.as_deref()))]
+    Protobuf {
+        /// What was being decoded: `"watch event"` or `"list"`.
+        what: &'static str,
+        /// Where: `frame 3` (1-based, in a watch stream), `items[10]` (in a list).
+        at: Option<String>,
+        /// What was wrong.
+        #[source]
+        source: kinformer_protobuf::Error,
+    },
+
     /// The configuration is unusable: a malformed or missing kubeconfig, a missing referenced
     /// file, bad base64 or PEM. Names the file (when there is one) and the field. Not retryable.
     #[error("{}{field}: {message}", fmt_path(path.as_ref()))]
@@ -324,6 +338,36 @@ impl fmt::Display for ListBound {
 fn fmt_retry(d: Option<Duration>) -> String {
     d.map(|d| format!(", retry after {}s", d.as_secs()))
         .unwrap_or_default()
+}
+
+/// ` at <where>` for a protobuf error.
+fn fmt_at(at: Option<&str>) -> String {
+    at.map(|at| format!(" at {at}")).unwrap_or_default()
+}
+
+/// The `Status` of a protobuf error body (one that begins with the envelope's magic bytes).
+fn status_of_protobuf(body: &[u8]) -> Option<Status> {
+    use kinformer_protobuf::wire;
+    if !body.starts_with(&wire::MAGIC) {
+        return None;
+    }
+    let envelope = wire::decode_envelope(bytes::Bytes::copy_from_slice(body)).ok()?;
+    let s = wire::decode_status(&envelope.raw).ok()?;
+    Some(status_from_wire(s))
+}
+
+/// A protobuf `Status` as core's.
+pub(crate) fn status_from_wire(s: kinformer_protobuf::wire::Status) -> Status {
+    Status {
+        status: s.status.unwrap_or_default(),
+        message: s.message.unwrap_or_default(),
+        reason: s.reason.unwrap_or_default(),
+        code: s
+            .code
+            .and_then(|c| u16::try_from(c).ok())
+            .unwrap_or_default(),
+        details: None,
+    }
 }
 
 fn fmt_location(line: Option<u64>, offset: Option<u64>) -> String {
@@ -418,8 +462,8 @@ impl Error {
             .ok()
             .and_then(|c| c.canonical_reason())
             .unwrap_or_default();
-        let mut status = serde_json::from_slice::<Status>(body)
-            .ok()
+        let mut status = status_of_protobuf(body)
+            .or_else(|| serde_json::from_slice::<Status>(body).ok())
             .filter(|s| s.code != 0 || !s.reason.is_empty() || !s.message.is_empty())
             .unwrap_or_else(|| {
                 let text: String = String::from_utf8_lossy(body).chars().take(512).collect();

@@ -96,7 +96,7 @@ pub use client::Client;
 pub use config::{
     AuthConfig, ClientIdentity, Config, DEFAULT_MAX_LIST_BODY, DEFAULT_MAX_LIST_BYTES,
     DEFAULT_MAX_LIST_OBJECTS, DEFAULT_MAX_LIST_PAGES, DEFAULT_MAX_WATCH_LINE,
-    DEFAULT_REQUEST_TIMEOUT, KubeconfigOptions, SERVICE_ACCOUNT_DIR,
+    DEFAULT_REQUEST_TIMEOUT, KubeconfigOptions, ObjectEncoding, SERVICE_ACCOUNT_DIR,
 };
 pub use decode::{WatchDecoder, decode_watch};
 pub use discovery::{DiscoveredResource, Discovery, DiscoveryOptions, FailedGroupVersion};
