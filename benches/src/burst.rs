@@ -42,16 +42,50 @@ pub const CHUNK: usize = 128 * 1024;
 
 type Body = UnsyncBoxBody<Bytes, std::io::Error>;
 
-/// Watch lines rendered ahead of time, in both forms a client may ask for: the full object, and
-/// `PartialObjectMetadata`.
+/// The form a watch asks for: the full object as JSON, `PartialObjectMetadata`, or the full
+/// object in protobuf frames.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Form {
+    Full,
+    Meta,
+    Protobuf,
+}
+
+/// Watch events rendered ahead of time, in every form a client may ask for: the full object
+/// and `PartialObjectMetadata` as JSON lines, and the full object as protobuf frames (as the API
+/// server writes a protobuf watch: a length, then a `WatchEvent` whose object is the pod's
+/// envelope).
 #[derive(Debug, Default)]
 pub struct Rendered {
     full: Vec<u8>,
     meta: Vec<u8>,
-    /// The version of each event, ascending, and where its line starts in each form.
+    pb: Vec<u8>,
+    /// The version of each event, ascending, and where it starts in each form.
     rvs: Vec<u64>,
     full_at: Vec<usize>,
     meta_at: Vec<usize>,
+    pb_at: Vec<usize>,
+}
+
+/// Appends the protobuf frame of a watch event whose object is `object` (a pod as JSON).
+fn frame(out: &mut Vec<u8>, kind: &str, object: &Value) {
+    use kinformer_protobuf::wire;
+    let codec = kinformer_protobuf::convert::codec_for("v1", "Pod").expect("pods have a codec");
+    let mut message = Vec::new();
+    codec
+        .encode_json(object, &mut message)
+        .expect("a pod the bench wrote fits the typed Pod");
+    let mut envelope = Vec::new();
+    wire::encode_envelope("v1", "Pod", &message, &mut envelope);
+    let event_type = match kind {
+        "ADDED" => wire::EventType::Added,
+        "MODIFIED" => wire::EventType::Modified,
+        "DELETED" => wire::EventType::Deleted,
+        _ => wire::EventType::Bookmark,
+    };
+    let mut event = Vec::new();
+    wire::encode_watch_event(event_type, &envelope, &mut event);
+    wire::encode_frame(&event, out);
 }
 
 fn line(out: &mut Vec<u8>, kind: &str, object: &Value) {
@@ -73,7 +107,9 @@ impl Rendered {
         self.rvs.push(rv);
         self.full_at.push(self.full.len());
         self.meta_at.push(self.meta.len());
+        self.pb_at.push(self.pb.len());
         line(&mut self.full, kind, object);
+        frame(&mut self.pb, kind, object);
         let meta = json!({
             "kind": "PartialObjectMetadata",
             "apiVersion": "meta.k8s.io/v1",
@@ -98,6 +134,13 @@ impl Rendered {
             });
             line(out, "BOOKMARK", &bookmark);
         }
+        let bookmark = json!({
+            "metadata": {
+                "resourceVersion": rv.to_string(),
+                "annotations": {"k8s.io/initial-events-end": "true"},
+            },
+        });
+        frame(&mut self.pb, "BOOKMARK", &bookmark);
     }
 
     /// The number of events.
@@ -119,9 +162,11 @@ impl Rendered {
         Queued {
             full: Bytes::from(self.full),
             meta: Bytes::from(self.meta),
+            pb: Bytes::from(self.pb),
             rvs: self.rvs,
             full_at: self.full_at,
             meta_at: self.meta_at,
+            pb_at: self.pb_at,
         }
     }
 }
@@ -130,30 +175,32 @@ impl Rendered {
 struct Queued {
     full: Bytes,
     meta: Bytes,
+    pb: Bytes,
     rvs: Vec<u64>,
     full_at: Vec<usize>,
     meta_at: Vec<usize>,
+    pb_at: Vec<usize>,
 }
 
 impl Queued {
-    /// The lines of the events after `rv`, in the form asked for.
-    fn after(&self, rv: u64, meta: bool) -> Bytes {
+    fn form(&self, form: Form) -> (&Bytes, &[usize]) {
+        match form {
+            Form::Full => (&self.full, &self.full_at),
+            Form::Meta => (&self.meta, &self.meta_at),
+            Form::Protobuf => (&self.pb, &self.pb_at),
+        }
+    }
+
+    /// The events after `rv`, in the form asked for.
+    fn after(&self, rv: u64, form: Form) -> Bytes {
         let i = self.rvs.partition_point(|r| *r <= rv);
-        let (bytes, at) = if meta {
-            (&self.meta, &self.meta_at)
-        } else {
-            (&self.full, &self.full_at)
-        };
+        let (bytes, at) = self.form(form);
         let start = at.get(i).copied().unwrap_or(bytes.len());
         bytes.slice(start..)
     }
 
-    fn all(&self, meta: bool) -> Bytes {
-        if meta {
-            self.meta.clone()
-        } else {
-            self.full.clone()
-        }
+    fn all(&self, form: Form) -> Bytes {
+        self.form(form).0.clone()
     }
 }
 
@@ -297,13 +344,24 @@ async fn handle(state: &Arc<State>, req: Request<Incoming>) -> Response<Body> {
     let pods = path == "/api/v1/pods";
     let watching = matches!(param(&query, "watch"), Some("true" | "1"));
     if pods && watching {
-        let meta = req
+        let accept = req
             .headers()
             .get(hyper::header::ACCEPT)
             .and_then(|v| v.to_str().ok())
-            .is_some_and(|a| a.contains("as=PartialObjectMetadata"));
-        if let Some(body) = queued_watch(state, &query, meta) {
-            return burst(state, &query, body);
+            .unwrap_or_default();
+        // The first type listed wins, as in the API server's negotiation.
+        let form = if accept.contains("as=PartialObjectMetadata") {
+            Form::Meta
+        } else if accept
+            .trim_start()
+            .starts_with(kinformer_protobuf::wire::CONTENT_TYPE)
+        {
+            Form::Protobuf
+        } else {
+            Form::Full
+        };
+        if let Some(body) = queued_watch(state, &query, form) {
+            return burst(state, &query, body, form);
         }
     }
     let mut query = query;
@@ -322,20 +380,20 @@ async fn handle(state: &Arc<State>, req: Request<Incoming>) -> Response<Body> {
 }
 
 /// What the front holds for a watch with `query`, if anything.
-fn queued_watch(state: &State, query: &str, meta: bool) -> Option<Bytes> {
+fn queued_watch(state: &State, query: &str, form: Form) -> Option<Bytes> {
     if param(query, "sendInitialEvents") == Some("true") {
-        return state.initial.lock().as_ref().map(|q| q.all(meta));
+        return state.initial.lock().as_ref().map(|q| q.all(form));
     }
     let rv: u64 = param(query, "resourceVersion")?.parse().ok()?;
     let base = (*state.base.lock())?;
     let events = state.events.lock();
     let queued = events.as_ref()?;
-    (rv >= base).then(|| queued.after(rv, meta))
+    (rv >= base).then(|| queued.after(rv, form))
 }
 
 /// A watch response: `body` in [`CHUNK`]-byte writes back to back, then nothing until the
 /// client goes, the watch's `timeoutSeconds` pass, or the front closes its watches.
-fn burst(state: &State, query: &str, body: Bytes) -> Response<Body> {
+fn burst(state: &State, query: &str, body: Bytes, form: Form) -> Response<Body> {
     let chunks: Vec<Bytes> = (0..body.len())
         .step_by(CHUNK)
         .map(|at| body.slice(at..(at + CHUNK).min(body.len())))
@@ -355,9 +413,13 @@ fn burst(state: &State, query: &str, body: Bytes) -> Response<Body> {
         .map(|c| Ok::<_, std::io::Error>(Frame::data(c)))
         .chain(futures_util::stream::once(end).filter_map(|()| async { None }));
     let mut r = Response::new(StreamBody::new(frames).boxed_unsync());
+    let content_type = match form {
+        Form::Protobuf => kinformer_protobuf::wire::WATCH_CONTENT_TYPE,
+        Form::Full | Form::Meta => "application/json",
+    };
     r.headers_mut().insert(
         hyper::header::CONTENT_TYPE,
-        hyper::header::HeaderValue::from_static("application/json"),
+        hyper::header::HeaderValue::from_static(content_type),
     );
     r
 }
@@ -447,14 +509,26 @@ mod tests {
         assert_eq!(r.len(), 3);
         let q = r.freeze();
         let lines = |b: Bytes| String::from_utf8(b.to_vec()).unwrap();
-        assert_eq!(lines(q.after(10, false)).lines().count(), 3);
-        let after_12 = lines(q.after(12, false));
+        assert_eq!(lines(q.after(10, Form::Full)).lines().count(), 3);
+        let after_12 = lines(q.after(12, Form::Full));
         assert_eq!(after_12.lines().count(), 1);
         assert!(
             after_12.contains("\"resourceVersion\":\"13\""),
             "{after_12}"
         );
-        assert!(lines(q.after(13, true)).is_empty());
-        assert!(lines(q.after(11, true)).contains("PartialObjectMetadata"));
+        assert!(lines(q.after(13, Form::Meta)).is_empty());
+        assert!(lines(q.after(11, Form::Meta)).contains("PartialObjectMetadata"));
+        // The same events in protobuf frames: the last one alone after 12.
+        let codec = kinformer_protobuf::convert::codec_for("v1", "Pod").unwrap();
+        let mut frames = kinformer_protobuf::wire::FrameDecoder::new(1 << 20);
+        frames.push(q.after(12, Form::Protobuf));
+        let event =
+            kinformer_protobuf::wire::decode_watch_event(frames.next_frame().unwrap().unwrap())
+                .unwrap();
+        let object = kinformer_protobuf::wire::decode_envelope(event.object).unwrap();
+        let pod = codec.decode_json(&object.raw).unwrap();
+        assert_eq!(pod["metadata"]["resourceVersion"], "13");
+        assert!(frames.next_frame().unwrap().is_none());
+        frames.finish().unwrap();
     }
 }

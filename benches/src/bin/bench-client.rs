@@ -572,6 +572,13 @@ async fn run(args: &Args, tallies: &Tallies) -> Result<Report, String> {
         "kinformer-typed" => {
             kinformer::<Pod>(args, Api::all(kinformer_client()?), phase, tallies).await
         }
+        // The same typed cache, its lists and watches in protobuf.
+        "kinformer-typed-pb" => {
+            let mut config = kinformer::client::Config::new(args.url.clone());
+            config.object_encoding = kinformer::client::ObjectEncoding::Protobuf;
+            let client = kinformer::client::Client::new(config).map_err(|e| e.to_string())?;
+            kinformer::<Pod>(args, Api::all(client), phase, tallies).await
+        }
         // Compact forms: the handler reads a label, as a controller that enqueues keys does, so
         // no typed decode happens at event time.
         "kinformer-compact" => {

@@ -209,6 +209,7 @@ const fn t(
 }
 
 const TYPED: &str = "kinformer-typed";
+const TYPED_PB: &str = "kinformer-typed-pb";
 const COMPACT: &str = "kinformer-compact";
 const COMPRESSED: &str = "kinformer-compressed";
 
@@ -220,9 +221,11 @@ const TARGETS: &[Target] = &[
     t("upd-10k", COMPACT, Figure::EventsRatio, true, 5.0),
     t("upd-10k", COMPACT, Figure::RssRatio, false, 0.25),
     t("upd-10k", COMPRESSED, Figure::EventsRatio, true, 6.0),
+    t("upd-10k", TYPED_PB, Figure::EventsRatio, true, 3.0),
     t("churn-10k", TYPED, Figure::EventsRatio, true, 1.5),
     t("sync-100k", TYPED, Figure::SyncRatio, false, 0.6),
     t("sync-100k", TYPED, Figure::RssRatio, false, 1.0),
+    t("sync-100k", TYPED_PB, Figure::SyncRatio, false, 0.4),
     t("sync-100k", COMPACT, Figure::SyncRatio, false, 0.3),
     t("sync-100k", COMPACT, Figure::RssRatio, false, 0.2),
     t("sync-100k", COMPRESSED, Figure::SyncRatio, false, 0.35),

@@ -243,6 +243,16 @@ pub const CLIENTS: &[ClientSpec] = &[
         about: "kinformer::Informer::<Pod>, cache of Arc<Pod>",
     },
     ClientSpec {
+        name: "kinformer-typed-pb",
+        built: true,
+        about: "kinformer::Informer::<Pod>, cache of Arc<Pod>, lists and watches in protobuf",
+    },
+    ClientSpec {
+        name: "kinformer-compact-pb",
+        built: false,
+        about: "kinformer_compact::Compact<Pod> keeping protobuf bytes (not built: compact keeps JSON)",
+    },
+    ClientSpec {
         name: "kinformer-compact",
         built: true,
         about: "kinformer with kinformer_compact::Compact<Pod> (raw JSON + metadata)",
