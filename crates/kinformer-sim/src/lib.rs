@@ -23,7 +23,8 @@
 //!   and finalizers; the status subresource and `metadata.generation` kind by kind, as the
 //!   registry's strategies keep them; namespace checks and pod defaults on create; content
 //!   negotiation with
-//!   metadata-only, `Table` and YAML responses (406 otherwise); gzip for large responses;
+//!   metadata-only, `Table`, YAML and (for the built-in kinds) protobuf responses (406
+//!   otherwise); gzip for large responses;
 //!   discovery for `kubectl`; `Status` bodies for every error.
 //! - **TLS and authentication**: HTTPS with a generated CA, bearer tokens, basic auth, client
 //!   certificates ([`Auth`]).
@@ -46,7 +47,8 @@
 //! The defaults are a real server's (bookmarks each minute, history compacted every five
 //! minutes, Kubernetes 1.34); tests turn [`SimConfig`]'s knobs down when they need things sooner.
 //!
-//! What it does not do: protobuf and CBOR (406/415), JSON patch and server-side apply (415),
+//! What it does not do: CBOR, protobuf request bodies and protobuf `Table` and metadata forms
+//! (406/415), JSON patch and server-side apply (415),
 //! schema validation and most admission, aggregated discovery, authorization policies, garbage
 //! collection, and persistence. `docs/sim.md` maps each behaviour to the real server's.
 //!
