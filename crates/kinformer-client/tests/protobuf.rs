@@ -339,3 +339,48 @@ async fn a_protobuf_error_answer_maps_to_the_same_error_as_json() {
         other => panic!("{other:?}"),
     }
 }
+
+#[tokio::test]
+async fn an_object_leaving_a_protobuf_watchs_selector_is_deleted_at_the_events_version() {
+    let sim = SimServer::start(SimConfig::default()).await.unwrap();
+    let store = sim.store();
+    let mut pod = kinformer_sim::generate_pod(5, 2);
+    pod["metadata"]["namespace"] = "default".into();
+    pod["metadata"]["labels"]["watched"] = "yes".into();
+    let created = store.create(&pods(), pod).unwrap();
+    let pb = client_of(&sim, ObjectEncoding::Protobuf);
+    let mut stream = pb
+        .watch::<Pod>(
+            &pods(),
+            None,
+            &WatchParams {
+                label_selector: Some("watched=yes".to_owned()),
+                resource_version: Some(
+                    created["metadata"]["resourceVersion"]
+                        .as_str()
+                        .unwrap()
+                        .to_owned(),
+                ),
+                timeout_seconds: Some(5),
+                ..WatchParams::default()
+            },
+        )
+        .await
+        .unwrap();
+    let mut relabelled = created.clone();
+    relabelled["metadata"]["labels"]["watched"] = "no".into();
+    let updated = store.update(&pods(), relabelled).unwrap();
+    let event = tokio::time::timeout(BOUND, stream.next()).await.unwrap();
+    match event {
+        Some(Ok(WatchEvent::Deleted(p))) => {
+            // Its state before the change, at the change's version.
+            let labels = p.metadata.labels.as_ref().unwrap();
+            assert_eq!(labels["watched"], "yes");
+            assert_eq!(
+                p.metadata.resource_version.as_deref(),
+                updated["metadata"]["resourceVersion"].as_str()
+            );
+        }
+        other => panic!("expected DELETED, got {other:?}"),
+    }
+}

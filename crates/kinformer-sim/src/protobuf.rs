@@ -21,9 +21,14 @@ pub(crate) fn codec(api: &ApiResource) -> Option<&'static Codec> {
 /// wrote) is an error naming why.
 pub(crate) fn object_body(codec: &Codec, json: &[u8]) -> Result<Bytes, String> {
     let value: serde_json::Value = serde_json::from_slice(json).map_err(|e| e.to_string())?;
+    value_body(codec, &value)
+}
+
+/// [`object_body`] of an object already parsed.
+pub(crate) fn value_body(codec: &Codec, value: &serde_json::Value) -> Result<Bytes, String> {
     let mut message = Vec::new();
     codec
-        .encode_json(&value, &mut message)
+        .encode_json(value, &mut message)
         .map_err(|e| format!("cannot encode the object as protobuf: {e}"))?;
     Ok(envelope(codec.api_version(), codec.kind(), &message))
 }

@@ -299,7 +299,7 @@ enum Variant {
 /// An object the kind's typed form cannot hold (only the sim's admin API can store one) is an
 /// ERROR frame with a 500.
 fn frame(ev: &Event, variant: Variant, codec: &crate::protobuf::Codec) -> Bytes {
-    use crate::protobuf::{error_frame, event_frame, object_body};
+    use crate::protobuf::{error_frame, event_frame, value_body};
     use kinformer_protobuf::wire::EventType;
     let idx = variant as usize * 3 + 2;
     ev.lines[idx]
@@ -312,8 +312,7 @@ fn frame(ev: &Event, variant: Variant, codec: &crate::protobuf::Codec) -> Bytes 
                     let prev = ev.prev.as_ref().unwrap_or(&ev.object);
                     let mut v = prev.value();
                     v["metadata"]["resourceVersion"] = ev.rv.to_string().into();
-                    let json = serde_json::to_vec(&v).unwrap_or_default();
-                    (EventType::Deleted, object_body(codec, &json))
+                    (EventType::Deleted, value_body(codec, &v))
                 }
             };
             match body {
