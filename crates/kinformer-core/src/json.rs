@@ -31,6 +31,54 @@ pub enum JsonDecoder {
     Tape,
 }
 
+impl JsonDecoder {
+    /// Decodes `bytes` into `T` with this parser. [`Tape`](JsonDecoder::Tape) falls back to
+    /// `serde_json` for whatever it refuses, so an error is always `serde_json`'s; JSON nested
+    /// more than 128 arrays or objects deep is refused by both (the tape parser builds values
+    /// recursively, so it is never handed such a document), never a stack overflow.
+    ///
+    /// ```
+    /// use kinformer_core::JsonDecoder;
+    ///
+    /// let value: serde_json::Value = JsonDecoder::Tape.decode(br#"{"f:spec":{"f:replicas":{}}}"#)?;
+    /// assert_eq!(value["f:spec"]["f:replicas"], serde_json::json!({}));
+    /// let deep = format!("{}{}", "[".repeat(100_000), "]".repeat(100_000));
+    /// assert!(JsonDecoder::Tape.decode::<serde_json::Value>(deep.as_bytes()).is_err());
+    /// # Ok::<(), serde_json::Error>(())
+    /// ```
+    pub fn decode<T: DeserializeOwned>(self, bytes: &[u8]) -> Result<T, serde_json::Error> {
+        if self == JsonDecoder::Tape
+            && let Some(value) = tape(bytes)
+        {
+            return Ok(value);
+        }
+        text_first(bytes)
+    }
+}
+
+/// How deep arrays and objects may nest for the tape parser: `serde_json`'s own limit.
+const MAX_DEPTH: usize = 128;
+
+/// Whether arrays and objects on a tape nest deeper than [`MAX_DEPTH`]. A container's node
+/// counts the nodes inside it, so the containers open at a node are those whose range covers it.
+fn too_deep(tape: &[simd_json::Node<'_>]) -> bool {
+    let mut ends = [0usize; MAX_DEPTH + 1];
+    let mut open = 0;
+    for (i, node) in tape.iter().enumerate() {
+        while open > 0 && ends[open - 1] < i {
+            open -= 1;
+        }
+        if let simd_json::Node::Object { count, .. } | simd_json::Node::Array { count, .. } = node {
+            if open == MAX_DEPTH {
+                return true;
+            }
+            ends[open] = i + count;
+            open += 1;
+        }
+    }
+    false
+}
+
 /// The scratch space of the tape parser, per thread: it parses in place, so it needs a copy of
 /// the bytes, and it keeps its tape and string buffers between documents.
 struct Scratch {
@@ -59,7 +107,12 @@ pub(crate) fn tape<T: DeserializeOwned>(bytes: &[u8]) -> Option<T> {
         let Scratch { copy, buffers } = &mut *scratch;
         copy.clear();
         copy.extend_from_slice(bytes);
-        let decoded = simd_json::serde::from_slice_with_buffers(copy, buffers).ok();
+        // The tape first, then the value: a value is built recursively, so a document nested
+        // too deep goes to serde_json, which refuses it, instead of overflowing the stack.
+        let decoded = simd_json::to_tape_with_buffers(copy, buffers)
+            .ok()
+            .filter(|tape| !too_deep(&tape.0))
+            .and_then(|tape| tape.deserialize().ok());
         if copy.capacity() > KEEP_SCRATCH {
             *scratch = Scratch {
                 copy: Vec::new(),
@@ -81,10 +134,48 @@ pub(crate) fn text_first<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, serde_j
 
 /// Decodes one object with the parser its type asks for.
 pub(crate) fn object<K: Object + DeserializeOwned>(bytes: &[u8]) -> Result<K, serde_json::Error> {
-    if K::JSON_DECODER == JsonDecoder::Tape
-        && let Some(object) = tape(bytes)
-    {
-        return Ok(object);
+    K::JSON_DECODER.decode(bytes)
+}
+
+#[cfg(test)]
+mod tests {
+    use k8s_openapi::api::core::v1::Pod;
+
+    use super::*;
+
+    /// A pod whose managed fields nest `depth` arrays deep.
+    fn nested_pod(depth: usize) -> String {
+        format!(
+            r#"{{"metadata":{{"name":"a","managedFields":[{{"fieldsV1":{}{}}}]}}}}"#,
+            "[".repeat(depth),
+            "]".repeat(depth)
+        )
     }
-    text_first(bytes)
+
+    #[test]
+    fn nesting_past_the_limit_is_an_error_not_a_stack_overflow() {
+        // Each level of the tape parser's recursion takes more stack than serde_json's: a
+        // document this deep overflowed a test thread's stack before the depth was checked.
+        let e = object::<Pod>(nested_pod(200_000).as_bytes()).unwrap_err();
+        assert!(e.to_string().contains("recursion limit"), "{e}");
+        // Within the limit (the pod, its metadata, the list, the entry and 120 arrays), both
+        // parsers decode it, to the same.
+        let fine = nested_pod(120);
+        let by_tape = tape::<Pod>(fine.as_bytes()).expect("the tape parser takes it");
+        assert_eq!(by_tape, text_first::<Pod>(fine.as_bytes()).unwrap());
+    }
+
+    #[test]
+    fn depth_counts_open_containers_only() {
+        let mut copy = br#"[[1],[2],{"a":[3]},[[[4]]]]"#.to_vec();
+        let tape = simd_json::to_tape(&mut copy).unwrap();
+        assert!(!too_deep(&tape.0));
+        // Siblings do not add up: 200 arrays side by side are one level.
+        let mut wide = format!("[{}[]]", "[],".repeat(199)).into_bytes();
+        assert!(!too_deep(&simd_json::to_tape(&mut wide).unwrap().0));
+        let mut deep = format!("{}{}", "[".repeat(129), "]".repeat(129)).into_bytes();
+        assert!(too_deep(&simd_json::to_tape(&mut deep).unwrap().0));
+        let mut limit = format!("{}{}", "[".repeat(128), "]".repeat(128)).into_bytes();
+        assert!(!too_deep(&simd_json::to_tape(&mut limit).unwrap().0));
+    }
 }
