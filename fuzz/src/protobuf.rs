@@ -1,5 +1,6 @@
 //! The property of the `protobuf_watch` fuzz target: Kubernetes' protobuf framing
-//! (`kinformer_protobuf::wire`) on arbitrary bytes cut at arbitrary chunk boundaries.
+//! (`kinformer_protobuf::wire`) on arbitrary bytes cut at arbitrary chunk boundaries, and the
+//! objects inside decoded both ways (straight into k8s-openapi, and through k8s-pb's messages).
 //!
 //! Not a module of the fuzz crate's library: `src/lib.rs` is included by kinformer-client's
 //! tests, which do not depend on kinformer-protobuf. The target includes this file
@@ -7,8 +8,13 @@
 //! (`crates/kinformer-protobuf/tests/wire_props.rs`), which check it on proptest's inputs and
 //! on the seeds.
 
+use std::fmt::Debug;
+
 use bytes::Bytes;
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::core::v1::Pod;
 use kinformer_protobuf::Error;
+use kinformer_protobuf::convert::Protobuf;
 use kinformer_protobuf::wire::{self, FrameDecoder};
 
 /// Whether `part` lies inside `whole` (a zero-copy slice of it), or is empty.
@@ -36,6 +42,43 @@ fn check_refusal(e: &Error) {
     let _ = e.to_string();
 }
 
+/// Whether an error is about nesting: the direct decoder and prost count depth alike but not
+/// to the same step (a kind without a default is decoded by prost with a budget of its own).
+fn nesting(e: &Error) -> bool {
+    let text = e.to_string();
+    text.contains("deep") || text.contains("recursion")
+}
+
+/// `message` as a `K`, decoded straight into k8s-openapi and through k8s-pb's messages: never a
+/// panic; the same value when both accept it; what the reference accepts, the direct decoder
+/// accepts too (except at the nesting limit). The direct decoder may accept what the reference
+/// refuses: it skips, as unknown, a field the k8s-openapi version lacks (k8s-pb's `workloadRef`
+/// of a Pod under 1.37), where prost still checks it; what it accepted then re-encodes to bytes
+/// the reference reads back to the same value.
+fn agree<K: Protobuf + PartialEq + Debug>(message: &[u8]) {
+    match (K::decode(message), K::decode_message(message)) {
+        (Ok(direct), Ok(reference)) => assert_eq!(direct, reference, "{}", K::KIND),
+        (Err(_), Err(_)) => {}
+        (Ok(direct), Err(_)) => {
+            let mut again = Vec::new();
+            direct.encode(&mut again);
+            assert_eq!(K::decode_message(&again).unwrap(), direct, "{}", K::KIND);
+        }
+        (Err(e), Ok(_)) => assert!(
+            nesting(&e),
+            "{}: the direct decoder refused what the reference accepts: {e}",
+            K::KIND
+        ),
+    }
+}
+
+/// The object decoders on `message`: a Pod, and a Deployment (whose conditions have no
+/// default and go through prost).
+fn check_object(message: &[u8]) {
+    agree::<Pod>(message);
+    agree::<Deployment>(message);
+}
+
 /// Every message decoder on `body` as a whole body, and the ones its contents lead to: never
 /// a panic; what decodes encodes back to bytes that decode to the same; slices stay within
 /// what they came from.
@@ -53,6 +96,7 @@ fn check_message(body: &Bytes) {
     check_envelope(body);
     check_list(body);
     check_status(body);
+    check_object(body);
 }
 
 fn check_envelope(body: &Bytes) {
@@ -69,6 +113,7 @@ fn check_envelope(body: &Bytes) {
             assert_eq!(wire::decode_envelope(again.into()).unwrap(), envelope);
             check_list(&envelope.raw);
             check_status(&envelope.raw);
+            check_object(&envelope.raw);
         }
         Err(e) => check_refusal(&e),
     }

@@ -191,6 +191,8 @@ struct Pb {
     src: PathBuf,
     /// Module -> lowercased message name -> (name, fields).
     modules: HashMap<String, HashMap<String, (String, Fields)>>,
+    /// `(module, message, field)` -> the field's number, from its `#[prost(.., tag = "N")]`.
+    tags: HashMap<(String, String, String), u32>,
 }
 
 impl Pb {
@@ -206,6 +208,14 @@ impl Pb {
                 for item in parse(&path)?.items {
                     if let syn::Item::Struct(s) = item {
                         let name = s.ident.to_string();
+                        for field in &s.fields {
+                            if let (Some(ident), Some(tag)) = (&field.ident, prost_tag(field)) {
+                                self.tags.insert(
+                                    (module.to_owned(), name.clone(), ident.to_string()),
+                                    tag,
+                                );
+                            }
+                        }
                         messages.insert(name.to_lowercase(), (name, fields_of(&s)));
                     }
                 }
@@ -214,6 +224,33 @@ impl Pb {
         }
         Ok(self.modules[module].get(&name.to_lowercase()))
     }
+
+    /// The number of `field` in the message `name` of `module` (a message already read).
+    fn tag(&self, module: &str, name: &str, field: &str) -> Result<u32, String> {
+        self.tags
+            .get(&(module.to_owned(), name.to_owned(), field.to_owned()))
+            .copied()
+            .ok_or_else(|| format!("k8s-pb's {module}::{name}.{field} has no prost tag"))
+    }
+}
+
+/// A prost field's number: the `tag = "N"` of its `#[prost(..)]` attribute.
+fn prost_tag(field: &syn::Field) -> Option<u32> {
+    let mut tag = None;
+    for attr in field.attrs.iter().filter(|a| a.path().is_ident("prost")) {
+        let _ = attr.parse_nested_meta(|meta| {
+            if meta.input.peek(syn::Token![=]) {
+                let value: syn::Lit = meta.value()?.parse()?;
+                if meta.path.is_ident("tag")
+                    && let syn::Lit::Str(text) = value
+                {
+                    tag = text.value().parse().ok();
+                }
+            }
+            Ok(())
+        });
+    }
+    tag
 }
 
 /// One Kubernetes version's tree of k8s-openapi.
@@ -469,16 +506,18 @@ struct Type {
 
 /// One k8s-pb field converted.
 enum Mapped {
-    /// `(k8s-openapi field, k8s-pb field, versions that have it)`.
-    Direct(String, String, BTreeSet<u32>),
+    /// `(k8s-openapi field, k8s-pb field, versions that have it, the field's number)`.
+    Direct(String, String, BTreeSet<u32>, u32),
     /// A Go embedded struct: a k8s-pb field holding a message whose fields k8s-openapi inlines.
     Embedded {
         /// The k8s-pb field.
         pb_field: String,
+        /// Its number.
+        tag: u32,
         /// Its message's path (`pb::api::core::v1::LocalObjectReference`).
         message: String,
-        /// `(k8s-openapi field, the message's field, versions that have it)`.
-        fields: Vec<(String, String, BTreeSet<u32>)>,
+        /// `(k8s-openapi field, the message's field, versions that have it, its number)`.
+        fields: Vec<(String, String, BTreeSet<u32>, u32)>,
     },
 }
 
@@ -528,6 +567,7 @@ pub(crate) fn generate(root: &Path) -> Result<String, String> {
     let mut pb = Pb {
         src: pb_src,
         modules: HashMap::new(),
+        tags: HashMap::new(),
     };
     let mut trees: Vec<(u32, OpenApi)> = all
         .iter()
@@ -609,6 +649,7 @@ pub(crate) fn generate(root: &Path) -> Result<String, String> {
                     field.clone(),
                     pb_field.clone(),
                     present.clone(),
+                    pb.tag(&module, &pb_name, pb_field)?,
                 ));
                 continue;
             }
@@ -616,25 +657,26 @@ pub(crate) fn generate(root: &Path) -> Result<String, String> {
                 Some((m, n)) => pb.message(&m, &n)?.cloned().map(|found| (m, found)),
                 None => None,
             };
-            let inner: Vec<(String, String, BTreeSet<u32>)> = embedded
-                .as_ref()
-                .map(|(_, (_, fields))| {
-                    fields
-                        .iter()
-                        .filter_map(|(f, _)| {
-                            let (field, present) = openapi_fields.get(&normalize_field(f))?;
-                            Some((field.clone(), f.clone(), present.clone()))
-                        })
-                        .collect()
-                })
-                .unwrap_or_default();
+            let inner: Vec<(String, String, BTreeSet<u32>, u32)> = match &embedded {
+                Some((m, (message, fields))) => fields
+                    .iter()
+                    .filter_map(|(f, _)| {
+                        let (field, present) = openapi_fields.get(&normalize_field(f))?;
+                        Some(
+                            pb.tag(m, message, f)
+                                .map(|tag| (field.clone(), f.clone(), present.clone(), tag)),
+                        )
+                    })
+                    .collect::<Result<_, _>>()?,
+                None => Vec::new(),
+            };
             match embedded {
                 Some((m, (message, fields))) if !inner.is_empty() => {
-                    for (_, f, _) in &inner {
+                    for (_, f, _, _) in &inner {
                         claim(normalize_field(f), f)?;
                     }
                     for (f, _) in &fields {
-                        if !inner.iter().any(|(_, g, _)| g == f) {
+                        if !inner.iter().any(|(_, g, _, _)| g == f) {
                             one_side.push(format!(
                                 "k8s-pb only: {m}::{message}.{f} (embedded in {module}::{pb_name})"
                             ));
@@ -645,6 +687,7 @@ pub(crate) fn generate(root: &Path) -> Result<String, String> {
                     ));
                     mapped.push(Mapped::Embedded {
                         pb_field: pb_field.clone(),
+                        tag: pb.tag(&module, &pb_name, pb_field)?,
                         message: format!("pb::{m}::{message}"),
                         fields: inner,
                     });
@@ -686,7 +729,7 @@ pub(crate) fn generate(root: &Path) -> Result<String, String> {
             // Built as a struct literal: every field converted, in every version alike.
             let uniform = mapped
                 .iter()
-                .all(|m| matches!(m, Mapped::Direct(_, _, p) if *p == versions));
+                .all(|m| matches!(m, Mapped::Direct(_, _, p, _) if *p == versions));
             if !uniform || matched.len() != openapi_fields.len() {
                 return Err(format!(
                     "{module}::{name} has no Default, and its fields differ between versions or \
@@ -750,22 +793,48 @@ fn render(
     s.push_str(
         "\n// Fields differ between Kubernetes versions, so each body starts from `Default` and \
          assigns the fields this version has (a struct literal could not be gated per field); in \
-         some versions a body assigns nothing, leaving `out` unchanged and `m` unread.\n\
-         #![allow(clippy::field_reassign_with_default, unused_mut, unused_variables)]\n\n\
+         some versions a body assigns nothing, leaving `out` unchanged and `m` unread. A field \
+         number whose field only some versions have returns from inside the version's macro, so \
+         the skip after it is unreachable in those versions.\n\
+         #![allow(\n\
+             clippy::field_reassign_with_default,\n\
+             unreachable_code,\n\
+             unused_mut,\n\
+             unused_variables\n\
+         )]\n\n\
          use k8s_pb as pb;\n\n\
          use crate::Error;\n\
+         use crate::convert::direct::{self, Field};\n\
          use crate::convert::{FromMessage, ToMessage};\n\n",
     );
 
     let mut required = String::new();
+    let mut elements = String::new();
     for t in types.values() {
         let openapi = format!("k8s_openapi::{}::{}", t.module, t.name);
         let message = format!("pb::{}::{}", t.module, t.pb_name);
         let mut from = String::new();
         let mut to = String::new();
+        let mut arms = String::new();
         for mapped in &t.fields {
             match mapped {
-                Mapped::Direct(field, pb_field, present) => {
+                Mapped::Direct(field, _, present, tag) => {
+                    arms.push_str(&arm(all, &t.versions, present, *tag, field));
+                }
+                Mapped::Embedded { tag, fields, .. } => {
+                    let mut inner = String::new();
+                    for (field, _, present, tag) in fields {
+                        inner.push_str(&arm(all, &t.versions, present, *tag, field));
+                    }
+                    let _ = writeln!(
+                        arms,
+                        "{tag} => direct::fields(r.bytes(wire)?, depth, |tag, wire, r, depth| \
+                         match tag {{\n{inner}_ => r.skip(wire, depth),\n}}),"
+                    );
+                }
+            }
+            match mapped {
+                Mapped::Direct(field, pb_field, present, _) => {
                     let body = format!("out.{field} = FromMessage::from_message(m.{pb_field})?;");
                     from.push_str(&gate_within(all, &t.versions, present, &body));
                     let body = format!("out.{pb_field} = ToMessage::to_message(&self.{field});");
@@ -775,11 +844,12 @@ fn render(
                     pb_field,
                     message,
                     fields,
+                    ..
                 } => {
                     let var = pb_field.trim_start_matches("r#");
                     let _ = writeln!(from, "let {var} = m.{pb_field}.unwrap_or_default();");
                     let _ = writeln!(to, "let mut {var} = {message}::default();");
-                    for (field, inner, present) in fields {
+                    for (field, inner, present, _) in fields {
                         let body =
                             format!("out.{field} = FromMessage::from_message({var}.{inner})?;");
                         from.push_str(&gate_within(all, &t.versions, present, &body));
@@ -795,7 +865,7 @@ fn render(
         } else {
             let mut literal = String::new();
             for mapped in &t.fields {
-                if let Mapped::Direct(field, pb_field, _) = mapped {
+                if let Mapped::Direct(field, pb_field, _, _) = mapped {
                     let _ = writeln!(
                         literal,
                         "{field}: FromMessage::from_message(m.{pb_field})?,"
@@ -804,7 +874,7 @@ fn render(
             }
             format!("Ok(Self {{\n{literal}}})")
         };
-        let impls = format!(
+        let mut impls = format!(
             "impl FromMessage<{message}> for {openapi} {{\n\
              fn from_message(m: {message}) -> Result<Self, Error> {{\n\
              {build}\n}}\n}}\n\n\
@@ -812,6 +882,25 @@ fn render(
              fn to_message(&self) -> {message} {{\n\
              let mut out = {message}::default();\n{to}out\n}}\n}}\n\n"
         );
+        if t.default {
+            let body = if arms.is_empty() {
+                "r.skip(wire, depth)".to_owned()
+            } else {
+                format!("match tag {{\n{arms}_ => r.skip(wire, depth),\n}}")
+            };
+            let _ = write!(
+                impls,
+                "impl direct::Merge for {openapi} {{\n\
+                 fn merge_field(\n\
+                 &mut self,\n\
+                 tag: u32,\n\
+                 wire: direct::Wire,\n\
+                 r: &mut direct::Reader<'_>,\n\
+                 depth: u32,\n\
+                 ) -> Result<(), Error> {{\n\
+                 {body}\n}}\n}}\n\n"
+            );
+        }
         if t.versions.len() == all.len() {
             s.push_str(&impls);
         } else {
@@ -824,6 +913,12 @@ fn render(
             ));
             s.push('\n');
         }
+        let element = if t.default {
+            format!("crate::convert::direct::messages! {{ {openapi}; }}")
+        } else {
+            format!("crate::convert::direct::through_message! {{ {openapi} => {message}; }}")
+        };
+        let _ = writeln!(elements, "{}", gate(all, &t.versions, &element, 0));
         if t.default {
             let _ = writeln!(
                 required,
@@ -842,6 +937,11 @@ fn render(
          a default cannot be a required field).\n",
     );
     s.push_str(&required);
+    s.push_str(
+        "\n// Every struct as an element of the direct decoder: in place when it has a default, \
+         through its k8s-pb message otherwise.\n",
+    );
+    s.push_str(&elements);
     s.push_str("\ncrate::convert::protobuf_kinds! {\n");
     for (module, name) in ROOTS {
         let t = &types[&((*module).to_owned(), (*name).to_owned())];
@@ -853,6 +953,26 @@ fn render(
     }
     s.push_str("}\n");
     Ok(s)
+}
+
+/// One `match` arm of a generated `Merge`: field number `tag` decoded into `self.{field}`. A field
+/// only some versions have returns from inside their macro, and is skipped in the others.
+fn arm(
+    all: &[u32],
+    of_type: &BTreeSet<u32>,
+    present: &BTreeSet<u32>,
+    tag: u32,
+    field: &str,
+) -> String {
+    let call = format!("Field::merge_field(&mut self.{field}, wire, r, depth)");
+    if present == of_type {
+        format!("{tag} => {call},\n")
+    } else {
+        format!(
+            "{tag} => {{\n{}r.skip(wire, depth)\n}}\n",
+            gate(all, present, &format!("return {call};"), 3)
+        )
+    }
 }
 
 /// Gates a field's line by its versions, unless it is in every version of its type.

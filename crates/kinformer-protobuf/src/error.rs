@@ -35,6 +35,11 @@ pub enum Error {
         /// What was cut short.
         what: &'static str,
     },
+    /// Bytes that are not valid protobuf: a length past the end of its message, a varint over
+    /// ten bytes, a field with the wrong wire type for its type, invalid UTF-8 in a string,
+    /// messages nested too deep.
+    #[error("malformed protobuf: {0}")]
+    Malformed(&'static str),
     /// The envelope names a kind other than the one expected.
     #[error("expected a protobuf {expected}, the envelope says {found}")]
     UnexpectedKind {

@@ -650,6 +650,9 @@ where
     typed.encode(&mut bytes);
     let back = K::decode(&bytes).map_err(|e| TestCaseError::fail(format!("{e}")))?;
     prop_assert_eq!(&back, &typed);
+    // The reference path, through k8s-pb's messages, gives the same value.
+    let reference = K::decode_message(&bytes).map_err(|e| TestCaseError::fail(format!("{e}")))?;
+    prop_assert_eq!(&reference, &typed);
     let expected = serde_json::to_value(&typed).unwrap();
     prop_assert_eq!(serde_json::to_value(&back).unwrap(), expected.clone());
 
@@ -666,6 +669,48 @@ where
         .unwrap();
     prop_assert_eq!(&*arc, &typed);
     Ok(())
+}
+
+/// The direct decoder and the reference path (k8s-pb's messages, then the conversion) accept
+/// and reject the same bytes, and agree on what they accept.
+fn agree<K: Protobuf + PartialEq + Debug>(bytes: &[u8]) {
+    let direct = K::decode(bytes);
+    let reference = K::decode_message(bytes);
+    match (&direct, &reference) {
+        (Ok(a), Ok(b)) => assert_eq!(a, b, "{}: {bytes:?}", K::KIND),
+        (Err(_), Err(_)) => {}
+        _ => panic!(
+            "{}: direct {:?} but reference {:?} for {bytes:?}",
+            K::KIND,
+            direct.map(drop),
+            reference.map(drop)
+        ),
+    }
+}
+
+/// [`agree`] for the kind named by `apiVersion` and `kind`.
+fn agree_on(json: &Value, bytes: &[u8]) {
+    match (
+        json["apiVersion"].as_str().unwrap(),
+        json["kind"].as_str().unwrap(),
+    ) {
+        ("v1", "Pod") => agree::<Pod>(bytes),
+        ("v1", "Service") => agree::<Service>(bytes),
+        ("v1", "ConfigMap") => agree::<ConfigMap>(bytes),
+        ("v1", "Secret") => agree::<Secret>(bytes),
+        ("v1", "ServiceAccount") => agree::<ServiceAccount>(bytes),
+        ("v1", "Endpoints") => agree::<Endpoints>(bytes),
+        ("v1", "Event") => agree::<Event>(bytes),
+        ("v1", "Namespace") => agree::<Namespace>(bytes),
+        ("v1", "Node") => agree::<Node>(bytes),
+        ("apps/v1", "Deployment") => agree::<Deployment>(bytes),
+        ("apps/v1", "ReplicaSet") => agree::<ReplicaSet>(bytes),
+        ("apps/v1", "StatefulSet") => agree::<StatefulSet>(bytes),
+        ("apps/v1", "DaemonSet") => agree::<DaemonSet>(bytes),
+        ("discovery.k8s.io/v1", "EndpointSlice") => agree::<EndpointSlice>(bytes),
+        ("coordination.k8s.io/v1", "Lease") => agree::<Lease>(bytes),
+        other => panic!("no fixture dispatch for {other:?}"),
+    }
 }
 
 /// Round-trips one object, by its `apiVersion` and `kind`.
@@ -779,6 +824,7 @@ fn truncated_and_garbled_messages_are_errors_not_panics() {
         // field (a message or string, for every fixture) short, which is an error.
         for len in 0..bytes.len() {
             let _ = codec.decode_json(&bytes[..len]);
+            agree_on(&fixture, &bytes[..len]);
         }
         assert!(
             codec.decode_json(&bytes[..bytes.len() - 1]).is_err(),
@@ -790,6 +836,7 @@ fn truncated_and_garbled_messages_are_errors_not_panics() {
             let mut garbled = bytes.clone();
             garbled[i] ^= 0xa5;
             let _ = codec.decode_json(&garbled);
+            agree_on(&fixture, &garbled);
         }
         assert!(codec.decode_json(&[0xff; 16]).is_err());
     }

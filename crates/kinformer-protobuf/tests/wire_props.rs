@@ -203,9 +203,57 @@ proptest! {
     }
 }
 
+/// A pod with something of every leaf the direct decoder reads (times, quantities, an
+/// int-or-string, embedded JSON, maps, lists of structs), as the API server encodes it.
+fn realistic_pod() -> Vec<u8> {
+    use k8s_openapi::api::core::v1::Pod;
+    use kinformer_protobuf::convert::Protobuf as _;
+    let pod: Pod = serde_json::from_value(serde_json::json!({
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "name": "web-0", "namespace": "shop", "uid": "0b5f", "resourceVersion": "12",
+            "creationTimestamp": "2024-05-01T10:00:00Z", "labels": { "app": "web" },
+            "ownerReferences": [{
+                "apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "web", "uid": "77",
+                "controller": true
+            }],
+            "managedFields": [{
+                "manager": "kubelet", "operation": "Update", "apiVersion": "v1",
+                "time": "2024-05-01T10:00:07Z", "fieldsType": "FieldsV1",
+                "fieldsV1": { "f:status": { "f:podIP": {} } }, "subresource": "status"
+            }]
+        },
+        "spec": {
+            "nodeName": "node-1",
+            "containers": [{
+                "name": "web", "image": "nginx:1.27", "args": ["--port", "8080"],
+                "ports": [{ "containerPort": 8080, "protocol": "TCP" }],
+                "resources": { "requests": { "cpu": "100m", "memory": "64Mi" } },
+                "readinessProbe": { "httpGet": { "path": "/", "port": "http" }, "periodSeconds": 5 },
+                "env": [
+                    { "name": "A", "value": "1" },
+                    { "name": "B", "valueFrom": { "configMapKeyRef": { "name": "cm", "key": "b" } } }
+                ]
+            }],
+            "volumes": [{ "name": "data", "configMap": { "name": "cm", "defaultMode": 420 } }]
+        },
+        "status": {
+            "phase": "Running", "podIP": "10.0.0.7", "startTime": "2024-05-01T10:00:05Z",
+            "conditions": [{
+                "type": "Ready", "status": "True", "lastTransitionTime": "2024-05-01T10:00:07Z"
+            }]
+        }
+    }))
+    .unwrap();
+    let mut message = Vec::new();
+    pod.encode(&mut message);
+    message
+}
+
 /// The seeds of the `protobuf_watch` fuzz target, as its input reads them (limit byte, chunk
 /// count and sizes, body): a stream of every event type (an `ERROR` one carrying a `Status`),
-/// and a list body.
+/// a list body, and one event of a realistic pod (for the object decoders).
 fn fuzz_seeds() -> Vec<(&'static str, Vec<u8>)> {
     let mut stream = Vec::new();
     for (event_type, kind, raw) in [
@@ -265,9 +313,16 @@ fn fuzz_seeds() -> Vec<(&'static str, Vec<u8>)> {
         data.extend_from_slice(body);
         data
     };
+    let mut object = Vec::new();
+    wire::encode_envelope("v1", "Pod", &realistic_pod(), &mut object);
+    let mut frame = Vec::new();
+    wire::encode_watch_event(EventType::Modified, &object, &mut frame);
+    let mut pod = Vec::new();
+    wire::encode_frame(&frame, &mut pod);
     vec![
         ("stream", with_header(8, &[1, 3, 7, 30], &stream)),
         ("list", with_header(8, &[], &body)),
+        ("pod", with_header(12, &[], &pod)),
     ]
 }
 
@@ -304,7 +359,7 @@ fn the_fuzz_seeds_pass() {
         fuzz_property::protobuf_watch(&std::fs::read(entry.unwrap().path()).unwrap());
         checked += 1;
     }
-    assert!(checked >= 2, "{checked}");
+    assert!(checked >= 3, "{checked}");
     for (name, data) in fuzz_seeds() {
         let body = Bytes::from(data[2 + usize::from(data[1])..].to_vec());
         match name {
@@ -318,6 +373,20 @@ fn the_fuzz_seeds_pass() {
                 }
                 decoder.finish().unwrap();
                 assert_eq!(events, 5);
+            }
+            "pod" => {
+                use k8s_openapi::api::core::v1::Pod;
+                use kinformer_protobuf::convert::Protobuf as _;
+                let mut decoder = FrameDecoder::new(1 << 12);
+                decoder.push(body);
+                let frame = decoder.next_frame().unwrap().unwrap();
+                let event = wire::decode_watch_event(frame).unwrap();
+                let pod = Pod::decode(&wire::decode_envelope(event.object).unwrap().raw).unwrap();
+                assert_eq!(pod.metadata.name.as_deref(), Some("web-0"));
+                assert_eq!(
+                    pod.spec.unwrap().containers[0].env.as_ref().unwrap().len(),
+                    2
+                );
             }
             _ => {
                 let envelope = wire::decode_envelope(body).unwrap();

@@ -49,12 +49,18 @@
 //! - api::core::v1::SecretProjection.local_object_reference embeds api::core::v1::LocalObjectReference, whose fields k8s-openapi's SecretProjection has inline
 //! - api::core::v1::Volume.volume_source embeds api::core::v1::VolumeSource, whose fields k8s-openapi's Volume has inline
 
-// Fields differ between Kubernetes versions, so each body starts from `Default` and assigns the fields this version has (a struct literal could not be gated per field); in some versions a body assigns nothing, leaving `out` unchanged and `m` unread.
-#![allow(clippy::field_reassign_with_default, unused_mut, unused_variables)]
+// Fields differ between Kubernetes versions, so each body starts from `Default` and assigns the fields this version has (a struct literal could not be gated per field); in some versions a body assigns nothing, leaving `out` unchanged and `m` unread. A field number whose field only some versions have returns from inside the version's macro, so the skip after it is unreachable in those versions.
+#![allow(
+    clippy::field_reassign_with_default,
+    unreachable_code,
+    unused_mut,
+    unused_variables
+)]
 
 use k8s_pb as pb;
 
 use crate::Error;
+use crate::convert::direct::{self, Field};
 use crate::convert::{FromMessage, ToMessage};
 
 impl FromMessage<pb::api::apps::v1::DaemonSet> for k8s_openapi::api::apps::v1::DaemonSet {
@@ -74,6 +80,23 @@ impl ToMessage<pb::api::apps::v1::DaemonSet> for k8s_openapi::api::apps::v1::Dae
         out.spec = ToMessage::to_message(&self.spec);
         out.status = ToMessage::to_message(&self.status);
         out
+    }
+}
+
+impl direct::Merge for k8s_openapi::api::apps::v1::DaemonSet {
+    fn merge_field(
+        &mut self,
+        tag: u32,
+        wire: direct::Wire,
+        r: &mut direct::Reader<'_>,
+        depth: u32,
+    ) -> Result<(), Error> {
+        match tag {
+            1 => Field::merge_field(&mut self.metadata, wire, r, depth),
+            2 => Field::merge_field(&mut self.spec, wire, r, depth),
+            3 => Field::merge_field(&mut self.status, wire, r, depth),
+            _ => r.skip(wire, depth),
+        }
     }
 }
 
@@ -105,6 +128,25 @@ impl ToMessage<pb::api::apps::v1::DaemonSetCondition>
     }
 }
 
+impl direct::Merge for k8s_openapi::api::apps::v1::DaemonSetCondition {
+    fn merge_field(
+        &mut self,
+        tag: u32,
+        wire: direct::Wire,
+        r: &mut direct::Reader<'_>,
+        depth: u32,
+    ) -> Result<(), Error> {
+        match tag {
+            1 => Field::merge_field(&mut self.type_, wire, r, depth),
+            2 => Field::merge_field(&mut self.status, wire, r, depth),
+            3 => Field::merge_field(&mut self.last_transition_time, wire, r, depth),
+            4 => Field::merge_field(&mut self.reason, wire, r, depth),
+            5 => Field::merge_field(&mut self.message, wire, r, depth),
+            _ => r.skip(wire, depth),
+        }
+    }
+}
+
 impl FromMessage<pb::api::apps::v1::DaemonSetSpec> for k8s_openapi::api::apps::v1::DaemonSetSpec {
     fn from_message(m: pb::api::apps::v1::DaemonSetSpec) -> Result<Self, Error> {
         let mut out = Self::default();
@@ -126,6 +168,25 @@ impl ToMessage<pb::api::apps::v1::DaemonSetSpec> for k8s_openapi::api::apps::v1:
         out.min_ready_seconds = ToMessage::to_message(&self.min_ready_seconds);
         out.revision_history_limit = ToMessage::to_message(&self.revision_history_limit);
         out
+    }
+}
+
+impl direct::Merge for k8s_openapi::api::apps::v1::DaemonSetSpec {
+    fn merge_field(
+        &mut self,
+        tag: u32,
+        wire: direct::Wire,
+        r: &mut direct::Reader<'_>,
+        depth: u32,
+    ) -> Result<(), Error> {
+        match tag {
+            1 => Field::merge_field(&mut self.selector, wire, r, depth),
+            2 => Field::merge_field(&mut self.template, wire, r, depth),
+            3 => Field::merge_field(&mut self.update_strategy, wire, r, depth),
+            4 => Field::merge_field(&mut self.min_ready_seconds, wire, r, depth),
+            6 => Field::merge_field(&mut self.revision_history_limit, wire, r, depth),
+            _ => r.skip(wire, depth),
+        }
     }
 }
 
@@ -165,6 +226,30 @@ impl ToMessage<pb::api::apps::v1::DaemonSetStatus> for k8s_openapi::api::apps::v
     }
 }
 
+impl direct::Merge for k8s_openapi::api::apps::v1::DaemonSetStatus {
+    fn merge_field(
+        &mut self,
+        tag: u32,
+        wire: direct::Wire,
+        r: &mut direct::Reader<'_>,
+        depth: u32,
+    ) -> Result<(), Error> {
+        match tag {
+            1 => Field::merge_field(&mut self.current_number_scheduled, wire, r, depth),
+            2 => Field::merge_field(&mut self.number_misscheduled, wire, r, depth),
+            3 => Field::merge_field(&mut self.desired_number_scheduled, wire, r, depth),
+            4 => Field::merge_field(&mut self.number_ready, wire, r, depth),
+            5 => Field::merge_field(&mut self.observed_generation, wire, r, depth),
+            6 => Field::merge_field(&mut self.updated_number_scheduled, wire, r, depth),
+            7 => Field::merge_field(&mut self.number_available, wire, r, depth),
+            8 => Field::merge_field(&mut self.number_unavailable, wire, r, depth),
+            9 => Field::merge_field(&mut self.collision_count, wire, r, depth),
+            10 => Field::merge_field(&mut self.conditions, wire, r, depth),
+            _ => r.skip(wire, depth),
+        }
+    }
+}
+
 impl FromMessage<pb::api::apps::v1::DaemonSetUpdateStrategy>
     for k8s_openapi::api::apps::v1::DaemonSetUpdateStrategy
 {
@@ -187,6 +272,22 @@ impl ToMessage<pb::api::apps::v1::DaemonSetUpdateStrategy>
     }
 }
 
+impl direct::Merge for k8s_openapi::api::apps::v1::DaemonSetUpdateStrategy {
+    fn merge_field(
+        &mut self,
+        tag: u32,
+        wire: direct::Wire,
+        r: &mut direct::Reader<'_>,
+        depth: u32,
+    ) -> Result<(), Error> {
+        match tag {
+            1 => Field::merge_field(&mut self.type_, wire, r, depth),
+            2 => Field::merge_field(&mut self.rolling_update, wire, r, depth),
+            _ => r.skip(wire, depth),
+        }
+    }
+}
+
 impl FromMessage<pb::api::apps::v1::Deployment> for k8s_openapi::api::apps::v1::Deployment {
     fn from_message(m: pb::api::apps::v1::Deployment) -> Result<Self, Error> {
         let mut out = Self::default();
@@ -204,6 +305,23 @@ impl ToMessage<pb::api::apps::v1::Deployment> for k8s_openapi::api::apps::v1::De
         out.spec = ToMessage::to_message(&self.spec);
         out.status = ToMessage::to_message(&self.status);
         out
+    }
+}
+
+impl direct::Merge for k8s_openapi::api::apps::v1::Deployment {
+    fn merge_field(
+        &mut self,
+        tag: u32,
+        wire: direct::Wire,
+        r: &mut direct::Reader<'_>,
+        depth: u32,
+    ) -> Result<(), Error> {
+        match tag {
+            1 => Field::merge_field(&mut self.metadata, wire, r, depth),
+            2 => Field::merge_field(&mut self.spec, wire, r, depth),
+            3 => Field::merge_field(&mut self.status, wire, r, depth),
+            _ => r.skip(wire, depth),
+        }
     }
 }
 
@@ -237,6 +355,26 @@ impl ToMessage<pb::api::apps::v1::DeploymentCondition>
     }
 }
 
+impl direct::Merge for k8s_openapi::api::apps::v1::DeploymentCondition {
+    fn merge_field(
+        &mut self,
+        tag: u32,
+        wire: direct::Wire,
+        r: &mut direct::Reader<'_>,
+        depth: u32,
+    ) -> Result<(), Error> {
+        match tag {
+            1 => Field::merge_field(&mut self.type_, wire, r, depth),
+            2 => Field::merge_field(&mut self.status, wire, r, depth),
+            6 => Field::merge_field(&mut self.last_update_time, wire, r, depth),
+            7 => Field::merge_field(&mut self.last_transition_time, wire, r, depth),
+            4 => Field::merge_field(&mut self.reason, wire, r, depth),
+            5 => Field::merge_field(&mut self.message, wire, r, depth),
+            _ => r.skip(wire, depth),
+        }
+    }
+}
+
 impl FromMessage<pb::api::apps::v1::DeploymentSpec> for k8s_openapi::api::apps::v1::DeploymentSpec {
     fn from_message(m: pb::api::apps::v1::DeploymentSpec) -> Result<Self, Error> {
         let mut out = Self::default();
@@ -264,6 +402,28 @@ impl ToMessage<pb::api::apps::v1::DeploymentSpec> for k8s_openapi::api::apps::v1
         out.paused = ToMessage::to_message(&self.paused);
         out.progress_deadline_seconds = ToMessage::to_message(&self.progress_deadline_seconds);
         out
+    }
+}
+
+impl direct::Merge for k8s_openapi::api::apps::v1::DeploymentSpec {
+    fn merge_field(
+        &mut self,
+        tag: u32,
+        wire: direct::Wire,
+        r: &mut direct::Reader<'_>,
+        depth: u32,
+    ) -> Result<(), Error> {
+        match tag {
+            1 => Field::merge_field(&mut self.replicas, wire, r, depth),
+            2 => Field::merge_field(&mut self.selector, wire, r, depth),
+            3 => Field::merge_field(&mut self.template, wire, r, depth),
+            4 => Field::merge_field(&mut self.strategy, wire, r, depth),
+            5 => Field::merge_field(&mut self.min_ready_seconds, wire, r, depth),
+            6 => Field::merge_field(&mut self.revision_history_limit, wire, r, depth),
+            7 => Field::merge_field(&mut self.paused, wire, r, depth),
+            9 => Field::merge_field(&mut self.progress_deadline_seconds, wire, r, depth),
+            _ => r.skip(wire, depth),
+        }
     }
 }
 
@@ -303,6 +463,29 @@ impl ToMessage<pb::api::apps::v1::DeploymentStatus>
     }
 }
 
+impl direct::Merge for k8s_openapi::api::apps::v1::DeploymentStatus {
+    fn merge_field(
+        &mut self,
+        tag: u32,
+        wire: direct::Wire,
+        r: &mut direct::Reader<'_>,
+        depth: u32,
+    ) -> Result<(), Error> {
+        match tag {
+            1 => Field::merge_field(&mut self.observed_generation, wire, r, depth),
+            2 => Field::merge_field(&mut self.replicas, wire, r, depth),
+            3 => Field::merge_field(&mut self.updated_replicas, wire, r, depth),
+            7 => Field::merge_field(&mut self.ready_replicas, wire, r, depth),
+            4 => Field::merge_field(&mut self.available_replicas, wire, r, depth),
+            5 => Field::merge_field(&mut self.unavailable_replicas, wire, r, depth),
+            9 => Field::merge_field(&mut self.terminating_replicas, wire, r, depth),
+            6 => Field::merge_field(&mut self.conditions, wire, r, depth),
+            8 => Field::merge_field(&mut self.collision_count, wire, r, depth),
+            _ => r.skip(wire, depth),
+        }
+    }
+}
+
 impl FromMessage<pb::api::apps::v1::DeploymentStrategy>
     for k8s_openapi::api::apps::v1::DeploymentStrategy
 {
@@ -325,6 +508,22 @@ impl ToMessage<pb::api::apps::v1::DeploymentStrategy>
     }
 }
 
+impl direct::Merge for k8s_openapi::api::apps::v1::DeploymentStrategy {
+    fn merge_field(
+        &mut self,
+        tag: u32,
+        wire: direct::Wire,
+        r: &mut direct::Reader<'_>,
+        depth: u32,
+    ) -> Result<(), Error> {
+        match tag {
+            1 => Field::merge_field(&mut self.type_, wire, r, depth),
+            2 => Field::merge_field(&mut self.rolling_update, wire, r, depth),
+            _ => r.skip(wire, depth),
+        }
+    }
+}
+
 impl FromMessage<pb::api::apps::v1::ReplicaSet> for k8s_openapi::api::apps::v1::ReplicaSet {
     fn from_message(m: pb::api::apps::v1::ReplicaSet) -> Result<Self, Error> {
         let mut out = Self::default();
@@ -342,6 +541,23 @@ impl ToMessage<pb::api::apps::v1::ReplicaSet> for k8s_openapi::api::apps::v1::Re
         out.spec = ToMessage::to_message(&self.spec);
         out.status = ToMessage::to_message(&self.status);
         out
+    }
+}
+
+impl direct::Merge for k8s_openapi::api::apps::v1::ReplicaSet {
+    fn merge_field(
+        &mut self,
+        tag: u32,
+        wire: direct::Wire,
+        r: &mut direct::Reader<'_>,
+        depth: u32,
+    ) -> Result<(), Error> {
+        match tag {
+            1 => Field::merge_field(&mut self.metadata, wire, r, depth),
+            2 => Field::merge_field(&mut self.spec, wire, r, depth),
+            3 => Field::merge_field(&mut self.status, wire, r, depth),
+            _ => r.skip(wire, depth),
+        }
     }
 }
 
@@ -373,6 +589,25 @@ impl ToMessage<pb::api::apps::v1::ReplicaSetCondition>
     }
 }
 
+impl direct::Merge for k8s_openapi::api::apps::v1::ReplicaSetCondition {
+    fn merge_field(
+        &mut self,
+        tag: u32,
+        wire: direct::Wire,
+        r: &mut direct::Reader<'_>,
+        depth: u32,
+    ) -> Result<(), Error> {
+        match tag {
+            1 => Field::merge_field(&mut self.type_, wire, r, depth),
+            2 => Field::merge_field(&mut self.status, wire, r, depth),
+            3 => Field::merge_field(&mut self.last_transition_time, wire, r, depth),
+            4 => Field::merge_field(&mut self.reason, wire, r, depth),
+            5 => Field::merge_field(&mut self.message, wire, r, depth),
+            _ => r.skip(wire, depth),
+        }
+    }
+}
+
 impl FromMessage<pb::api::apps::v1::ReplicaSetSpec> for k8s_openapi::api::apps::v1::ReplicaSetSpec {
     fn from_message(m: pb::api::apps::v1::ReplicaSetSpec) -> Result<Self, Error> {
         let mut out = Self::default();
@@ -392,6 +627,24 @@ impl ToMessage<pb::api::apps::v1::ReplicaSetSpec> for k8s_openapi::api::apps::v1
         out.selector = ToMessage::to_message(&self.selector);
         out.template = ToMessage::to_message(&self.template);
         out
+    }
+}
+
+impl direct::Merge for k8s_openapi::api::apps::v1::ReplicaSetSpec {
+    fn merge_field(
+        &mut self,
+        tag: u32,
+        wire: direct::Wire,
+        r: &mut direct::Reader<'_>,
+        depth: u32,
+    ) -> Result<(), Error> {
+        match tag {
+            1 => Field::merge_field(&mut self.replicas, wire, r, depth),
+            4 => Field::merge_field(&mut self.min_ready_seconds, wire, r, depth),
+            2 => Field::merge_field(&mut self.selector, wire, r, depth),
+            3 => Field::merge_field(&mut self.template, wire, r, depth),
+            _ => r.skip(wire, depth),
+        }
     }
 }
 
@@ -427,6 +680,27 @@ impl ToMessage<pb::api::apps::v1::ReplicaSetStatus>
     }
 }
 
+impl direct::Merge for k8s_openapi::api::apps::v1::ReplicaSetStatus {
+    fn merge_field(
+        &mut self,
+        tag: u32,
+        wire: direct::Wire,
+        r: &mut direct::Reader<'_>,
+        depth: u32,
+    ) -> Result<(), Error> {
+        match tag {
+            1 => Field::merge_field(&mut self.replicas, wire, r, depth),
+            2 => Field::merge_field(&mut self.fully_labeled_replicas, wire, r, depth),
+            4 => Field::merge_field(&mut self.ready_replicas, wire, r, depth),
+            5 => Field::merge_field(&mut self.available_replicas, wire, r, depth),
+            7 => Field::merge_field(&mut self.terminating_replicas, wire, r, depth),
+            3 => Field::merge_field(&mut self.observed_generation, wire, r, depth),
+            6 => Field::merge_field(&mut self.conditions, wire, r, depth),
+            _ => r.skip(wire, depth),
+        }
+    }
+}
+
 impl FromMessage<pb::api::apps::v1::RollingUpdateDaemonSet>
     for k8s_openapi::api::apps::v1::RollingUpdateDaemonSet
 {
@@ -446,6 +720,22 @@ impl ToMessage<pb::api::apps::v1::RollingUpdateDaemonSet>
         out.max_unavailable = ToMessage::to_message(&self.max_unavailable);
         out.max_surge = ToMessage::to_message(&self.max_surge);
         out
+    }
+}
+
+impl direct::Merge for k8s_openapi::api::apps::v1::RollingUpdateDaemonSet {
+    fn merge_field(
+        &mut self,
+        tag: u32,
+        wire: direct::Wire,
+        r: &mut direct::Reader<'_>,
+        depth: u32,
+    ) -> Result<(), Error> {
+        match tag {
+            1 => Field::merge_field(&mut self.max_unavailable, wire, r, depth),
+            2 => Field::merge_field(&mut self.max_surge, wire, r, depth),
+            _ => r.skip(wire, depth),
+        }
     }
 }
 
@@ -471,6 +761,22 @@ impl ToMessage<pb::api::apps::v1::RollingUpdateDeployment>
     }
 }
 
+impl direct::Merge for k8s_openapi::api::apps::v1::RollingUpdateDeployment {
+    fn merge_field(
+        &mut self,
+        tag: u32,
+        wire: direct::Wire,
+        r: &mut direct::Reader<'_>,
+        depth: u32,
+    ) -> Result<(), Error> {
+        match tag {
+            1 => Field::merge_field(&mut self.max_unavailable, wire, r, depth),
+            2 => Field::merge_field(&mut self.max_surge, wire, r, depth),
+            _ => r.skip(wire, depth),
+        }
+    }
+}
+
 impl FromMessage<pb::api::apps::v1::RollingUpdateStatefulSetStrategy>
     for k8s_openapi::api::apps::v1::RollingUpdateStatefulSetStrategy
 {
@@ -493,6 +799,22 @@ impl ToMessage<pb::api::apps::v1::RollingUpdateStatefulSetStrategy>
     }
 }
 
+impl direct::Merge for k8s_openapi::api::apps::v1::RollingUpdateStatefulSetStrategy {
+    fn merge_field(
+        &mut self,
+        tag: u32,
+        wire: direct::Wire,
+        r: &mut direct::Reader<'_>,
+        depth: u32,
+    ) -> Result<(), Error> {
+        match tag {
+            1 => Field::merge_field(&mut self.partition, wire, r, depth),
+            2 => Field::merge_field(&mut self.max_unavailable, wire, r, depth),
+            _ => r.skip(wire, depth),
+        }
+    }
+}
+
 impl FromMessage<pb::api::apps::v1::StatefulSet> for k8s_openapi::api::apps::v1::StatefulSet {
     fn from_message(m: pb::api::apps::v1::StatefulSet) -> Result<Self, Error> {
         let mut out = Self::default();
@@ -510,6 +832,23 @@ impl ToMessage<pb::api::apps::v1::StatefulSet> for k8s_openapi::api::apps::v1::S
         out.spec = ToMessage::to_message(&self.spec);
         out.status = ToMessage::to_message(&self.status);
         out
+    }
+}
+
+impl direct::Merge for k8s_openapi::api::apps::v1::StatefulSet {
+    fn merge_field(
+        &mut self,
+        tag: u32,
+        wire: direct::Wire,
+        r: &mut direct::Reader<'_>,
+        depth: u32,
+    ) -> Result<(), Error> {
+        match tag {
+            1 => Field::merge_field(&mut self.metadata, wire, r, depth),
+            2 => Field::merge_field(&mut self.spec, wire, r, depth),
+            3 => Field::merge_field(&mut self.status, wire, r, depth),
+            _ => r.skip(wire, depth),
+        }
     }
 }
 
@@ -541,6 +880,25 @@ impl ToMessage<pb::api::apps::v1::StatefulSetCondition>
     }
 }
 
+impl direct::Merge for k8s_openapi::api::apps::v1::StatefulSetCondition {
+    fn merge_field(
+        &mut self,
+        tag: u32,
+        wire: direct::Wire,
+        r: &mut direct::Reader<'_>,
+        depth: u32,
+    ) -> Result<(), Error> {
+        match tag {
+            1 => Field::merge_field(&mut self.type_, wire, r, depth),
+            2 => Field::merge_field(&mut self.status, wire, r, depth),
+            3 => Field::merge_field(&mut self.last_transition_time, wire, r, depth),
+            4 => Field::merge_field(&mut self.reason, wire, r, depth),
+            5 => Field::merge_field(&mut self.message, wire, r, depth),
+            _ => r.skip(wire, depth),
+        }
+    }
+}
+
 impl FromMessage<pb::api::apps::v1::StatefulSetOrdinals>
     for k8s_openapi::api::apps::v1::StatefulSetOrdinals
 {
@@ -558,6 +916,21 @@ impl ToMessage<pb::api::apps::v1::StatefulSetOrdinals>
         let mut out = pb::api::apps::v1::StatefulSetOrdinals::default();
         out.start = ToMessage::to_message(&self.start);
         out
+    }
+}
+
+impl direct::Merge for k8s_openapi::api::apps::v1::StatefulSetOrdinals {
+    fn merge_field(
+        &mut self,
+        tag: u32,
+        wire: direct::Wire,
+        r: &mut direct::Reader<'_>,
+        depth: u32,
+    ) -> Result<(), Error> {
+        match tag {
+            1 => Field::merge_field(&mut self.start, wire, r, depth),
+            _ => r.skip(wire, depth),
+        }
     }
 }
 
@@ -582,6 +955,22 @@ impl ToMessage<pb::api::apps::v1::StatefulSetPersistentVolumeClaimRetentionPolic
         out.when_deleted = ToMessage::to_message(&self.when_deleted);
         out.when_scaled = ToMessage::to_message(&self.when_scaled);
         out
+    }
+}
+
+impl direct::Merge for k8s_openapi::api::apps::v1::StatefulSetPersistentVolumeClaimRetentionPolicy {
+    fn merge_field(
+        &mut self,
+        tag: u32,
+        wire: direct::Wire,
+        r: &mut direct::Reader<'_>,
+        depth: u32,
+    ) -> Result<(), Error> {
+        match tag {
+            1 => Field::merge_field(&mut self.when_deleted, wire, r, depth),
+            2 => Field::merge_field(&mut self.when_scaled, wire, r, depth),
+            _ => r.skip(wire, depth),
+        }
     }
 }
 
@@ -625,6 +1014,36 @@ impl ToMessage<pb::api::apps::v1::StatefulSetSpec> for k8s_openapi::api::apps::v
     }
 }
 
+impl direct::Merge for k8s_openapi::api::apps::v1::StatefulSetSpec {
+    fn merge_field(
+        &mut self,
+        tag: u32,
+        wire: direct::Wire,
+        r: &mut direct::Reader<'_>,
+        depth: u32,
+    ) -> Result<(), Error> {
+        match tag {
+            1 => Field::merge_field(&mut self.replicas, wire, r, depth),
+            2 => Field::merge_field(&mut self.selector, wire, r, depth),
+            3 => Field::merge_field(&mut self.template, wire, r, depth),
+            4 => Field::merge_field(&mut self.volume_claim_templates, wire, r, depth),
+            5 => Field::merge_field(&mut self.service_name, wire, r, depth),
+            6 => Field::merge_field(&mut self.pod_management_policy, wire, r, depth),
+            7 => Field::merge_field(&mut self.update_strategy, wire, r, depth),
+            8 => Field::merge_field(&mut self.revision_history_limit, wire, r, depth),
+            9 => Field::merge_field(&mut self.min_ready_seconds, wire, r, depth),
+            10 => Field::merge_field(
+                &mut self.persistent_volume_claim_retention_policy,
+                wire,
+                r,
+                depth,
+            ),
+            11 => Field::merge_field(&mut self.ordinals, wire, r, depth),
+            _ => r.skip(wire, depth),
+        }
+    }
+}
+
 impl FromMessage<pb::api::apps::v1::StatefulSetStatus>
     for k8s_openapi::api::apps::v1::StatefulSetStatus
 {
@@ -663,6 +1082,30 @@ impl ToMessage<pb::api::apps::v1::StatefulSetStatus>
     }
 }
 
+impl direct::Merge for k8s_openapi::api::apps::v1::StatefulSetStatus {
+    fn merge_field(
+        &mut self,
+        tag: u32,
+        wire: direct::Wire,
+        r: &mut direct::Reader<'_>,
+        depth: u32,
+    ) -> Result<(), Error> {
+        match tag {
+            1 => Field::merge_field(&mut self.observed_generation, wire, r, depth),
+            2 => Field::merge_field(&mut self.replicas, wire, r, depth),
+            3 => Field::merge_field(&mut self.ready_replicas, wire, r, depth),
+            4 => Field::merge_field(&mut self.current_replicas, wire, r, depth),
+            5 => Field::merge_field(&mut self.updated_replicas, wire, r, depth),
+            6 => Field::merge_field(&mut self.current_revision, wire, r, depth),
+            7 => Field::merge_field(&mut self.update_revision, wire, r, depth),
+            9 => Field::merge_field(&mut self.collision_count, wire, r, depth),
+            10 => Field::merge_field(&mut self.conditions, wire, r, depth),
+            11 => Field::merge_field(&mut self.available_replicas, wire, r, depth),
+            _ => r.skip(wire, depth),
+        }
+    }
+}
+
 impl FromMessage<pb::api::apps::v1::StatefulSetUpdateStrategy>
     for k8s_openapi::api::apps::v1::StatefulSetUpdateStrategy
 {
@@ -685,6 +1128,22 @@ impl ToMessage<pb::api::apps::v1::StatefulSetUpdateStrategy>
     }
 }
 
+impl direct::Merge for k8s_openapi::api::apps::v1::StatefulSetUpdateStrategy {
+    fn merge_field(
+        &mut self,
+        tag: u32,
+        wire: direct::Wire,
+        r: &mut direct::Reader<'_>,
+        depth: u32,
+    ) -> Result<(), Error> {
+        match tag {
+            1 => Field::merge_field(&mut self.type_, wire, r, depth),
+            2 => Field::merge_field(&mut self.rolling_update, wire, r, depth),
+            _ => r.skip(wire, depth),
+        }
+    }
+}
+
 impl FromMessage<pb::api::coordination::v1::Lease> for k8s_openapi::api::coordination::v1::Lease {
     fn from_message(m: pb::api::coordination::v1::Lease) -> Result<Self, Error> {
         let mut out = Self::default();
@@ -700,6 +1159,22 @@ impl ToMessage<pb::api::coordination::v1::Lease> for k8s_openapi::api::coordinat
         out.metadata = ToMessage::to_message(&self.metadata);
         out.spec = ToMessage::to_message(&self.spec);
         out
+    }
+}
+
+impl direct::Merge for k8s_openapi::api::coordination::v1::Lease {
+    fn merge_field(
+        &mut self,
+        tag: u32,
+        wire: direct::Wire,
+        r: &mut direct::Reader<'_>,
+        depth: u32,
+    ) -> Result<(), Error> {
+        match tag {
+            1 => Field::merge_field(&mut self.metadata, wire, r, depth),
+            2 => Field::merge_field(&mut self.spec, wire, r, depth),
+            _ => r.skip(wire, depth),
+        }
     }
 }
 
@@ -735,6 +1210,27 @@ impl ToMessage<pb::api::coordination::v1::LeaseSpec>
     }
 }
 
+impl direct::Merge for k8s_openapi::api::coordination::v1::LeaseSpec {
+    fn merge_field(
+        &mut self,
+        tag: u32,
+        wire: direct::Wire,
+        r: &mut direct::Reader<'_>,
+        depth: u32,
+    ) -> Result<(), Error> {
+        match tag {
+            1 => Field::merge_field(&mut self.holder_identity, wire, r, depth),
+            2 => Field::merge_field(&mut self.lease_duration_seconds, wire, r, depth),
+            3 => Field::merge_field(&mut self.acquire_time, wire, r, depth),
+            4 => Field::merge_field(&mut self.renew_time, wire, r, depth),
+            5 => Field::merge_field(&mut self.lease_transitions, wire, r, depth),
+            6 => Field::merge_field(&mut self.strategy, wire, r, depth),
+            7 => Field::merge_field(&mut self.preferred_holder, wire, r, depth),
+            _ => r.skip(wire, depth),
+        }
+    }
+}
+
 impl FromMessage<pb::api::core::v1::AwsElasticBlockStoreVolumeSource>
     for k8s_openapi::api::core::v1::AWSElasticBlockStoreVolumeSource
 {
@@ -761,6 +1257,24 @@ impl ToMessage<pb::api::core::v1::AwsElasticBlockStoreVolumeSource>
     }
 }
 
+impl direct::Merge for k8s_openapi::api::core::v1::AWSElasticBlockStoreVolumeSource {
+    fn merge_field(
+        &mut self,
+        tag: u32,
+        wire: direct::Wire,
+        r: &mut direct::Reader<'_>,
+        depth: u32,
+    ) -> Result<(), Error> {
+        match tag {
+            1 => Field::merge_field(&mut self.volume_id, wire, r, depth),
+            2 => Field::merge_field(&mut self.fs_type, wire, r, depth),
+            3 => Field::merge_field(&mut self.partition, wire, r, depth),
+            4 => Field::merge_field(&mut self.read_only, wire, r, depth),
+            _ => r.skip(wire, depth),
+        }
+    }
+}
+
 impl FromMessage<pb::api::core::v1::Affinity> for k8s_openapi::api::core::v1::Affinity {
     fn from_message(m: pb::api::core::v1::Affinity) -> Result<Self, Error> {
         let mut out = Self::default();
@@ -778,6 +1292,23 @@ impl ToMessage<pb::api::core::v1::Affinity> for k8s_openapi::api::core::v1::Affi
         out.pod_affinity = ToMessage::to_message(&self.pod_affinity);
         out.pod_anti_affinity = ToMessage::to_message(&self.pod_anti_affinity);
         out
+    }
+}
+
+impl direct::Merge for k8s_openapi::api::core::v1::Affinity {
+    fn merge_field(
+        &mut self,
+        tag: u32,
+        wire: direct::Wire,
+        r: &mut direct::Reader<'_>,
+        depth: u32,
+    ) -> Result<(), Error> {
+        match tag {
+            1 => Field::merge_field(&mut self.node_affinity, wire, r, depth),
+            2 => Field::merge_field(&mut self.pod_affinity, wire, r, depth),
+            3 => Field::merge_field(&mut self.pod_anti_affinity, wire, r, depth),
+            _ => r.skip(wire, depth),
+        }
     }
 }
 
@@ -801,6 +1332,22 @@ impl ToMessage<pb::api::core::v1::AppArmorProfile> for k8s_openapi::api::core::v
     }
 }
 
+impl direct::Merge for k8s_openapi::api::core::v1::AppArmorProfile {
+    fn merge_field(
+        &mut self,
+        tag: u32,
+        wire: direct::Wire,
+        r: &mut direct::Reader<'_>,
+        depth: u32,
+    ) -> Result<(), Error> {
+        match tag {
+            1 => Field::merge_field(&mut self.type_, wire, r, depth),
+            2 => Field::merge_field(&mut self.localhost_profile, wire, r, depth),
+            _ => r.skip(wire, depth),
+        }
+    }
+}
+
 impl FromMessage<pb::api::core::v1::AttachedVolume> for k8s_openapi::api::core::v1::AttachedVolume {
     fn from_message(m: pb::api::core::v1::AttachedVolume) -> Result<Self, Error> {
         let mut out = Self::default();
@@ -816,6 +1363,22 @@ impl ToMessage<pb::api::core::v1::AttachedVolume> for k8s_openapi::api::core::v1
         out.name = ToMessage::to_message(&self.name);
         out.device_path = ToMessage::to_message(&self.device_path);
         out
+    }
+}
+
+impl direct::Merge for k8s_openapi::api::core::v1::AttachedVolume {
+    fn merge_field(
+        &mut self,
+        tag: u32,
+        wire: direct::Wire,
+        r: &mut direct::Reader<'_>,
+        depth: u32,
+    ) -> Result<(), Error> {
+        match tag {
+            1 => Field::merge_field(&mut self.name, wire, r, depth),
+            2 => Field::merge_field(&mut self.device_path, wire, r, depth),
+            _ => r.skip(wire, depth),
+        }
     }
 }
 
@@ -849,6 +1412,26 @@ impl ToMessage<pb::api::core::v1::AzureDiskVolumeSource>
     }
 }
 
+impl direct::Merge for k8s_openapi::api::core::v1::AzureDiskVolumeSource {
+    fn merge_field(
+        &mut self,
+        tag: u32,
+        wire: direct::Wire,
+        r: &mut direct::Reader<'_>,
+        depth: u32,
+    ) -> Result<(), Error> {
+        match tag {
+            1 => Field::merge_field(&mut self.disk_name, wire, r, depth),
+            2 => Field::merge_field(&mut self.disk_uri, wire, r, depth),
+            3 => Field::merge_field(&mut self.caching_mode, wire, r, depth),
+            4 => Field::merge_field(&mut self.fs_type, wire, r, depth),
+            5 => Field::merge_field(&mut self.read_only, wire, r, depth),
+            6 => Field::merge_field(&mut self.kind, wire, r, depth),
+            _ => r.skip(wire, depth),
+        }
+    }
+}
+
 impl FromMessage<pb::api::core::v1::AzureFileVolumeSource>
     for k8s_openapi::api::core::v1::AzureFileVolumeSource
 {
@@ -870,6 +1453,23 @@ impl ToMessage<pb::api::core::v1::AzureFileVolumeSource>
         out.share_name = ToMessage::to_message(&self.share_name);
         out.read_only = ToMessage::to_message(&self.read_only);
         out
+    }
+}
+
+impl direct::Merge for k8s_openapi::api::core::v1::AzureFileVolumeSource {
+    fn merge_field(
+        &mut self,
+        tag: u32,
+        wire: direct::Wire,
+        r: &mut direct::Reader<'_>,
+        depth: u32,
+    ) -> Result<(), Error> {
+        match tag {
+            1 => Field::merge_field(&mut self.secret_name, wire, r, depth),
+            2 => Field::merge_field(&mut self.share_name, wire, r, depth),
+            3 => Field::merge_field(&mut self.read_only, wire, r, depth),
+            _ => r.skip(wire, depth),
+        }
     }
 }
 
@@ -899,6 +1499,25 @@ impl ToMessage<pb::api::core::v1::CSIVolumeSource> for k8s_openapi::api::core::v
     }
 }
 
+impl direct::Merge for k8s_openapi::api::core::v1::CSIVolumeSource {
+    fn merge_field(
+        &mut self,
+        tag: u32,
+        wire: direct::Wire,
+        r: &mut direct::Reader<'_>,
+        depth: u32,
+    ) -> Result<(), Error> {
+        match tag {
+            1 => Field::merge_field(&mut self.driver, wire, r, depth),
+            2 => Field::merge_field(&mut self.read_only, wire, r, depth),
+            3 => Field::merge_field(&mut self.fs_type, wire, r, depth),
+            4 => Field::merge_field(&mut self.volume_attributes, wire, r, depth),
+            5 => Field::merge_field(&mut self.node_publish_secret_ref, wire, r, depth),
+            _ => r.skip(wire, depth),
+        }
+    }
+}
+
 impl FromMessage<pb::api::core::v1::Capabilities> for k8s_openapi::api::core::v1::Capabilities {
     fn from_message(m: pb::api::core::v1::Capabilities) -> Result<Self, Error> {
         let mut out = Self::default();
@@ -914,6 +1533,22 @@ impl ToMessage<pb::api::core::v1::Capabilities> for k8s_openapi::api::core::v1::
         out.add = ToMessage::to_message(&self.add);
         out.drop = ToMessage::to_message(&self.drop);
         out
+    }
+}
+
+impl direct::Merge for k8s_openapi::api::core::v1::Capabilities {
+    fn merge_field(
+        &mut self,
+        tag: u32,
+        wire: direct::Wire,
+        r: &mut direct::Reader<'_>,
+        depth: u32,
+    ) -> Result<(), Error> {
+        match tag {
+            1 => Field::merge_field(&mut self.add, wire, r, depth),
+            2 => Field::merge_field(&mut self.drop, wire, r, depth),
+            _ => r.skip(wire, depth),
+        }
     }
 }
 
@@ -947,6 +1582,26 @@ impl ToMessage<pb::api::core::v1::CephFsVolumeSource>
     }
 }
 
+impl direct::Merge for k8s_openapi::api::core::v1::CephFSVolumeSource {
+    fn merge_field(
+        &mut self,
+        tag: u32,
+        wire: direct::Wire,
+        r: &mut direct::Reader<'_>,
+        depth: u32,
+    ) -> Result<(), Error> {
+        match tag {
+            1 => Field::merge_field(&mut self.monitors, wire, r, depth),
+            2 => Field::merge_field(&mut self.path, wire, r, depth),
+            3 => Field::merge_field(&mut self.user, wire, r, depth),
+            4 => Field::merge_field(&mut self.secret_file, wire, r, depth),
+            5 => Field::merge_field(&mut self.secret_ref, wire, r, depth),
+            6 => Field::merge_field(&mut self.read_only, wire, r, depth),
+            _ => r.skip(wire, depth),
+        }
+    }
+}
+
 impl FromMessage<pb::api::core::v1::CinderVolumeSource>
     for k8s_openapi::api::core::v1::CinderVolumeSource
 {
@@ -973,6 +1628,24 @@ impl ToMessage<pb::api::core::v1::CinderVolumeSource>
     }
 }
 
+impl direct::Merge for k8s_openapi::api::core::v1::CinderVolumeSource {
+    fn merge_field(
+        &mut self,
+        tag: u32,
+        wire: direct::Wire,
+        r: &mut direct::Reader<'_>,
+        depth: u32,
+    ) -> Result<(), Error> {
+        match tag {
+            1 => Field::merge_field(&mut self.volume_id, wire, r, depth),
+            2 => Field::merge_field(&mut self.fs_type, wire, r, depth),
+            3 => Field::merge_field(&mut self.read_only, wire, r, depth),
+            4 => Field::merge_field(&mut self.secret_ref, wire, r, depth),
+            _ => r.skip(wire, depth),
+        }
+    }
+}
+
 impl FromMessage<pb::api::core::v1::ClientIpConfig> for k8s_openapi::api::core::v1::ClientIPConfig {
     fn from_message(m: pb::api::core::v1::ClientIpConfig) -> Result<Self, Error> {
         let mut out = Self::default();
@@ -986,6 +1659,21 @@ impl ToMessage<pb::api::core::v1::ClientIpConfig> for k8s_openapi::api::core::v1
         let mut out = pb::api::core::v1::ClientIpConfig::default();
         out.timeout_seconds = ToMessage::to_message(&self.timeout_seconds);
         out
+    }
+}
+
+impl direct::Merge for k8s_openapi::api::core::v1::ClientIPConfig {
+    fn merge_field(
+        &mut self,
+        tag: u32,
+        wire: direct::Wire,
+        r: &mut direct::Reader<'_>,
+        depth: u32,
+    ) -> Result<(), Error> {
+        match tag {
+            1 => Field::merge_field(&mut self.timeout_seconds, wire, r, depth),
+            _ => r.skip(wire, depth),
+        }
     }
 }
 
@@ -1017,6 +1705,25 @@ impl ToMessage<pb::api::core::v1::ClusterTrustBundleProjection>
     }
 }
 
+impl direct::Merge for k8s_openapi::api::core::v1::ClusterTrustBundleProjection {
+    fn merge_field(
+        &mut self,
+        tag: u32,
+        wire: direct::Wire,
+        r: &mut direct::Reader<'_>,
+        depth: u32,
+    ) -> Result<(), Error> {
+        match tag {
+            1 => Field::merge_field(&mut self.name, wire, r, depth),
+            2 => Field::merge_field(&mut self.signer_name, wire, r, depth),
+            3 => Field::merge_field(&mut self.label_selector, wire, r, depth),
+            5 => Field::merge_field(&mut self.optional, wire, r, depth),
+            4 => Field::merge_field(&mut self.path, wire, r, depth),
+            _ => r.skip(wire, depth),
+        }
+    }
+}
+
 impl FromMessage<pb::api::core::v1::ConfigMap> for k8s_openapi::api::core::v1::ConfigMap {
     fn from_message(m: pb::api::core::v1::ConfigMap) -> Result<Self, Error> {
         let mut out = Self::default();
@@ -1036,6 +1743,24 @@ impl ToMessage<pb::api::core::v1::ConfigMap> for k8s_openapi::api::core::v1::Con
         out.data = ToMessage::to_message(&self.data);
         out.binary_data = ToMessage::to_message(&self.binary_data);
         out
+    }
+}
+
+impl direct::Merge for k8s_openapi::api::core::v1::ConfigMap {
+    fn merge_field(
+        &mut self,
+        tag: u32,
+        wire: direct::Wire,
+        r: &mut direct::Reader<'_>,
+        depth: u32,
+    ) -> Result<(), Error> {
+        match tag {
+            1 => Field::merge_field(&mut self.metadata, wire, r, depth),
+            4 => Field::merge_field(&mut self.immutable, wire, r, depth),
+            2 => Field::merge_field(&mut self.data, wire, r, depth),
+            3 => Field::merge_field(&mut self.binary_data, wire, r, depth),
+            _ => r.skip(wire, depth),
+        }
     }
 }
 
@@ -1064,6 +1789,25 @@ impl ToMessage<pb::api::core::v1::ConfigMapEnvSource>
     }
 }
 
+impl direct::Merge for k8s_openapi::api::core::v1::ConfigMapEnvSource {
+    fn merge_field(
+        &mut self,
+        tag: u32,
+        wire: direct::Wire,
+        r: &mut direct::Reader<'_>,
+        depth: u32,
+    ) -> Result<(), Error> {
+        match tag {
+            1 => direct::fields(r.bytes(wire)?, depth, |tag, wire, r, depth| match tag {
+                1 => Field::merge_field(&mut self.name, wire, r, depth),
+                _ => r.skip(wire, depth),
+            }),
+            2 => Field::merge_field(&mut self.optional, wire, r, depth),
+            _ => r.skip(wire, depth),
+        }
+    }
+}
+
 impl FromMessage<pb::api::core::v1::ConfigMapKeySelector>
     for k8s_openapi::api::core::v1::ConfigMapKeySelector
 {
@@ -1088,6 +1832,26 @@ impl ToMessage<pb::api::core::v1::ConfigMapKeySelector>
         out.key = ToMessage::to_message(&self.key);
         out.optional = ToMessage::to_message(&self.optional);
         out
+    }
+}
+
+impl direct::Merge for k8s_openapi::api::core::v1::ConfigMapKeySelector {
+    fn merge_field(
+        &mut self,
+        tag: u32,
+        wire: direct::Wire,
+        r: &mut direct::Reader<'_>,
+        depth: u32,
+    ) -> Result<(), Error> {
+        match tag {
+            1 => direct::fields(r.bytes(wire)?, depth, |tag, wire, r, depth| match tag {
+                1 => Field::merge_field(&mut self.name, wire, r, depth),
+                _ => r.skip(wire, depth),
+            }),
+            2 => Field::merge_field(&mut self.key, wire, r, depth),
+            3 => Field::merge_field(&mut self.optional, wire, r, depth),
+            _ => r.skip(wire, depth),
+        }
     }
 }
 
@@ -1119,6 +1883,25 @@ impl ToMessage<pb::api::core::v1::ConfigMapNodeConfigSource>
     }
 }
 
+impl direct::Merge for k8s_openapi::api::core::v1::ConfigMapNodeConfigSource {
+    fn merge_field(
+        &mut self,
+        tag: u32,
+        wire: direct::Wire,
+        r: &mut direct::Reader<'_>,
+        depth: u32,
+    ) -> Result<(), Error> {
+        match tag {
+            1 => Field::merge_field(&mut self.namespace, wire, r, depth),
+            2 => Field::merge_field(&mut self.name, wire, r, depth),
+            3 => Field::merge_field(&mut self.uid, wire, r, depth),
+            4 => Field::merge_field(&mut self.resource_version, wire, r, depth),
+            5 => Field::merge_field(&mut self.kubelet_config_key, wire, r, depth),
+            _ => r.skip(wire, depth),
+        }
+    }
+}
+
 impl FromMessage<pb::api::core::v1::ConfigMapProjection>
     for k8s_openapi::api::core::v1::ConfigMapProjection
 {
@@ -1143,6 +1926,26 @@ impl ToMessage<pb::api::core::v1::ConfigMapProjection>
         out.items = ToMessage::to_message(&self.items);
         out.optional = ToMessage::to_message(&self.optional);
         out
+    }
+}
+
+impl direct::Merge for k8s_openapi::api::core::v1::ConfigMapProjection {
+    fn merge_field(
+        &mut self,
+        tag: u32,
+        wire: direct::Wire,
+        r: &mut direct::Reader<'_>,
+        depth: u32,
+    ) -> Result<(), Error> {
+        match tag {
+            1 => direct::fields(r.bytes(wire)?, depth, |tag, wire, r, depth| match tag {
+                1 => Field::merge_field(&mut self.name, wire, r, depth),
+                _ => r.skip(wire, depth),
+            }),
+            2 => Field::merge_field(&mut self.items, wire, r, depth),
+            4 => Field::merge_field(&mut self.optional, wire, r, depth),
+            _ => r.skip(wire, depth),
+        }
     }
 }
 
@@ -1172,6 +1975,27 @@ impl ToMessage<pb::api::core::v1::ConfigMapVolumeSource>
         out.default_mode = ToMessage::to_message(&self.default_mode);
         out.optional = ToMessage::to_message(&self.optional);
         out
+    }
+}
+
+impl direct::Merge for k8s_openapi::api::core::v1::ConfigMapVolumeSource {
+    fn merge_field(
+        &mut self,
+        tag: u32,
+        wire: direct::Wire,
+        r: &mut direct::Reader<'_>,
+        depth: u32,
+    ) -> Result<(), Error> {
+        match tag {
+            1 => direct::fields(r.bytes(wire)?, depth, |tag, wire, r, depth| match tag {
+                1 => Field::merge_field(&mut self.name, wire, r, depth),
+                _ => r.skip(wire, depth),
+            }),
+            2 => Field::merge_field(&mut self.items, wire, r, depth),
+            3 => Field::merge_field(&mut self.default_mode, wire, r, depth),
+            4 => Field::merge_field(&mut self.optional, wire, r, depth),
+            _ => r.skip(wire, depth),
+        }
     }
 }
 
@@ -1243,6 +2067,50 @@ impl ToMessage<pb::api::core::v1::Container> for k8s_openapi::api::core::v1::Con
     }
 }
 
+impl direct::Merge for k8s_openapi::api::core::v1::Container {
+    fn merge_field(
+        &mut self,
+        tag: u32,
+        wire: direct::Wire,
+        r: &mut direct::Reader<'_>,
+        depth: u32,
+    ) -> Result<(), Error> {
+        match tag {
+            1 => Field::merge_field(&mut self.name, wire, r, depth),
+            2 => Field::merge_field(&mut self.image, wire, r, depth),
+            3 => Field::merge_field(&mut self.command, wire, r, depth),
+            4 => Field::merge_field(&mut self.args, wire, r, depth),
+            5 => Field::merge_field(&mut self.working_dir, wire, r, depth),
+            6 => Field::merge_field(&mut self.ports, wire, r, depth),
+            19 => Field::merge_field(&mut self.env_from, wire, r, depth),
+            7 => Field::merge_field(&mut self.env, wire, r, depth),
+            8 => Field::merge_field(&mut self.resources, wire, r, depth),
+            23 => Field::merge_field(&mut self.resize_policy, wire, r, depth),
+            24 => Field::merge_field(&mut self.restart_policy, wire, r, depth),
+            25 => {
+                k8s_openapi::k8s_if_ge_1_34! {
+                    return Field::merge_field(&mut self.restart_policy_rules, wire, r, depth);
+                }
+                r.skip(wire, depth)
+            }
+            9 => Field::merge_field(&mut self.volume_mounts, wire, r, depth),
+            21 => Field::merge_field(&mut self.volume_devices, wire, r, depth),
+            10 => Field::merge_field(&mut self.liveness_probe, wire, r, depth),
+            11 => Field::merge_field(&mut self.readiness_probe, wire, r, depth),
+            22 => Field::merge_field(&mut self.startup_probe, wire, r, depth),
+            12 => Field::merge_field(&mut self.lifecycle, wire, r, depth),
+            13 => Field::merge_field(&mut self.termination_message_path, wire, r, depth),
+            20 => Field::merge_field(&mut self.termination_message_policy, wire, r, depth),
+            14 => Field::merge_field(&mut self.image_pull_policy, wire, r, depth),
+            15 => Field::merge_field(&mut self.security_context, wire, r, depth),
+            16 => Field::merge_field(&mut self.stdin, wire, r, depth),
+            17 => Field::merge_field(&mut self.stdin_once, wire, r, depth),
+            18 => Field::merge_field(&mut self.tty, wire, r, depth),
+            _ => r.skip(wire, depth),
+        }
+    }
+}
+
 k8s_openapi::k8s_if_ge_1_34! {
     impl FromMessage<pb::api::core::v1::ContainerExtendedResourceRequest>
         for k8s_openapi::api::core::v1::ContainerExtendedResourceRequest
@@ -1267,6 +2135,23 @@ k8s_openapi::k8s_if_ge_1_34! {
             out
         }
     }
+
+    impl direct::Merge for k8s_openapi::api::core::v1::ContainerExtendedResourceRequest {
+        fn merge_field(
+            &mut self,
+            tag: u32,
+            wire: direct::Wire,
+            r: &mut direct::Reader<'_>,
+            depth: u32,
+        ) -> Result<(), Error> {
+            match tag {
+                1 => Field::merge_field(&mut self.container_name, wire, r, depth),
+                2 => Field::merge_field(&mut self.resource_name, wire, r, depth),
+                3 => Field::merge_field(&mut self.request_name, wire, r, depth),
+                _ => r.skip(wire, depth),
+            }
+        }
+    }
 }
 
 impl FromMessage<pb::api::core::v1::ContainerImage> for k8s_openapi::api::core::v1::ContainerImage {
@@ -1284,6 +2169,22 @@ impl ToMessage<pb::api::core::v1::ContainerImage> for k8s_openapi::api::core::v1
         out.names = ToMessage::to_message(&self.names);
         out.size_bytes = ToMessage::to_message(&self.size_bytes);
         out
+    }
+}
+
+impl direct::Merge for k8s_openapi::api::core::v1::ContainerImage {
+    fn merge_field(
+        &mut self,
+        tag: u32,
+        wire: direct::Wire,
+        r: &mut direct::Reader<'_>,
+        depth: u32,
+    ) -> Result<(), Error> {
+        match tag {
+            1 => Field::merge_field(&mut self.names, wire, r, depth),
+            2 => Field::merge_field(&mut self.size_bytes, wire, r, depth),
+            _ => r.skip(wire, depth),
+        }
     }
 }
 
@@ -1311,6 +2212,25 @@ impl ToMessage<pb::api::core::v1::ContainerPort> for k8s_openapi::api::core::v1:
     }
 }
 
+impl direct::Merge for k8s_openapi::api::core::v1::ContainerPort {
+    fn merge_field(
+        &mut self,
+        tag: u32,
+        wire: direct::Wire,
+        r: &mut direct::Reader<'_>,
+        depth: u32,
+    ) -> Result<(), Error> {
+        match tag {
+            1 => Field::merge_field(&mut self.name, wire, r, depth),
+            2 => Field::merge_field(&mut self.host_port, wire, r, depth),
+            3 => Field::merge_field(&mut self.container_port, wire, r, depth),
+            4 => Field::merge_field(&mut self.protocol, wire, r, depth),
+            5 => Field::merge_field(&mut self.host_ip, wire, r, depth),
+            _ => r.skip(wire, depth),
+        }
+    }
+}
+
 impl FromMessage<pb::api::core::v1::ContainerResizePolicy>
     for k8s_openapi::api::core::v1::ContainerResizePolicy
 {
@@ -1330,6 +2250,22 @@ impl ToMessage<pb::api::core::v1::ContainerResizePolicy>
         out.resource_name = ToMessage::to_message(&self.resource_name);
         out.restart_policy = ToMessage::to_message(&self.restart_policy);
         out
+    }
+}
+
+impl direct::Merge for k8s_openapi::api::core::v1::ContainerResizePolicy {
+    fn merge_field(
+        &mut self,
+        tag: u32,
+        wire: direct::Wire,
+        r: &mut direct::Reader<'_>,
+        depth: u32,
+    ) -> Result<(), Error> {
+        match tag {
+            1 => Field::merge_field(&mut self.resource_name, wire, r, depth),
+            2 => Field::merge_field(&mut self.restart_policy, wire, r, depth),
+            _ => r.skip(wire, depth),
+        }
     }
 }
 
@@ -1353,6 +2289,22 @@ k8s_openapi::k8s_if_ge_1_34! {
             out.action = ToMessage::to_message(&self.action);
             out.exit_codes = ToMessage::to_message(&self.exit_codes);
             out
+        }
+    }
+
+    impl direct::Merge for k8s_openapi::api::core::v1::ContainerRestartRule {
+        fn merge_field(
+            &mut self,
+            tag: u32,
+            wire: direct::Wire,
+            r: &mut direct::Reader<'_>,
+            depth: u32,
+        ) -> Result<(), Error> {
+            match tag {
+                1 => Field::merge_field(&mut self.action, wire, r, depth),
+                2 => Field::merge_field(&mut self.exit_codes, wire, r, depth),
+                _ => r.skip(wire, depth),
+            }
         }
     }
 }
@@ -1379,6 +2331,22 @@ k8s_openapi::k8s_if_ge_1_34! {
             out
         }
     }
+
+    impl direct::Merge for k8s_openapi::api::core::v1::ContainerRestartRuleOnExitCodes {
+        fn merge_field(
+            &mut self,
+            tag: u32,
+            wire: direct::Wire,
+            r: &mut direct::Reader<'_>,
+            depth: u32,
+        ) -> Result<(), Error> {
+            match tag {
+                1 => Field::merge_field(&mut self.operator, wire, r, depth),
+                2 => Field::merge_field(&mut self.values, wire, r, depth),
+                _ => r.skip(wire, depth),
+            }
+        }
+    }
 }
 
 impl FromMessage<pb::api::core::v1::ContainerState> for k8s_openapi::api::core::v1::ContainerState {
@@ -1401,6 +2369,23 @@ impl ToMessage<pb::api::core::v1::ContainerState> for k8s_openapi::api::core::v1
     }
 }
 
+impl direct::Merge for k8s_openapi::api::core::v1::ContainerState {
+    fn merge_field(
+        &mut self,
+        tag: u32,
+        wire: direct::Wire,
+        r: &mut direct::Reader<'_>,
+        depth: u32,
+    ) -> Result<(), Error> {
+        match tag {
+            1 => Field::merge_field(&mut self.waiting, wire, r, depth),
+            2 => Field::merge_field(&mut self.running, wire, r, depth),
+            3 => Field::merge_field(&mut self.terminated, wire, r, depth),
+            _ => r.skip(wire, depth),
+        }
+    }
+}
+
 impl FromMessage<pb::api::core::v1::ContainerStateRunning>
     for k8s_openapi::api::core::v1::ContainerStateRunning
 {
@@ -1418,6 +2403,21 @@ impl ToMessage<pb::api::core::v1::ContainerStateRunning>
         let mut out = pb::api::core::v1::ContainerStateRunning::default();
         out.started_at = ToMessage::to_message(&self.started_at);
         out
+    }
+}
+
+impl direct::Merge for k8s_openapi::api::core::v1::ContainerStateRunning {
+    fn merge_field(
+        &mut self,
+        tag: u32,
+        wire: direct::Wire,
+        r: &mut direct::Reader<'_>,
+        depth: u32,
+    ) -> Result<(), Error> {
+        match tag {
+            1 => Field::merge_field(&mut self.started_at, wire, r, depth),
+            _ => r.skip(wire, depth),
+        }
     }
 }
 
@@ -1453,6 +2453,27 @@ impl ToMessage<pb::api::core::v1::ContainerStateTerminated>
     }
 }
 
+impl direct::Merge for k8s_openapi::api::core::v1::ContainerStateTerminated {
+    fn merge_field(
+        &mut self,
+        tag: u32,
+        wire: direct::Wire,
+        r: &mut direct::Reader<'_>,
+        depth: u32,
+    ) -> Result<(), Error> {
+        match tag {
+            1 => Field::merge_field(&mut self.exit_code, wire, r, depth),
+            2 => Field::merge_field(&mut self.signal, wire, r, depth),
+            3 => Field::merge_field(&mut self.reason, wire, r, depth),
+            4 => Field::merge_field(&mut self.message, wire, r, depth),
+            5 => Field::merge_field(&mut self.started_at, wire, r, depth),
+            6 => Field::merge_field(&mut self.finished_at, wire, r, depth),
+            7 => Field::merge_field(&mut self.container_id, wire, r, depth),
+            _ => r.skip(wire, depth),
+        }
+    }
+}
+
 impl FromMessage<pb::api::core::v1::ContainerStateWaiting>
     for k8s_openapi::api::core::v1::ContainerStateWaiting
 {
@@ -1472,6 +2493,22 @@ impl ToMessage<pb::api::core::v1::ContainerStateWaiting>
         out.reason = ToMessage::to_message(&self.reason);
         out.message = ToMessage::to_message(&self.message);
         out
+    }
+}
+
+impl direct::Merge for k8s_openapi::api::core::v1::ContainerStateWaiting {
+    fn merge_field(
+        &mut self,
+        tag: u32,
+        wire: direct::Wire,
+        r: &mut direct::Reader<'_>,
+        depth: u32,
+    ) -> Result<(), Error> {
+        match tag {
+            1 => Field::merge_field(&mut self.reason, wire, r, depth),
+            2 => Field::merge_field(&mut self.message, wire, r, depth),
+            _ => r.skip(wire, depth),
+        }
     }
 }
 
@@ -1521,6 +2558,35 @@ impl ToMessage<pb::api::core::v1::ContainerStatus> for k8s_openapi::api::core::v
     }
 }
 
+impl direct::Merge for k8s_openapi::api::core::v1::ContainerStatus {
+    fn merge_field(
+        &mut self,
+        tag: u32,
+        wire: direct::Wire,
+        r: &mut direct::Reader<'_>,
+        depth: u32,
+    ) -> Result<(), Error> {
+        match tag {
+            1 => Field::merge_field(&mut self.name, wire, r, depth),
+            2 => Field::merge_field(&mut self.state, wire, r, depth),
+            3 => Field::merge_field(&mut self.last_state, wire, r, depth),
+            4 => Field::merge_field(&mut self.ready, wire, r, depth),
+            5 => Field::merge_field(&mut self.restart_count, wire, r, depth),
+            6 => Field::merge_field(&mut self.image, wire, r, depth),
+            7 => Field::merge_field(&mut self.image_id, wire, r, depth),
+            8 => Field::merge_field(&mut self.container_id, wire, r, depth),
+            9 => Field::merge_field(&mut self.started, wire, r, depth),
+            10 => Field::merge_field(&mut self.allocated_resources, wire, r, depth),
+            11 => Field::merge_field(&mut self.resources, wire, r, depth),
+            12 => Field::merge_field(&mut self.volume_mounts, wire, r, depth),
+            13 => Field::merge_field(&mut self.user, wire, r, depth),
+            14 => Field::merge_field(&mut self.allocated_resources_status, wire, r, depth),
+            15 => Field::merge_field(&mut self.stop_signal, wire, r, depth),
+            _ => r.skip(wire, depth),
+        }
+    }
+}
+
 impl FromMessage<pb::api::core::v1::ContainerUser> for k8s_openapi::api::core::v1::ContainerUser {
     fn from_message(m: pb::api::core::v1::ContainerUser) -> Result<Self, Error> {
         let mut out = Self::default();
@@ -1537,6 +2603,21 @@ impl ToMessage<pb::api::core::v1::ContainerUser> for k8s_openapi::api::core::v1:
     }
 }
 
+impl direct::Merge for k8s_openapi::api::core::v1::ContainerUser {
+    fn merge_field(
+        &mut self,
+        tag: u32,
+        wire: direct::Wire,
+        r: &mut direct::Reader<'_>,
+        depth: u32,
+    ) -> Result<(), Error> {
+        match tag {
+            1 => Field::merge_field(&mut self.linux, wire, r, depth),
+            _ => r.skip(wire, depth),
+        }
+    }
+}
+
 impl FromMessage<pb::api::core::v1::DaemonEndpoint> for k8s_openapi::api::core::v1::DaemonEndpoint {
     fn from_message(m: pb::api::core::v1::DaemonEndpoint) -> Result<Self, Error> {
         let mut out = Self::default();
@@ -1550,6 +2631,21 @@ impl ToMessage<pb::api::core::v1::DaemonEndpoint> for k8s_openapi::api::core::v1
         let mut out = pb::api::core::v1::DaemonEndpoint::default();
         out.port = ToMessage::to_message(&self.port);
         out
+    }
+}
+
+impl direct::Merge for k8s_openapi::api::core::v1::DaemonEndpoint {
+    fn merge_field(
+        &mut self,
+        tag: u32,
+        wire: direct::Wire,
+        r: &mut direct::Reader<'_>,
+        depth: u32,
+    ) -> Result<(), Error> {
+        match tag {
+            1 => Field::merge_field(&mut self.port, wire, r, depth),
+            _ => r.skip(wire, depth),
+        }
     }
 }
 
@@ -1570,6 +2666,21 @@ impl ToMessage<pb::api::core::v1::DownwardAPIProjection>
         let mut out = pb::api::core::v1::DownwardAPIProjection::default();
         out.items = ToMessage::to_message(&self.items);
         out
+    }
+}
+
+impl direct::Merge for k8s_openapi::api::core::v1::DownwardAPIProjection {
+    fn merge_field(
+        &mut self,
+        tag: u32,
+        wire: direct::Wire,
+        r: &mut direct::Reader<'_>,
+        depth: u32,
+    ) -> Result<(), Error> {
+        match tag {
+            1 => Field::merge_field(&mut self.items, wire, r, depth),
+            _ => r.skip(wire, depth),
+        }
     }
 }
 
@@ -1599,6 +2710,24 @@ impl ToMessage<pb::api::core::v1::DownwardAPIVolumeFile>
     }
 }
 
+impl direct::Merge for k8s_openapi::api::core::v1::DownwardAPIVolumeFile {
+    fn merge_field(
+        &mut self,
+        tag: u32,
+        wire: direct::Wire,
+        r: &mut direct::Reader<'_>,
+        depth: u32,
+    ) -> Result<(), Error> {
+        match tag {
+            1 => Field::merge_field(&mut self.path, wire, r, depth),
+            2 => Field::merge_field(&mut self.field_ref, wire, r, depth),
+            3 => Field::merge_field(&mut self.resource_field_ref, wire, r, depth),
+            4 => Field::merge_field(&mut self.mode, wire, r, depth),
+            _ => r.skip(wire, depth),
+        }
+    }
+}
+
 impl FromMessage<pb::api::core::v1::DownwardAPIVolumeSource>
     for k8s_openapi::api::core::v1::DownwardAPIVolumeSource
 {
@@ -1621,6 +2750,22 @@ impl ToMessage<pb::api::core::v1::DownwardAPIVolumeSource>
     }
 }
 
+impl direct::Merge for k8s_openapi::api::core::v1::DownwardAPIVolumeSource {
+    fn merge_field(
+        &mut self,
+        tag: u32,
+        wire: direct::Wire,
+        r: &mut direct::Reader<'_>,
+        depth: u32,
+    ) -> Result<(), Error> {
+        match tag {
+            1 => Field::merge_field(&mut self.items, wire, r, depth),
+            2 => Field::merge_field(&mut self.default_mode, wire, r, depth),
+            _ => r.skip(wire, depth),
+        }
+    }
+}
+
 impl FromMessage<pb::api::core::v1::EmptyDirVolumeSource>
     for k8s_openapi::api::core::v1::EmptyDirVolumeSource
 {
@@ -1640,6 +2785,22 @@ impl ToMessage<pb::api::core::v1::EmptyDirVolumeSource>
         out.medium = ToMessage::to_message(&self.medium);
         out.size_limit = ToMessage::to_message(&self.size_limit);
         out
+    }
+}
+
+impl direct::Merge for k8s_openapi::api::core::v1::EmptyDirVolumeSource {
+    fn merge_field(
+        &mut self,
+        tag: u32,
+        wire: direct::Wire,
+        r: &mut direct::Reader<'_>,
+        depth: u32,
+    ) -> Result<(), Error> {
+        match tag {
+            1 => Field::merge_field(&mut self.medium, wire, r, depth),
+            2 => Field::merge_field(&mut self.size_limit, wire, r, depth),
+            _ => r.skip(wire, depth),
+        }
     }
 }
 
@@ -1667,6 +2828,24 @@ impl ToMessage<pb::api::core::v1::EndpointAddress> for k8s_openapi::api::core::v
     }
 }
 
+impl direct::Merge for k8s_openapi::api::core::v1::EndpointAddress {
+    fn merge_field(
+        &mut self,
+        tag: u32,
+        wire: direct::Wire,
+        r: &mut direct::Reader<'_>,
+        depth: u32,
+    ) -> Result<(), Error> {
+        match tag {
+            1 => Field::merge_field(&mut self.ip, wire, r, depth),
+            3 => Field::merge_field(&mut self.hostname, wire, r, depth),
+            4 => Field::merge_field(&mut self.node_name, wire, r, depth),
+            2 => Field::merge_field(&mut self.target_ref, wire, r, depth),
+            _ => r.skip(wire, depth),
+        }
+    }
+}
+
 impl FromMessage<pb::api::core::v1::EndpointPort> for k8s_openapi::api::core::v1::EndpointPort {
     fn from_message(m: pb::api::core::v1::EndpointPort) -> Result<Self, Error> {
         let mut out = Self::default();
@@ -1686,6 +2865,24 @@ impl ToMessage<pb::api::core::v1::EndpointPort> for k8s_openapi::api::core::v1::
         out.protocol = ToMessage::to_message(&self.protocol);
         out.app_protocol = ToMessage::to_message(&self.app_protocol);
         out
+    }
+}
+
+impl direct::Merge for k8s_openapi::api::core::v1::EndpointPort {
+    fn merge_field(
+        &mut self,
+        tag: u32,
+        wire: direct::Wire,
+        r: &mut direct::Reader<'_>,
+        depth: u32,
+    ) -> Result<(), Error> {
+        match tag {
+            1 => Field::merge_field(&mut self.name, wire, r, depth),
+            2 => Field::merge_field(&mut self.port, wire, r, depth),
+            3 => Field::merge_field(&mut self.protocol, wire, r, depth),
+            4 => Field::merge_field(&mut self.app_protocol, wire, r, depth),
+            _ => r.skip(wire, depth),
+        }
     }
 }
 
@@ -1709,6 +2906,23 @@ impl ToMessage<pb::api::core::v1::EndpointSubset> for k8s_openapi::api::core::v1
     }
 }
 
+impl direct::Merge for k8s_openapi::api::core::v1::EndpointSubset {
+    fn merge_field(
+        &mut self,
+        tag: u32,
+        wire: direct::Wire,
+        r: &mut direct::Reader<'_>,
+        depth: u32,
+    ) -> Result<(), Error> {
+        match tag {
+            1 => Field::merge_field(&mut self.addresses, wire, r, depth),
+            2 => Field::merge_field(&mut self.not_ready_addresses, wire, r, depth),
+            3 => Field::merge_field(&mut self.ports, wire, r, depth),
+            _ => r.skip(wire, depth),
+        }
+    }
+}
+
 impl FromMessage<pb::api::core::v1::Endpoints> for k8s_openapi::api::core::v1::Endpoints {
     fn from_message(m: pb::api::core::v1::Endpoints) -> Result<Self, Error> {
         let mut out = Self::default();
@@ -1724,6 +2938,22 @@ impl ToMessage<pb::api::core::v1::Endpoints> for k8s_openapi::api::core::v1::End
         out.metadata = ToMessage::to_message(&self.metadata);
         out.subsets = ToMessage::to_message(&self.subsets);
         out
+    }
+}
+
+impl direct::Merge for k8s_openapi::api::core::v1::Endpoints {
+    fn merge_field(
+        &mut self,
+        tag: u32,
+        wire: direct::Wire,
+        r: &mut direct::Reader<'_>,
+        depth: u32,
+    ) -> Result<(), Error> {
+        match tag {
+            1 => Field::merge_field(&mut self.metadata, wire, r, depth),
+            2 => Field::merge_field(&mut self.subsets, wire, r, depth),
+            _ => r.skip(wire, depth),
+        }
     }
 }
 
@@ -1747,6 +2977,23 @@ impl ToMessage<pb::api::core::v1::EnvFromSource> for k8s_openapi::api::core::v1:
     }
 }
 
+impl direct::Merge for k8s_openapi::api::core::v1::EnvFromSource {
+    fn merge_field(
+        &mut self,
+        tag: u32,
+        wire: direct::Wire,
+        r: &mut direct::Reader<'_>,
+        depth: u32,
+    ) -> Result<(), Error> {
+        match tag {
+            1 => Field::merge_field(&mut self.prefix, wire, r, depth),
+            2 => Field::merge_field(&mut self.config_map_ref, wire, r, depth),
+            3 => Field::merge_field(&mut self.secret_ref, wire, r, depth),
+            _ => r.skip(wire, depth),
+        }
+    }
+}
+
 impl FromMessage<pb::api::core::v1::EnvVar> for k8s_openapi::api::core::v1::EnvVar {
     fn from_message(m: pb::api::core::v1::EnvVar) -> Result<Self, Error> {
         let mut out = Self::default();
@@ -1764,6 +3011,23 @@ impl ToMessage<pb::api::core::v1::EnvVar> for k8s_openapi::api::core::v1::EnvVar
         out.value = ToMessage::to_message(&self.value);
         out.value_from = ToMessage::to_message(&self.value_from);
         out
+    }
+}
+
+impl direct::Merge for k8s_openapi::api::core::v1::EnvVar {
+    fn merge_field(
+        &mut self,
+        tag: u32,
+        wire: direct::Wire,
+        r: &mut direct::Reader<'_>,
+        depth: u32,
+    ) -> Result<(), Error> {
+        match tag {
+            1 => Field::merge_field(&mut self.name, wire, r, depth),
+            2 => Field::merge_field(&mut self.value, wire, r, depth),
+            3 => Field::merge_field(&mut self.value_from, wire, r, depth),
+            _ => r.skip(wire, depth),
+        }
     }
 }
 
@@ -1792,6 +3056,30 @@ impl ToMessage<pb::api::core::v1::EnvVarSource> for k8s_openapi::api::core::v1::
             out.file_key_ref = ToMessage::to_message(&self.file_key_ref);
         }
         out
+    }
+}
+
+impl direct::Merge for k8s_openapi::api::core::v1::EnvVarSource {
+    fn merge_field(
+        &mut self,
+        tag: u32,
+        wire: direct::Wire,
+        r: &mut direct::Reader<'_>,
+        depth: u32,
+    ) -> Result<(), Error> {
+        match tag {
+            1 => Field::merge_field(&mut self.field_ref, wire, r, depth),
+            2 => Field::merge_field(&mut self.resource_field_ref, wire, r, depth),
+            3 => Field::merge_field(&mut self.config_map_key_ref, wire, r, depth),
+            4 => Field::merge_field(&mut self.secret_key_ref, wire, r, depth),
+            5 => {
+                k8s_openapi::k8s_if_ge_1_34! {
+                    return Field::merge_field(&mut self.file_key_ref, wire, r, depth);
+                }
+                r.skip(wire, depth)
+            }
+            _ => r.skip(wire, depth),
+        }
     }
 }
 
@@ -1880,6 +3168,54 @@ impl ToMessage<pb::api::core::v1::EphemeralContainer>
     }
 }
 
+impl direct::Merge for k8s_openapi::api::core::v1::EphemeralContainer {
+    fn merge_field(
+        &mut self,
+        tag: u32,
+        wire: direct::Wire,
+        r: &mut direct::Reader<'_>,
+        depth: u32,
+    ) -> Result<(), Error> {
+        match tag {
+            1 => direct::fields(r.bytes(wire)?, depth, |tag, wire, r, depth| match tag {
+                1 => Field::merge_field(&mut self.name, wire, r, depth),
+                2 => Field::merge_field(&mut self.image, wire, r, depth),
+                3 => Field::merge_field(&mut self.command, wire, r, depth),
+                4 => Field::merge_field(&mut self.args, wire, r, depth),
+                5 => Field::merge_field(&mut self.working_dir, wire, r, depth),
+                6 => Field::merge_field(&mut self.ports, wire, r, depth),
+                19 => Field::merge_field(&mut self.env_from, wire, r, depth),
+                7 => Field::merge_field(&mut self.env, wire, r, depth),
+                8 => Field::merge_field(&mut self.resources, wire, r, depth),
+                23 => Field::merge_field(&mut self.resize_policy, wire, r, depth),
+                24 => Field::merge_field(&mut self.restart_policy, wire, r, depth),
+                25 => {
+                    k8s_openapi::k8s_if_ge_1_34! {
+                        return Field::merge_field(&mut self.restart_policy_rules, wire, r, depth);
+                    }
+                    r.skip(wire, depth)
+                }
+                9 => Field::merge_field(&mut self.volume_mounts, wire, r, depth),
+                21 => Field::merge_field(&mut self.volume_devices, wire, r, depth),
+                10 => Field::merge_field(&mut self.liveness_probe, wire, r, depth),
+                11 => Field::merge_field(&mut self.readiness_probe, wire, r, depth),
+                22 => Field::merge_field(&mut self.startup_probe, wire, r, depth),
+                12 => Field::merge_field(&mut self.lifecycle, wire, r, depth),
+                13 => Field::merge_field(&mut self.termination_message_path, wire, r, depth),
+                20 => Field::merge_field(&mut self.termination_message_policy, wire, r, depth),
+                14 => Field::merge_field(&mut self.image_pull_policy, wire, r, depth),
+                15 => Field::merge_field(&mut self.security_context, wire, r, depth),
+                16 => Field::merge_field(&mut self.stdin, wire, r, depth),
+                17 => Field::merge_field(&mut self.stdin_once, wire, r, depth),
+                18 => Field::merge_field(&mut self.tty, wire, r, depth),
+                _ => r.skip(wire, depth),
+            }),
+            2 => Field::merge_field(&mut self.target_container_name, wire, r, depth),
+            _ => r.skip(wire, depth),
+        }
+    }
+}
+
 impl FromMessage<pb::api::core::v1::EphemeralVolumeSource>
     for k8s_openapi::api::core::v1::EphemeralVolumeSource
 {
@@ -1897,6 +3233,21 @@ impl ToMessage<pb::api::core::v1::EphemeralVolumeSource>
         let mut out = pb::api::core::v1::EphemeralVolumeSource::default();
         out.volume_claim_template = ToMessage::to_message(&self.volume_claim_template);
         out
+    }
+}
+
+impl direct::Merge for k8s_openapi::api::core::v1::EphemeralVolumeSource {
+    fn merge_field(
+        &mut self,
+        tag: u32,
+        wire: direct::Wire,
+        r: &mut direct::Reader<'_>,
+        depth: u32,
+    ) -> Result<(), Error> {
+        match tag {
+            1 => Field::merge_field(&mut self.volume_claim_template, wire, r, depth),
+            _ => r.skip(wire, depth),
+        }
     }
 }
 
@@ -1944,6 +3295,35 @@ impl ToMessage<pb::api::core::v1::Event> for k8s_openapi::api::core::v1::Event {
     }
 }
 
+impl direct::Merge for k8s_openapi::api::core::v1::Event {
+    fn merge_field(
+        &mut self,
+        tag: u32,
+        wire: direct::Wire,
+        r: &mut direct::Reader<'_>,
+        depth: u32,
+    ) -> Result<(), Error> {
+        match tag {
+            1 => Field::merge_field(&mut self.metadata, wire, r, depth),
+            2 => Field::merge_field(&mut self.involved_object, wire, r, depth),
+            3 => Field::merge_field(&mut self.reason, wire, r, depth),
+            4 => Field::merge_field(&mut self.message, wire, r, depth),
+            5 => Field::merge_field(&mut self.source, wire, r, depth),
+            6 => Field::merge_field(&mut self.first_timestamp, wire, r, depth),
+            7 => Field::merge_field(&mut self.last_timestamp, wire, r, depth),
+            8 => Field::merge_field(&mut self.count, wire, r, depth),
+            9 => Field::merge_field(&mut self.type_, wire, r, depth),
+            10 => Field::merge_field(&mut self.event_time, wire, r, depth),
+            11 => Field::merge_field(&mut self.series, wire, r, depth),
+            12 => Field::merge_field(&mut self.action, wire, r, depth),
+            13 => Field::merge_field(&mut self.related, wire, r, depth),
+            14 => Field::merge_field(&mut self.reporting_component, wire, r, depth),
+            15 => Field::merge_field(&mut self.reporting_instance, wire, r, depth),
+            _ => r.skip(wire, depth),
+        }
+    }
+}
+
 impl FromMessage<pb::api::core::v1::EventSeries> for k8s_openapi::api::core::v1::EventSeries {
     fn from_message(m: pb::api::core::v1::EventSeries) -> Result<Self, Error> {
         let mut out = Self::default();
@@ -1959,6 +3339,22 @@ impl ToMessage<pb::api::core::v1::EventSeries> for k8s_openapi::api::core::v1::E
         out.count = ToMessage::to_message(&self.count);
         out.last_observed_time = ToMessage::to_message(&self.last_observed_time);
         out
+    }
+}
+
+impl direct::Merge for k8s_openapi::api::core::v1::EventSeries {
+    fn merge_field(
+        &mut self,
+        tag: u32,
+        wire: direct::Wire,
+        r: &mut direct::Reader<'_>,
+        depth: u32,
+    ) -> Result<(), Error> {
+        match tag {
+            1 => Field::merge_field(&mut self.count, wire, r, depth),
+            2 => Field::merge_field(&mut self.last_observed_time, wire, r, depth),
+            _ => r.skip(wire, depth),
+        }
     }
 }
 
@@ -1980,6 +3376,22 @@ impl ToMessage<pb::api::core::v1::EventSource> for k8s_openapi::api::core::v1::E
     }
 }
 
+impl direct::Merge for k8s_openapi::api::core::v1::EventSource {
+    fn merge_field(
+        &mut self,
+        tag: u32,
+        wire: direct::Wire,
+        r: &mut direct::Reader<'_>,
+        depth: u32,
+    ) -> Result<(), Error> {
+        match tag {
+            1 => Field::merge_field(&mut self.component, wire, r, depth),
+            2 => Field::merge_field(&mut self.host, wire, r, depth),
+            _ => r.skip(wire, depth),
+        }
+    }
+}
+
 impl FromMessage<pb::api::core::v1::ExecAction> for k8s_openapi::api::core::v1::ExecAction {
     fn from_message(m: pb::api::core::v1::ExecAction) -> Result<Self, Error> {
         let mut out = Self::default();
@@ -1993,6 +3405,21 @@ impl ToMessage<pb::api::core::v1::ExecAction> for k8s_openapi::api::core::v1::Ex
         let mut out = pb::api::core::v1::ExecAction::default();
         out.command = ToMessage::to_message(&self.command);
         out
+    }
+}
+
+impl direct::Merge for k8s_openapi::api::core::v1::ExecAction {
+    fn merge_field(
+        &mut self,
+        tag: u32,
+        wire: direct::Wire,
+        r: &mut direct::Reader<'_>,
+        depth: u32,
+    ) -> Result<(), Error> {
+        match tag {
+            1 => Field::merge_field(&mut self.command, wire, r, depth),
+            _ => r.skip(wire, depth),
+        }
     }
 }
 
@@ -2020,6 +3447,25 @@ impl ToMessage<pb::api::core::v1::FcVolumeSource> for k8s_openapi::api::core::v1
     }
 }
 
+impl direct::Merge for k8s_openapi::api::core::v1::FCVolumeSource {
+    fn merge_field(
+        &mut self,
+        tag: u32,
+        wire: direct::Wire,
+        r: &mut direct::Reader<'_>,
+        depth: u32,
+    ) -> Result<(), Error> {
+        match tag {
+            1 => Field::merge_field(&mut self.target_wwns, wire, r, depth),
+            2 => Field::merge_field(&mut self.lun, wire, r, depth),
+            3 => Field::merge_field(&mut self.fs_type, wire, r, depth),
+            4 => Field::merge_field(&mut self.read_only, wire, r, depth),
+            5 => Field::merge_field(&mut self.wwids, wire, r, depth),
+            _ => r.skip(wire, depth),
+        }
+    }
+}
+
 k8s_openapi::k8s_if_ge_1_34! {
     impl FromMessage<pb::api::core::v1::FileKeySelector>
         for k8s_openapi::api::core::v1::FileKeySelector
@@ -2042,6 +3488,24 @@ k8s_openapi::k8s_if_ge_1_34! {
             out.key = ToMessage::to_message(&self.key);
             out.optional = ToMessage::to_message(&self.optional);
             out
+        }
+    }
+
+    impl direct::Merge for k8s_openapi::api::core::v1::FileKeySelector {
+        fn merge_field(
+            &mut self,
+            tag: u32,
+            wire: direct::Wire,
+            r: &mut direct::Reader<'_>,
+            depth: u32,
+        ) -> Result<(), Error> {
+            match tag {
+                1 => Field::merge_field(&mut self.volume_name, wire, r, depth),
+                2 => Field::merge_field(&mut self.path, wire, r, depth),
+                3 => Field::merge_field(&mut self.key, wire, r, depth),
+                4 => Field::merge_field(&mut self.optional, wire, r, depth),
+                _ => r.skip(wire, depth),
+            }
         }
     }
 }
@@ -2074,6 +3538,25 @@ impl ToMessage<pb::api::core::v1::FlexVolumeSource>
     }
 }
 
+impl direct::Merge for k8s_openapi::api::core::v1::FlexVolumeSource {
+    fn merge_field(
+        &mut self,
+        tag: u32,
+        wire: direct::Wire,
+        r: &mut direct::Reader<'_>,
+        depth: u32,
+    ) -> Result<(), Error> {
+        match tag {
+            1 => Field::merge_field(&mut self.driver, wire, r, depth),
+            2 => Field::merge_field(&mut self.fs_type, wire, r, depth),
+            3 => Field::merge_field(&mut self.secret_ref, wire, r, depth),
+            4 => Field::merge_field(&mut self.read_only, wire, r, depth),
+            5 => Field::merge_field(&mut self.options, wire, r, depth),
+            _ => r.skip(wire, depth),
+        }
+    }
+}
+
 impl FromMessage<pb::api::core::v1::FlockerVolumeSource>
     for k8s_openapi::api::core::v1::FlockerVolumeSource
 {
@@ -2093,6 +3576,22 @@ impl ToMessage<pb::api::core::v1::FlockerVolumeSource>
         out.dataset_name = ToMessage::to_message(&self.dataset_name);
         out.dataset_uuid = ToMessage::to_message(&self.dataset_uuid);
         out
+    }
+}
+
+impl direct::Merge for k8s_openapi::api::core::v1::FlockerVolumeSource {
+    fn merge_field(
+        &mut self,
+        tag: u32,
+        wire: direct::Wire,
+        r: &mut direct::Reader<'_>,
+        depth: u32,
+    ) -> Result<(), Error> {
+        match tag {
+            1 => Field::merge_field(&mut self.dataset_name, wire, r, depth),
+            2 => Field::merge_field(&mut self.dataset_uuid, wire, r, depth),
+            _ => r.skip(wire, depth),
+        }
     }
 }
 
@@ -2122,6 +3621,24 @@ impl ToMessage<pb::api::core::v1::GcePersistentDiskVolumeSource>
     }
 }
 
+impl direct::Merge for k8s_openapi::api::core::v1::GCEPersistentDiskVolumeSource {
+    fn merge_field(
+        &mut self,
+        tag: u32,
+        wire: direct::Wire,
+        r: &mut direct::Reader<'_>,
+        depth: u32,
+    ) -> Result<(), Error> {
+        match tag {
+            1 => Field::merge_field(&mut self.pd_name, wire, r, depth),
+            2 => Field::merge_field(&mut self.fs_type, wire, r, depth),
+            3 => Field::merge_field(&mut self.partition, wire, r, depth),
+            4 => Field::merge_field(&mut self.read_only, wire, r, depth),
+            _ => r.skip(wire, depth),
+        }
+    }
+}
+
 impl FromMessage<pb::api::core::v1::GrpcAction> for k8s_openapi::api::core::v1::GRPCAction {
     fn from_message(m: pb::api::core::v1::GrpcAction) -> Result<Self, Error> {
         let mut out = Self::default();
@@ -2137,6 +3654,22 @@ impl ToMessage<pb::api::core::v1::GrpcAction> for k8s_openapi::api::core::v1::GR
         out.port = ToMessage::to_message(&self.port);
         out.service = ToMessage::to_message(&self.service);
         out
+    }
+}
+
+impl direct::Merge for k8s_openapi::api::core::v1::GRPCAction {
+    fn merge_field(
+        &mut self,
+        tag: u32,
+        wire: direct::Wire,
+        r: &mut direct::Reader<'_>,
+        depth: u32,
+    ) -> Result<(), Error> {
+        match tag {
+            1 => Field::merge_field(&mut self.port, wire, r, depth),
+            2 => Field::merge_field(&mut self.service, wire, r, depth),
+            _ => r.skip(wire, depth),
+        }
     }
 }
 
@@ -2164,6 +3697,23 @@ impl ToMessage<pb::api::core::v1::GitRepoVolumeSource>
     }
 }
 
+impl direct::Merge for k8s_openapi::api::core::v1::GitRepoVolumeSource {
+    fn merge_field(
+        &mut self,
+        tag: u32,
+        wire: direct::Wire,
+        r: &mut direct::Reader<'_>,
+        depth: u32,
+    ) -> Result<(), Error> {
+        match tag {
+            1 => Field::merge_field(&mut self.repository, wire, r, depth),
+            2 => Field::merge_field(&mut self.revision, wire, r, depth),
+            3 => Field::merge_field(&mut self.directory, wire, r, depth),
+            _ => r.skip(wire, depth),
+        }
+    }
+}
+
 impl FromMessage<pb::api::core::v1::GlusterfsVolumeSource>
     for k8s_openapi::api::core::v1::GlusterfsVolumeSource
 {
@@ -2185,6 +3735,23 @@ impl ToMessage<pb::api::core::v1::GlusterfsVolumeSource>
         out.path = ToMessage::to_message(&self.path);
         out.read_only = ToMessage::to_message(&self.read_only);
         out
+    }
+}
+
+impl direct::Merge for k8s_openapi::api::core::v1::GlusterfsVolumeSource {
+    fn merge_field(
+        &mut self,
+        tag: u32,
+        wire: direct::Wire,
+        r: &mut direct::Reader<'_>,
+        depth: u32,
+    ) -> Result<(), Error> {
+        match tag {
+            1 => Field::merge_field(&mut self.endpoints, wire, r, depth),
+            2 => Field::merge_field(&mut self.path, wire, r, depth),
+            3 => Field::merge_field(&mut self.read_only, wire, r, depth),
+            _ => r.skip(wire, depth),
+        }
     }
 }
 
@@ -2212,6 +3779,25 @@ impl ToMessage<pb::api::core::v1::HttpGetAction> for k8s_openapi::api::core::v1:
     }
 }
 
+impl direct::Merge for k8s_openapi::api::core::v1::HTTPGetAction {
+    fn merge_field(
+        &mut self,
+        tag: u32,
+        wire: direct::Wire,
+        r: &mut direct::Reader<'_>,
+        depth: u32,
+    ) -> Result<(), Error> {
+        match tag {
+            1 => Field::merge_field(&mut self.path, wire, r, depth),
+            2 => Field::merge_field(&mut self.port, wire, r, depth),
+            3 => Field::merge_field(&mut self.host, wire, r, depth),
+            4 => Field::merge_field(&mut self.scheme, wire, r, depth),
+            5 => Field::merge_field(&mut self.http_headers, wire, r, depth),
+            _ => r.skip(wire, depth),
+        }
+    }
+}
+
 impl FromMessage<pb::api::core::v1::HttpHeader> for k8s_openapi::api::core::v1::HTTPHeader {
     fn from_message(m: pb::api::core::v1::HttpHeader) -> Result<Self, Error> {
         let mut out = Self::default();
@@ -2227,6 +3813,22 @@ impl ToMessage<pb::api::core::v1::HttpHeader> for k8s_openapi::api::core::v1::HT
         out.name = ToMessage::to_message(&self.name);
         out.value = ToMessage::to_message(&self.value);
         out
+    }
+}
+
+impl direct::Merge for k8s_openapi::api::core::v1::HTTPHeader {
+    fn merge_field(
+        &mut self,
+        tag: u32,
+        wire: direct::Wire,
+        r: &mut direct::Reader<'_>,
+        depth: u32,
+    ) -> Result<(), Error> {
+        match tag {
+            1 => Field::merge_field(&mut self.name, wire, r, depth),
+            2 => Field::merge_field(&mut self.value, wire, r, depth),
+            _ => r.skip(wire, depth),
+        }
     }
 }
 
@@ -2248,6 +3850,22 @@ impl ToMessage<pb::api::core::v1::HostAlias> for k8s_openapi::api::core::v1::Hos
     }
 }
 
+impl direct::Merge for k8s_openapi::api::core::v1::HostAlias {
+    fn merge_field(
+        &mut self,
+        tag: u32,
+        wire: direct::Wire,
+        r: &mut direct::Reader<'_>,
+        depth: u32,
+    ) -> Result<(), Error> {
+        match tag {
+            1 => Field::merge_field(&mut self.ip, wire, r, depth),
+            2 => Field::merge_field(&mut self.hostnames, wire, r, depth),
+            _ => r.skip(wire, depth),
+        }
+    }
+}
+
 impl FromMessage<pb::api::core::v1::HostIp> for k8s_openapi::api::core::v1::HostIP {
     fn from_message(m: pb::api::core::v1::HostIp) -> Result<Self, Error> {
         let mut out = Self::default();
@@ -2261,6 +3879,21 @@ impl ToMessage<pb::api::core::v1::HostIp> for k8s_openapi::api::core::v1::HostIP
         let mut out = pb::api::core::v1::HostIp::default();
         out.ip = ToMessage::to_message(&self.ip);
         out
+    }
+}
+
+impl direct::Merge for k8s_openapi::api::core::v1::HostIP {
+    fn merge_field(
+        &mut self,
+        tag: u32,
+        wire: direct::Wire,
+        r: &mut direct::Reader<'_>,
+        depth: u32,
+    ) -> Result<(), Error> {
+        match tag {
+            1 => Field::merge_field(&mut self.ip, wire, r, depth),
+            _ => r.skip(wire, depth),
+        }
     }
 }
 
@@ -2283,6 +3916,22 @@ impl ToMessage<pb::api::core::v1::HostPathVolumeSource>
         out.path = ToMessage::to_message(&self.path);
         out.r#type = ToMessage::to_message(&self.type_);
         out
+    }
+}
+
+impl direct::Merge for k8s_openapi::api::core::v1::HostPathVolumeSource {
+    fn merge_field(
+        &mut self,
+        tag: u32,
+        wire: direct::Wire,
+        r: &mut direct::Reader<'_>,
+        depth: u32,
+    ) -> Result<(), Error> {
+        match tag {
+            1 => Field::merge_field(&mut self.path, wire, r, depth),
+            2 => Field::merge_field(&mut self.type_, wire, r, depth),
+            _ => r.skip(wire, depth),
+        }
     }
 }
 
@@ -2326,6 +3975,31 @@ impl ToMessage<pb::api::core::v1::IscsiVolumeSource>
     }
 }
 
+impl direct::Merge for k8s_openapi::api::core::v1::ISCSIVolumeSource {
+    fn merge_field(
+        &mut self,
+        tag: u32,
+        wire: direct::Wire,
+        r: &mut direct::Reader<'_>,
+        depth: u32,
+    ) -> Result<(), Error> {
+        match tag {
+            1 => Field::merge_field(&mut self.target_portal, wire, r, depth),
+            2 => Field::merge_field(&mut self.iqn, wire, r, depth),
+            3 => Field::merge_field(&mut self.lun, wire, r, depth),
+            4 => Field::merge_field(&mut self.iscsi_interface, wire, r, depth),
+            5 => Field::merge_field(&mut self.fs_type, wire, r, depth),
+            6 => Field::merge_field(&mut self.read_only, wire, r, depth),
+            7 => Field::merge_field(&mut self.portals, wire, r, depth),
+            8 => Field::merge_field(&mut self.chap_auth_discovery, wire, r, depth),
+            11 => Field::merge_field(&mut self.chap_auth_session, wire, r, depth),
+            10 => Field::merge_field(&mut self.secret_ref, wire, r, depth),
+            12 => Field::merge_field(&mut self.initiator_name, wire, r, depth),
+            _ => r.skip(wire, depth),
+        }
+    }
+}
+
 impl FromMessage<pb::api::core::v1::ImageVolumeSource>
     for k8s_openapi::api::core::v1::ImageVolumeSource
 {
@@ -2345,6 +4019,22 @@ impl ToMessage<pb::api::core::v1::ImageVolumeSource>
         out.reference = ToMessage::to_message(&self.reference);
         out.pull_policy = ToMessage::to_message(&self.pull_policy);
         out
+    }
+}
+
+impl direct::Merge for k8s_openapi::api::core::v1::ImageVolumeSource {
+    fn merge_field(
+        &mut self,
+        tag: u32,
+        wire: direct::Wire,
+        r: &mut direct::Reader<'_>,
+        depth: u32,
+    ) -> Result<(), Error> {
+        match tag {
+            1 => Field::merge_field(&mut self.reference, wire, r, depth),
+            2 => Field::merge_field(&mut self.pull_policy, wire, r, depth),
+            _ => r.skip(wire, depth),
+        }
     }
 }
 
@@ -2368,6 +4058,23 @@ impl ToMessage<pb::api::core::v1::KeyToPath> for k8s_openapi::api::core::v1::Key
     }
 }
 
+impl direct::Merge for k8s_openapi::api::core::v1::KeyToPath {
+    fn merge_field(
+        &mut self,
+        tag: u32,
+        wire: direct::Wire,
+        r: &mut direct::Reader<'_>,
+        depth: u32,
+    ) -> Result<(), Error> {
+        match tag {
+            1 => Field::merge_field(&mut self.key, wire, r, depth),
+            2 => Field::merge_field(&mut self.path, wire, r, depth),
+            3 => Field::merge_field(&mut self.mode, wire, r, depth),
+            _ => r.skip(wire, depth),
+        }
+    }
+}
+
 impl FromMessage<pb::api::core::v1::Lifecycle> for k8s_openapi::api::core::v1::Lifecycle {
     fn from_message(m: pb::api::core::v1::Lifecycle) -> Result<Self, Error> {
         let mut out = Self::default();
@@ -2385,6 +4092,23 @@ impl ToMessage<pb::api::core::v1::Lifecycle> for k8s_openapi::api::core::v1::Lif
         out.pre_stop = ToMessage::to_message(&self.pre_stop);
         out.stop_signal = ToMessage::to_message(&self.stop_signal);
         out
+    }
+}
+
+impl direct::Merge for k8s_openapi::api::core::v1::Lifecycle {
+    fn merge_field(
+        &mut self,
+        tag: u32,
+        wire: direct::Wire,
+        r: &mut direct::Reader<'_>,
+        depth: u32,
+    ) -> Result<(), Error> {
+        match tag {
+            1 => Field::merge_field(&mut self.post_start, wire, r, depth),
+            2 => Field::merge_field(&mut self.pre_stop, wire, r, depth),
+            3 => Field::merge_field(&mut self.stop_signal, wire, r, depth),
+            _ => r.skip(wire, depth),
+        }
     }
 }
 
@@ -2414,6 +4138,24 @@ impl ToMessage<pb::api::core::v1::LifecycleHandler>
     }
 }
 
+impl direct::Merge for k8s_openapi::api::core::v1::LifecycleHandler {
+    fn merge_field(
+        &mut self,
+        tag: u32,
+        wire: direct::Wire,
+        r: &mut direct::Reader<'_>,
+        depth: u32,
+    ) -> Result<(), Error> {
+        match tag {
+            1 => Field::merge_field(&mut self.exec, wire, r, depth),
+            2 => Field::merge_field(&mut self.http_get, wire, r, depth),
+            3 => Field::merge_field(&mut self.tcp_socket, wire, r, depth),
+            4 => Field::merge_field(&mut self.sleep, wire, r, depth),
+            _ => r.skip(wire, depth),
+        }
+    }
+}
+
 impl FromMessage<pb::api::core::v1::LinuxContainerUser>
     for k8s_openapi::api::core::v1::LinuxContainerUser
 {
@@ -2435,6 +4177,23 @@ impl ToMessage<pb::api::core::v1::LinuxContainerUser>
         out.gid = ToMessage::to_message(&self.gid);
         out.supplemental_groups = ToMessage::to_message(&self.supplemental_groups);
         out
+    }
+}
+
+impl direct::Merge for k8s_openapi::api::core::v1::LinuxContainerUser {
+    fn merge_field(
+        &mut self,
+        tag: u32,
+        wire: direct::Wire,
+        r: &mut direct::Reader<'_>,
+        depth: u32,
+    ) -> Result<(), Error> {
+        match tag {
+            1 => Field::merge_field(&mut self.uid, wire, r, depth),
+            2 => Field::merge_field(&mut self.gid, wire, r, depth),
+            3 => Field::merge_field(&mut self.supplemental_groups, wire, r, depth),
+            _ => r.skip(wire, depth),
+        }
     }
 }
 
@@ -2464,6 +4223,24 @@ impl ToMessage<pb::api::core::v1::LoadBalancerIngress>
     }
 }
 
+impl direct::Merge for k8s_openapi::api::core::v1::LoadBalancerIngress {
+    fn merge_field(
+        &mut self,
+        tag: u32,
+        wire: direct::Wire,
+        r: &mut direct::Reader<'_>,
+        depth: u32,
+    ) -> Result<(), Error> {
+        match tag {
+            1 => Field::merge_field(&mut self.ip, wire, r, depth),
+            2 => Field::merge_field(&mut self.hostname, wire, r, depth),
+            3 => Field::merge_field(&mut self.ip_mode, wire, r, depth),
+            4 => Field::merge_field(&mut self.ports, wire, r, depth),
+            _ => r.skip(wire, depth),
+        }
+    }
+}
+
 impl FromMessage<pb::api::core::v1::LoadBalancerStatus>
     for k8s_openapi::api::core::v1::LoadBalancerStatus
 {
@@ -2484,6 +4261,21 @@ impl ToMessage<pb::api::core::v1::LoadBalancerStatus>
     }
 }
 
+impl direct::Merge for k8s_openapi::api::core::v1::LoadBalancerStatus {
+    fn merge_field(
+        &mut self,
+        tag: u32,
+        wire: direct::Wire,
+        r: &mut direct::Reader<'_>,
+        depth: u32,
+    ) -> Result<(), Error> {
+        match tag {
+            1 => Field::merge_field(&mut self.ingress, wire, r, depth),
+            _ => r.skip(wire, depth),
+        }
+    }
+}
+
 impl FromMessage<pb::api::core::v1::LocalObjectReference>
     for k8s_openapi::api::core::v1::LocalObjectReference
 {
@@ -2501,6 +4293,21 @@ impl ToMessage<pb::api::core::v1::LocalObjectReference>
         let mut out = pb::api::core::v1::LocalObjectReference::default();
         out.name = ToMessage::to_message(&self.name);
         out
+    }
+}
+
+impl direct::Merge for k8s_openapi::api::core::v1::LocalObjectReference {
+    fn merge_field(
+        &mut self,
+        tag: u32,
+        wire: direct::Wire,
+        r: &mut direct::Reader<'_>,
+        depth: u32,
+    ) -> Result<(), Error> {
+        match tag {
+            1 => Field::merge_field(&mut self.name, wire, r, depth),
+            _ => r.skip(wire, depth),
+        }
     }
 }
 
@@ -2528,6 +4335,27 @@ impl ToMessage<pb::api::core::v1::ModifyVolumeStatus>
     }
 }
 
+impl direct::Merge for k8s_openapi::api::core::v1::ModifyVolumeStatus {
+    fn merge_field(
+        &mut self,
+        tag: u32,
+        wire: direct::Wire,
+        r: &mut direct::Reader<'_>,
+        depth: u32,
+    ) -> Result<(), Error> {
+        match tag {
+            1 => Field::merge_field(
+                &mut self.target_volume_attributes_class_name,
+                wire,
+                r,
+                depth,
+            ),
+            2 => Field::merge_field(&mut self.status, wire, r, depth),
+            _ => r.skip(wire, depth),
+        }
+    }
+}
+
 impl FromMessage<pb::api::core::v1::NfsVolumeSource>
     for k8s_openapi::api::core::v1::NFSVolumeSource
 {
@@ -2550,6 +4378,23 @@ impl ToMessage<pb::api::core::v1::NfsVolumeSource> for k8s_openapi::api::core::v
     }
 }
 
+impl direct::Merge for k8s_openapi::api::core::v1::NFSVolumeSource {
+    fn merge_field(
+        &mut self,
+        tag: u32,
+        wire: direct::Wire,
+        r: &mut direct::Reader<'_>,
+        depth: u32,
+    ) -> Result<(), Error> {
+        match tag {
+            1 => Field::merge_field(&mut self.server, wire, r, depth),
+            2 => Field::merge_field(&mut self.path, wire, r, depth),
+            3 => Field::merge_field(&mut self.read_only, wire, r, depth),
+            _ => r.skip(wire, depth),
+        }
+    }
+}
+
 impl FromMessage<pb::api::core::v1::Namespace> for k8s_openapi::api::core::v1::Namespace {
     fn from_message(m: pb::api::core::v1::Namespace) -> Result<Self, Error> {
         let mut out = Self::default();
@@ -2567,6 +4412,23 @@ impl ToMessage<pb::api::core::v1::Namespace> for k8s_openapi::api::core::v1::Nam
         out.spec = ToMessage::to_message(&self.spec);
         out.status = ToMessage::to_message(&self.status);
         out
+    }
+}
+
+impl direct::Merge for k8s_openapi::api::core::v1::Namespace {
+    fn merge_field(
+        &mut self,
+        tag: u32,
+        wire: direct::Wire,
+        r: &mut direct::Reader<'_>,
+        depth: u32,
+    ) -> Result<(), Error> {
+        match tag {
+            1 => Field::merge_field(&mut self.metadata, wire, r, depth),
+            2 => Field::merge_field(&mut self.spec, wire, r, depth),
+            3 => Field::merge_field(&mut self.status, wire, r, depth),
+            _ => r.skip(wire, depth),
+        }
     }
 }
 
@@ -2598,6 +4460,25 @@ impl ToMessage<pb::api::core::v1::NamespaceCondition>
     }
 }
 
+impl direct::Merge for k8s_openapi::api::core::v1::NamespaceCondition {
+    fn merge_field(
+        &mut self,
+        tag: u32,
+        wire: direct::Wire,
+        r: &mut direct::Reader<'_>,
+        depth: u32,
+    ) -> Result<(), Error> {
+        match tag {
+            1 => Field::merge_field(&mut self.type_, wire, r, depth),
+            2 => Field::merge_field(&mut self.status, wire, r, depth),
+            4 => Field::merge_field(&mut self.last_transition_time, wire, r, depth),
+            5 => Field::merge_field(&mut self.reason, wire, r, depth),
+            6 => Field::merge_field(&mut self.message, wire, r, depth),
+            _ => r.skip(wire, depth),
+        }
+    }
+}
+
 impl FromMessage<pb::api::core::v1::NamespaceSpec> for k8s_openapi::api::core::v1::NamespaceSpec {
     fn from_message(m: pb::api::core::v1::NamespaceSpec) -> Result<Self, Error> {
         let mut out = Self::default();
@@ -2611,6 +4492,21 @@ impl ToMessage<pb::api::core::v1::NamespaceSpec> for k8s_openapi::api::core::v1:
         let mut out = pb::api::core::v1::NamespaceSpec::default();
         out.finalizers = ToMessage::to_message(&self.finalizers);
         out
+    }
+}
+
+impl direct::Merge for k8s_openapi::api::core::v1::NamespaceSpec {
+    fn merge_field(
+        &mut self,
+        tag: u32,
+        wire: direct::Wire,
+        r: &mut direct::Reader<'_>,
+        depth: u32,
+    ) -> Result<(), Error> {
+        match tag {
+            1 => Field::merge_field(&mut self.finalizers, wire, r, depth),
+            _ => r.skip(wire, depth),
+        }
     }
 }
 
@@ -2634,6 +4530,22 @@ impl ToMessage<pb::api::core::v1::NamespaceStatus> for k8s_openapi::api::core::v
     }
 }
 
+impl direct::Merge for k8s_openapi::api::core::v1::NamespaceStatus {
+    fn merge_field(
+        &mut self,
+        tag: u32,
+        wire: direct::Wire,
+        r: &mut direct::Reader<'_>,
+        depth: u32,
+    ) -> Result<(), Error> {
+        match tag {
+            1 => Field::merge_field(&mut self.phase, wire, r, depth),
+            2 => Field::merge_field(&mut self.conditions, wire, r, depth),
+            _ => r.skip(wire, depth),
+        }
+    }
+}
+
 impl FromMessage<pb::api::core::v1::Node> for k8s_openapi::api::core::v1::Node {
     fn from_message(m: pb::api::core::v1::Node) -> Result<Self, Error> {
         let mut out = Self::default();
@@ -2654,6 +4566,23 @@ impl ToMessage<pb::api::core::v1::Node> for k8s_openapi::api::core::v1::Node {
     }
 }
 
+impl direct::Merge for k8s_openapi::api::core::v1::Node {
+    fn merge_field(
+        &mut self,
+        tag: u32,
+        wire: direct::Wire,
+        r: &mut direct::Reader<'_>,
+        depth: u32,
+    ) -> Result<(), Error> {
+        match tag {
+            1 => Field::merge_field(&mut self.metadata, wire, r, depth),
+            2 => Field::merge_field(&mut self.spec, wire, r, depth),
+            3 => Field::merge_field(&mut self.status, wire, r, depth),
+            _ => r.skip(wire, depth),
+        }
+    }
+}
+
 impl FromMessage<pb::api::core::v1::NodeAddress> for k8s_openapi::api::core::v1::NodeAddress {
     fn from_message(m: pb::api::core::v1::NodeAddress) -> Result<Self, Error> {
         let mut out = Self::default();
@@ -2669,6 +4598,22 @@ impl ToMessage<pb::api::core::v1::NodeAddress> for k8s_openapi::api::core::v1::N
         out.r#type = ToMessage::to_message(&self.type_);
         out.address = ToMessage::to_message(&self.address);
         out
+    }
+}
+
+impl direct::Merge for k8s_openapi::api::core::v1::NodeAddress {
+    fn merge_field(
+        &mut self,
+        tag: u32,
+        wire: direct::Wire,
+        r: &mut direct::Reader<'_>,
+        depth: u32,
+    ) -> Result<(), Error> {
+        match tag {
+            1 => Field::merge_field(&mut self.type_, wire, r, depth),
+            2 => Field::merge_field(&mut self.address, wire, r, depth),
+            _ => r.skip(wire, depth),
+        }
     }
 }
 
@@ -2691,6 +4636,32 @@ impl ToMessage<pb::api::core::v1::NodeAffinity> for k8s_openapi::api::core::v1::
         out.preferred_during_scheduling_ignored_during_execution =
             ToMessage::to_message(&self.preferred_during_scheduling_ignored_during_execution);
         out
+    }
+}
+
+impl direct::Merge for k8s_openapi::api::core::v1::NodeAffinity {
+    fn merge_field(
+        &mut self,
+        tag: u32,
+        wire: direct::Wire,
+        r: &mut direct::Reader<'_>,
+        depth: u32,
+    ) -> Result<(), Error> {
+        match tag {
+            1 => Field::merge_field(
+                &mut self.required_during_scheduling_ignored_during_execution,
+                wire,
+                r,
+                depth,
+            ),
+            2 => Field::merge_field(
+                &mut self.preferred_during_scheduling_ignored_during_execution,
+                wire,
+                r,
+                depth,
+            ),
+            _ => r.skip(wire, depth),
+        }
     }
 }
 
@@ -2720,6 +4691,26 @@ impl ToMessage<pb::api::core::v1::NodeCondition> for k8s_openapi::api::core::v1:
     }
 }
 
+impl direct::Merge for k8s_openapi::api::core::v1::NodeCondition {
+    fn merge_field(
+        &mut self,
+        tag: u32,
+        wire: direct::Wire,
+        r: &mut direct::Reader<'_>,
+        depth: u32,
+    ) -> Result<(), Error> {
+        match tag {
+            1 => Field::merge_field(&mut self.type_, wire, r, depth),
+            2 => Field::merge_field(&mut self.status, wire, r, depth),
+            3 => Field::merge_field(&mut self.last_heartbeat_time, wire, r, depth),
+            4 => Field::merge_field(&mut self.last_transition_time, wire, r, depth),
+            5 => Field::merge_field(&mut self.reason, wire, r, depth),
+            6 => Field::merge_field(&mut self.message, wire, r, depth),
+            _ => r.skip(wire, depth),
+        }
+    }
+}
+
 impl FromMessage<pb::api::core::v1::NodeConfigSource>
     for k8s_openapi::api::core::v1::NodeConfigSource
 {
@@ -2737,6 +4728,21 @@ impl ToMessage<pb::api::core::v1::NodeConfigSource>
         let mut out = pb::api::core::v1::NodeConfigSource::default();
         out.config_map = ToMessage::to_message(&self.config_map);
         out
+    }
+}
+
+impl direct::Merge for k8s_openapi::api::core::v1::NodeConfigSource {
+    fn merge_field(
+        &mut self,
+        tag: u32,
+        wire: direct::Wire,
+        r: &mut direct::Reader<'_>,
+        depth: u32,
+    ) -> Result<(), Error> {
+        match tag {
+            2 => Field::merge_field(&mut self.config_map, wire, r, depth),
+            _ => r.skip(wire, depth),
+        }
     }
 }
 
@@ -2766,6 +4772,24 @@ impl ToMessage<pb::api::core::v1::NodeConfigStatus>
     }
 }
 
+impl direct::Merge for k8s_openapi::api::core::v1::NodeConfigStatus {
+    fn merge_field(
+        &mut self,
+        tag: u32,
+        wire: direct::Wire,
+        r: &mut direct::Reader<'_>,
+        depth: u32,
+    ) -> Result<(), Error> {
+        match tag {
+            1 => Field::merge_field(&mut self.assigned, wire, r, depth),
+            2 => Field::merge_field(&mut self.active, wire, r, depth),
+            3 => Field::merge_field(&mut self.last_known_good, wire, r, depth),
+            4 => Field::merge_field(&mut self.error, wire, r, depth),
+            _ => r.skip(wire, depth),
+        }
+    }
+}
+
 impl FromMessage<pb::api::core::v1::NodeDaemonEndpoints>
     for k8s_openapi::api::core::v1::NodeDaemonEndpoints
 {
@@ -2786,6 +4810,21 @@ impl ToMessage<pb::api::core::v1::NodeDaemonEndpoints>
     }
 }
 
+impl direct::Merge for k8s_openapi::api::core::v1::NodeDaemonEndpoints {
+    fn merge_field(
+        &mut self,
+        tag: u32,
+        wire: direct::Wire,
+        r: &mut direct::Reader<'_>,
+        depth: u32,
+    ) -> Result<(), Error> {
+        match tag {
+            1 => Field::merge_field(&mut self.kubelet_endpoint, wire, r, depth),
+            _ => r.skip(wire, depth),
+        }
+    }
+}
+
 impl FromMessage<pb::api::core::v1::NodeFeatures> for k8s_openapi::api::core::v1::NodeFeatures {
     fn from_message(m: pb::api::core::v1::NodeFeatures) -> Result<Self, Error> {
         let mut out = Self::default();
@@ -2799,6 +4838,21 @@ impl ToMessage<pb::api::core::v1::NodeFeatures> for k8s_openapi::api::core::v1::
         let mut out = pb::api::core::v1::NodeFeatures::default();
         out.supplemental_groups_policy = ToMessage::to_message(&self.supplemental_groups_policy);
         out
+    }
+}
+
+impl direct::Merge for k8s_openapi::api::core::v1::NodeFeatures {
+    fn merge_field(
+        &mut self,
+        tag: u32,
+        wire: direct::Wire,
+        r: &mut direct::Reader<'_>,
+        depth: u32,
+    ) -> Result<(), Error> {
+        match tag {
+            1 => Field::merge_field(&mut self.supplemental_groups_policy, wire, r, depth),
+            _ => r.skip(wire, depth),
+        }
     }
 }
 
@@ -2824,6 +4878,22 @@ impl ToMessage<pb::api::core::v1::NodeRuntimeHandler>
     }
 }
 
+impl direct::Merge for k8s_openapi::api::core::v1::NodeRuntimeHandler {
+    fn merge_field(
+        &mut self,
+        tag: u32,
+        wire: direct::Wire,
+        r: &mut direct::Reader<'_>,
+        depth: u32,
+    ) -> Result<(), Error> {
+        match tag {
+            1 => Field::merge_field(&mut self.name, wire, r, depth),
+            2 => Field::merge_field(&mut self.features, wire, r, depth),
+            _ => r.skip(wire, depth),
+        }
+    }
+}
+
 impl FromMessage<pb::api::core::v1::NodeRuntimeHandlerFeatures>
     for k8s_openapi::api::core::v1::NodeRuntimeHandlerFeatures
 {
@@ -2846,6 +4916,22 @@ impl ToMessage<pb::api::core::v1::NodeRuntimeHandlerFeatures>
     }
 }
 
+impl direct::Merge for k8s_openapi::api::core::v1::NodeRuntimeHandlerFeatures {
+    fn merge_field(
+        &mut self,
+        tag: u32,
+        wire: direct::Wire,
+        r: &mut direct::Reader<'_>,
+        depth: u32,
+    ) -> Result<(), Error> {
+        match tag {
+            1 => Field::merge_field(&mut self.recursive_read_only_mounts, wire, r, depth),
+            2 => Field::merge_field(&mut self.user_namespaces, wire, r, depth),
+            _ => r.skip(wire, depth),
+        }
+    }
+}
+
 impl FromMessage<pb::api::core::v1::NodeSelector> for k8s_openapi::api::core::v1::NodeSelector {
     fn from_message(m: pb::api::core::v1::NodeSelector) -> Result<Self, Error> {
         let mut out = Self::default();
@@ -2859,6 +4945,21 @@ impl ToMessage<pb::api::core::v1::NodeSelector> for k8s_openapi::api::core::v1::
         let mut out = pb::api::core::v1::NodeSelector::default();
         out.node_selector_terms = ToMessage::to_message(&self.node_selector_terms);
         out
+    }
+}
+
+impl direct::Merge for k8s_openapi::api::core::v1::NodeSelector {
+    fn merge_field(
+        &mut self,
+        tag: u32,
+        wire: direct::Wire,
+        r: &mut direct::Reader<'_>,
+        depth: u32,
+    ) -> Result<(), Error> {
+        match tag {
+            1 => Field::merge_field(&mut self.node_selector_terms, wire, r, depth),
+            _ => r.skip(wire, depth),
+        }
     }
 }
 
@@ -2886,6 +4987,23 @@ impl ToMessage<pb::api::core::v1::NodeSelectorRequirement>
     }
 }
 
+impl direct::Merge for k8s_openapi::api::core::v1::NodeSelectorRequirement {
+    fn merge_field(
+        &mut self,
+        tag: u32,
+        wire: direct::Wire,
+        r: &mut direct::Reader<'_>,
+        depth: u32,
+    ) -> Result<(), Error> {
+        match tag {
+            1 => Field::merge_field(&mut self.key, wire, r, depth),
+            2 => Field::merge_field(&mut self.operator, wire, r, depth),
+            3 => Field::merge_field(&mut self.values, wire, r, depth),
+            _ => r.skip(wire, depth),
+        }
+    }
+}
+
 impl FromMessage<pb::api::core::v1::NodeSelectorTerm>
     for k8s_openapi::api::core::v1::NodeSelectorTerm
 {
@@ -2905,6 +5023,22 @@ impl ToMessage<pb::api::core::v1::NodeSelectorTerm>
         out.match_expressions = ToMessage::to_message(&self.match_expressions);
         out.match_fields = ToMessage::to_message(&self.match_fields);
         out
+    }
+}
+
+impl direct::Merge for k8s_openapi::api::core::v1::NodeSelectorTerm {
+    fn merge_field(
+        &mut self,
+        tag: u32,
+        wire: direct::Wire,
+        r: &mut direct::Reader<'_>,
+        depth: u32,
+    ) -> Result<(), Error> {
+        match tag {
+            1 => Field::merge_field(&mut self.match_expressions, wire, r, depth),
+            2 => Field::merge_field(&mut self.match_fields, wire, r, depth),
+            _ => r.skip(wire, depth),
+        }
     }
 }
 
@@ -2933,6 +5067,27 @@ impl ToMessage<pb::api::core::v1::NodeSpec> for k8s_openapi::api::core::v1::Node
         out.config_source = ToMessage::to_message(&self.config_source);
         out.external_id = ToMessage::to_message(&self.external_id);
         out
+    }
+}
+
+impl direct::Merge for k8s_openapi::api::core::v1::NodeSpec {
+    fn merge_field(
+        &mut self,
+        tag: u32,
+        wire: direct::Wire,
+        r: &mut direct::Reader<'_>,
+        depth: u32,
+    ) -> Result<(), Error> {
+        match tag {
+            1 => Field::merge_field(&mut self.pod_cidr, wire, r, depth),
+            7 => Field::merge_field(&mut self.pod_cidrs, wire, r, depth),
+            3 => Field::merge_field(&mut self.provider_id, wire, r, depth),
+            4 => Field::merge_field(&mut self.unschedulable, wire, r, depth),
+            5 => Field::merge_field(&mut self.taints, wire, r, depth),
+            6 => Field::merge_field(&mut self.config_source, wire, r, depth),
+            2 => Field::merge_field(&mut self.external_id, wire, r, depth),
+            _ => r.skip(wire, depth),
+        }
     }
 }
 
@@ -2982,6 +5137,39 @@ impl ToMessage<pb::api::core::v1::NodeStatus> for k8s_openapi::api::core::v1::No
     }
 }
 
+impl direct::Merge for k8s_openapi::api::core::v1::NodeStatus {
+    fn merge_field(
+        &mut self,
+        tag: u32,
+        wire: direct::Wire,
+        r: &mut direct::Reader<'_>,
+        depth: u32,
+    ) -> Result<(), Error> {
+        match tag {
+            1 => Field::merge_field(&mut self.capacity, wire, r, depth),
+            2 => Field::merge_field(&mut self.allocatable, wire, r, depth),
+            3 => Field::merge_field(&mut self.phase, wire, r, depth),
+            4 => Field::merge_field(&mut self.conditions, wire, r, depth),
+            5 => Field::merge_field(&mut self.addresses, wire, r, depth),
+            6 => Field::merge_field(&mut self.daemon_endpoints, wire, r, depth),
+            7 => Field::merge_field(&mut self.node_info, wire, r, depth),
+            8 => Field::merge_field(&mut self.images, wire, r, depth),
+            9 => Field::merge_field(&mut self.volumes_in_use, wire, r, depth),
+            10 => Field::merge_field(&mut self.volumes_attached, wire, r, depth),
+            11 => Field::merge_field(&mut self.config, wire, r, depth),
+            12 => Field::merge_field(&mut self.runtime_handlers, wire, r, depth),
+            13 => Field::merge_field(&mut self.features, wire, r, depth),
+            14 => {
+                k8s_openapi::k8s_if_ge_1_35! {
+                    return Field::merge_field(&mut self.declared_features, wire, r, depth);
+                }
+                r.skip(wire, depth)
+            }
+            _ => r.skip(wire, depth),
+        }
+    }
+}
+
 impl FromMessage<pb::api::core::v1::NodeSwapStatus> for k8s_openapi::api::core::v1::NodeSwapStatus {
     fn from_message(m: pb::api::core::v1::NodeSwapStatus) -> Result<Self, Error> {
         let mut out = Self::default();
@@ -2995,6 +5183,21 @@ impl ToMessage<pb::api::core::v1::NodeSwapStatus> for k8s_openapi::api::core::v1
         let mut out = pb::api::core::v1::NodeSwapStatus::default();
         out.capacity = ToMessage::to_message(&self.capacity);
         out
+    }
+}
+
+impl direct::Merge for k8s_openapi::api::core::v1::NodeSwapStatus {
+    fn merge_field(
+        &mut self,
+        tag: u32,
+        wire: direct::Wire,
+        r: &mut direct::Reader<'_>,
+        depth: u32,
+    ) -> Result<(), Error> {
+        match tag {
+            1 => Field::merge_field(&mut self.capacity, wire, r, depth),
+            _ => r.skip(wire, depth),
+        }
     }
 }
 
@@ -3034,6 +5237,31 @@ impl ToMessage<pb::api::core::v1::NodeSystemInfo> for k8s_openapi::api::core::v1
     }
 }
 
+impl direct::Merge for k8s_openapi::api::core::v1::NodeSystemInfo {
+    fn merge_field(
+        &mut self,
+        tag: u32,
+        wire: direct::Wire,
+        r: &mut direct::Reader<'_>,
+        depth: u32,
+    ) -> Result<(), Error> {
+        match tag {
+            1 => Field::merge_field(&mut self.machine_id, wire, r, depth),
+            2 => Field::merge_field(&mut self.system_uuid, wire, r, depth),
+            3 => Field::merge_field(&mut self.boot_id, wire, r, depth),
+            4 => Field::merge_field(&mut self.kernel_version, wire, r, depth),
+            5 => Field::merge_field(&mut self.os_image, wire, r, depth),
+            6 => Field::merge_field(&mut self.container_runtime_version, wire, r, depth),
+            7 => Field::merge_field(&mut self.kubelet_version, wire, r, depth),
+            8 => Field::merge_field(&mut self.kube_proxy_version, wire, r, depth),
+            9 => Field::merge_field(&mut self.operating_system, wire, r, depth),
+            10 => Field::merge_field(&mut self.architecture, wire, r, depth),
+            11 => Field::merge_field(&mut self.swap, wire, r, depth),
+            _ => r.skip(wire, depth),
+        }
+    }
+}
+
 impl FromMessage<pb::api::core::v1::ObjectFieldSelector>
     for k8s_openapi::api::core::v1::ObjectFieldSelector
 {
@@ -3053,6 +5281,22 @@ impl ToMessage<pb::api::core::v1::ObjectFieldSelector>
         out.api_version = ToMessage::to_message(&self.api_version);
         out.field_path = ToMessage::to_message(&self.field_path);
         out
+    }
+}
+
+impl direct::Merge for k8s_openapi::api::core::v1::ObjectFieldSelector {
+    fn merge_field(
+        &mut self,
+        tag: u32,
+        wire: direct::Wire,
+        r: &mut direct::Reader<'_>,
+        depth: u32,
+    ) -> Result<(), Error> {
+        match tag {
+            1 => Field::merge_field(&mut self.api_version, wire, r, depth),
+            2 => Field::merge_field(&mut self.field_path, wire, r, depth),
+            _ => r.skip(wire, depth),
+        }
     }
 }
 
@@ -3086,6 +5330,27 @@ impl ToMessage<pb::api::core::v1::ObjectReference> for k8s_openapi::api::core::v
     }
 }
 
+impl direct::Merge for k8s_openapi::api::core::v1::ObjectReference {
+    fn merge_field(
+        &mut self,
+        tag: u32,
+        wire: direct::Wire,
+        r: &mut direct::Reader<'_>,
+        depth: u32,
+    ) -> Result<(), Error> {
+        match tag {
+            1 => Field::merge_field(&mut self.kind, wire, r, depth),
+            2 => Field::merge_field(&mut self.namespace, wire, r, depth),
+            3 => Field::merge_field(&mut self.name, wire, r, depth),
+            4 => Field::merge_field(&mut self.uid, wire, r, depth),
+            5 => Field::merge_field(&mut self.api_version, wire, r, depth),
+            6 => Field::merge_field(&mut self.resource_version, wire, r, depth),
+            7 => Field::merge_field(&mut self.field_path, wire, r, depth),
+            _ => r.skip(wire, depth),
+        }
+    }
+}
+
 impl FromMessage<pb::api::core::v1::PersistentVolumeClaim>
     for k8s_openapi::api::core::v1::PersistentVolumeClaim
 {
@@ -3107,6 +5372,23 @@ impl ToMessage<pb::api::core::v1::PersistentVolumeClaim>
         out.spec = ToMessage::to_message(&self.spec);
         out.status = ToMessage::to_message(&self.status);
         out
+    }
+}
+
+impl direct::Merge for k8s_openapi::api::core::v1::PersistentVolumeClaim {
+    fn merge_field(
+        &mut self,
+        tag: u32,
+        wire: direct::Wire,
+        r: &mut direct::Reader<'_>,
+        depth: u32,
+    ) -> Result<(), Error> {
+        match tag {
+            1 => Field::merge_field(&mut self.metadata, wire, r, depth),
+            2 => Field::merge_field(&mut self.spec, wire, r, depth),
+            3 => Field::merge_field(&mut self.status, wire, r, depth),
+            _ => r.skip(wire, depth),
+        }
     }
 }
 
@@ -3137,6 +5419,26 @@ impl ToMessage<pb::api::core::v1::PersistentVolumeClaimCondition>
         out.reason = ToMessage::to_message(&self.reason);
         out.message = ToMessage::to_message(&self.message);
         out
+    }
+}
+
+impl direct::Merge for k8s_openapi::api::core::v1::PersistentVolumeClaimCondition {
+    fn merge_field(
+        &mut self,
+        tag: u32,
+        wire: direct::Wire,
+        r: &mut direct::Reader<'_>,
+        depth: u32,
+    ) -> Result<(), Error> {
+        match tag {
+            1 => Field::merge_field(&mut self.type_, wire, r, depth),
+            2 => Field::merge_field(&mut self.status, wire, r, depth),
+            3 => Field::merge_field(&mut self.last_probe_time, wire, r, depth),
+            4 => Field::merge_field(&mut self.last_transition_time, wire, r, depth),
+            5 => Field::merge_field(&mut self.reason, wire, r, depth),
+            6 => Field::merge_field(&mut self.message, wire, r, depth),
+            _ => r.skip(wire, depth),
+        }
     }
 }
 
@@ -3178,6 +5480,29 @@ impl ToMessage<pb::api::core::v1::PersistentVolumeClaimSpec>
     }
 }
 
+impl direct::Merge for k8s_openapi::api::core::v1::PersistentVolumeClaimSpec {
+    fn merge_field(
+        &mut self,
+        tag: u32,
+        wire: direct::Wire,
+        r: &mut direct::Reader<'_>,
+        depth: u32,
+    ) -> Result<(), Error> {
+        match tag {
+            1 => Field::merge_field(&mut self.access_modes, wire, r, depth),
+            4 => Field::merge_field(&mut self.selector, wire, r, depth),
+            2 => Field::merge_field(&mut self.resources, wire, r, depth),
+            3 => Field::merge_field(&mut self.volume_name, wire, r, depth),
+            5 => Field::merge_field(&mut self.storage_class_name, wire, r, depth),
+            6 => Field::merge_field(&mut self.volume_mode, wire, r, depth),
+            7 => Field::merge_field(&mut self.data_source, wire, r, depth),
+            8 => Field::merge_field(&mut self.data_source_ref, wire, r, depth),
+            9 => Field::merge_field(&mut self.volume_attributes_class_name, wire, r, depth),
+            _ => r.skip(wire, depth),
+        }
+    }
+}
+
 impl FromMessage<pb::api::core::v1::PersistentVolumeClaimStatus>
     for k8s_openapi::api::core::v1::PersistentVolumeClaimStatus
 {
@@ -3214,6 +5539,33 @@ impl ToMessage<pb::api::core::v1::PersistentVolumeClaimStatus>
     }
 }
 
+impl direct::Merge for k8s_openapi::api::core::v1::PersistentVolumeClaimStatus {
+    fn merge_field(
+        &mut self,
+        tag: u32,
+        wire: direct::Wire,
+        r: &mut direct::Reader<'_>,
+        depth: u32,
+    ) -> Result<(), Error> {
+        match tag {
+            1 => Field::merge_field(&mut self.phase, wire, r, depth),
+            2 => Field::merge_field(&mut self.access_modes, wire, r, depth),
+            3 => Field::merge_field(&mut self.capacity, wire, r, depth),
+            4 => Field::merge_field(&mut self.conditions, wire, r, depth),
+            5 => Field::merge_field(&mut self.allocated_resources, wire, r, depth),
+            7 => Field::merge_field(&mut self.allocated_resource_statuses, wire, r, depth),
+            8 => Field::merge_field(
+                &mut self.current_volume_attributes_class_name,
+                wire,
+                r,
+                depth,
+            ),
+            9 => Field::merge_field(&mut self.modify_volume_status, wire, r, depth),
+            _ => r.skip(wire, depth),
+        }
+    }
+}
+
 impl FromMessage<pb::api::core::v1::PersistentVolumeClaimTemplate>
     for k8s_openapi::api::core::v1::PersistentVolumeClaimTemplate
 {
@@ -3233,6 +5585,22 @@ impl ToMessage<pb::api::core::v1::PersistentVolumeClaimTemplate>
         out.metadata = ToMessage::to_message(&self.metadata);
         out.spec = ToMessage::to_message(&self.spec);
         out
+    }
+}
+
+impl direct::Merge for k8s_openapi::api::core::v1::PersistentVolumeClaimTemplate {
+    fn merge_field(
+        &mut self,
+        tag: u32,
+        wire: direct::Wire,
+        r: &mut direct::Reader<'_>,
+        depth: u32,
+    ) -> Result<(), Error> {
+        match tag {
+            1 => Field::merge_field(&mut self.metadata, wire, r, depth),
+            2 => Field::merge_field(&mut self.spec, wire, r, depth),
+            _ => r.skip(wire, depth),
+        }
     }
 }
 
@@ -3260,6 +5628,22 @@ impl ToMessage<pb::api::core::v1::PersistentVolumeClaimVolumeSource>
     }
 }
 
+impl direct::Merge for k8s_openapi::api::core::v1::PersistentVolumeClaimVolumeSource {
+    fn merge_field(
+        &mut self,
+        tag: u32,
+        wire: direct::Wire,
+        r: &mut direct::Reader<'_>,
+        depth: u32,
+    ) -> Result<(), Error> {
+        match tag {
+            1 => Field::merge_field(&mut self.claim_name, wire, r, depth),
+            2 => Field::merge_field(&mut self.read_only, wire, r, depth),
+            _ => r.skip(wire, depth),
+        }
+    }
+}
+
 impl FromMessage<pb::api::core::v1::PhotonPersistentDiskVolumeSource>
     for k8s_openapi::api::core::v1::PhotonPersistentDiskVolumeSource
 {
@@ -3279,6 +5663,22 @@ impl ToMessage<pb::api::core::v1::PhotonPersistentDiskVolumeSource>
         out.pd_id = ToMessage::to_message(&self.pd_id);
         out.fs_type = ToMessage::to_message(&self.fs_type);
         out
+    }
+}
+
+impl direct::Merge for k8s_openapi::api::core::v1::PhotonPersistentDiskVolumeSource {
+    fn merge_field(
+        &mut self,
+        tag: u32,
+        wire: direct::Wire,
+        r: &mut direct::Reader<'_>,
+        depth: u32,
+    ) -> Result<(), Error> {
+        match tag {
+            1 => Field::merge_field(&mut self.pd_id, wire, r, depth),
+            2 => Field::merge_field(&mut self.fs_type, wire, r, depth),
+            _ => r.skip(wire, depth),
+        }
     }
 }
 
@@ -3302,6 +5702,23 @@ impl ToMessage<pb::api::core::v1::Pod> for k8s_openapi::api::core::v1::Pod {
     }
 }
 
+impl direct::Merge for k8s_openapi::api::core::v1::Pod {
+    fn merge_field(
+        &mut self,
+        tag: u32,
+        wire: direct::Wire,
+        r: &mut direct::Reader<'_>,
+        depth: u32,
+    ) -> Result<(), Error> {
+        match tag {
+            1 => Field::merge_field(&mut self.metadata, wire, r, depth),
+            2 => Field::merge_field(&mut self.spec, wire, r, depth),
+            3 => Field::merge_field(&mut self.status, wire, r, depth),
+            _ => r.skip(wire, depth),
+        }
+    }
+}
+
 impl FromMessage<pb::api::core::v1::PodAffinity> for k8s_openapi::api::core::v1::PodAffinity {
     fn from_message(m: pb::api::core::v1::PodAffinity) -> Result<Self, Error> {
         let mut out = Self::default();
@@ -3321,6 +5738,32 @@ impl ToMessage<pb::api::core::v1::PodAffinity> for k8s_openapi::api::core::v1::P
         out.preferred_during_scheduling_ignored_during_execution =
             ToMessage::to_message(&self.preferred_during_scheduling_ignored_during_execution);
         out
+    }
+}
+
+impl direct::Merge for k8s_openapi::api::core::v1::PodAffinity {
+    fn merge_field(
+        &mut self,
+        tag: u32,
+        wire: direct::Wire,
+        r: &mut direct::Reader<'_>,
+        depth: u32,
+    ) -> Result<(), Error> {
+        match tag {
+            1 => Field::merge_field(
+                &mut self.required_during_scheduling_ignored_during_execution,
+                wire,
+                r,
+                depth,
+            ),
+            2 => Field::merge_field(
+                &mut self.preferred_during_scheduling_ignored_during_execution,
+                wire,
+                r,
+                depth,
+            ),
+            _ => r.skip(wire, depth),
+        }
     }
 }
 
@@ -3352,6 +5795,26 @@ impl ToMessage<pb::api::core::v1::PodAffinityTerm> for k8s_openapi::api::core::v
     }
 }
 
+impl direct::Merge for k8s_openapi::api::core::v1::PodAffinityTerm {
+    fn merge_field(
+        &mut self,
+        tag: u32,
+        wire: direct::Wire,
+        r: &mut direct::Reader<'_>,
+        depth: u32,
+    ) -> Result<(), Error> {
+        match tag {
+            1 => Field::merge_field(&mut self.label_selector, wire, r, depth),
+            2 => Field::merge_field(&mut self.namespaces, wire, r, depth),
+            3 => Field::merge_field(&mut self.topology_key, wire, r, depth),
+            4 => Field::merge_field(&mut self.namespace_selector, wire, r, depth),
+            5 => Field::merge_field(&mut self.match_label_keys, wire, r, depth),
+            6 => Field::merge_field(&mut self.mismatch_label_keys, wire, r, depth),
+            _ => r.skip(wire, depth),
+        }
+    }
+}
+
 impl FromMessage<pb::api::core::v1::PodAntiAffinity>
     for k8s_openapi::api::core::v1::PodAntiAffinity
 {
@@ -3373,6 +5836,32 @@ impl ToMessage<pb::api::core::v1::PodAntiAffinity> for k8s_openapi::api::core::v
         out.preferred_during_scheduling_ignored_during_execution =
             ToMessage::to_message(&self.preferred_during_scheduling_ignored_during_execution);
         out
+    }
+}
+
+impl direct::Merge for k8s_openapi::api::core::v1::PodAntiAffinity {
+    fn merge_field(
+        &mut self,
+        tag: u32,
+        wire: direct::Wire,
+        r: &mut direct::Reader<'_>,
+        depth: u32,
+    ) -> Result<(), Error> {
+        match tag {
+            1 => Field::merge_field(
+                &mut self.required_during_scheduling_ignored_during_execution,
+                wire,
+                r,
+                depth,
+            ),
+            2 => Field::merge_field(
+                &mut self.preferred_during_scheduling_ignored_during_execution,
+                wire,
+                r,
+                depth,
+            ),
+            _ => r.skip(wire, depth),
+        }
     }
 }
 
@@ -3412,6 +5901,32 @@ k8s_openapi::k8s_if_ge_1_34! {
             out
         }
     }
+
+    impl direct::Merge for k8s_openapi::api::core::v1::PodCertificateProjection {
+        fn merge_field(
+            &mut self,
+            tag: u32,
+            wire: direct::Wire,
+            r: &mut direct::Reader<'_>,
+            depth: u32,
+        ) -> Result<(), Error> {
+            match tag {
+                1 => Field::merge_field(&mut self.signer_name, wire, r, depth),
+                2 => Field::merge_field(&mut self.key_type, wire, r, depth),
+                3 => Field::merge_field(&mut self.max_expiration_seconds, wire, r, depth),
+                4 => Field::merge_field(&mut self.credential_bundle_path, wire, r, depth),
+                5 => Field::merge_field(&mut self.key_path, wire, r, depth),
+                6 => Field::merge_field(&mut self.certificate_chain_path, wire, r, depth),
+                7 => {
+                    k8s_openapi::k8s_if_ge_1_35! {
+                        return Field::merge_field(&mut self.user_annotations, wire, r, depth);
+                    }
+                    r.skip(wire, depth)
+                }
+                _ => r.skip(wire, depth),
+            }
+        }
+    }
 }
 
 impl FromMessage<pb::api::core::v1::PodCondition> for k8s_openapi::api::core::v1::PodCondition {
@@ -3442,6 +5957,27 @@ impl ToMessage<pb::api::core::v1::PodCondition> for k8s_openapi::api::core::v1::
     }
 }
 
+impl direct::Merge for k8s_openapi::api::core::v1::PodCondition {
+    fn merge_field(
+        &mut self,
+        tag: u32,
+        wire: direct::Wire,
+        r: &mut direct::Reader<'_>,
+        depth: u32,
+    ) -> Result<(), Error> {
+        match tag {
+            1 => Field::merge_field(&mut self.type_, wire, r, depth),
+            7 => Field::merge_field(&mut self.observed_generation, wire, r, depth),
+            2 => Field::merge_field(&mut self.status, wire, r, depth),
+            3 => Field::merge_field(&mut self.last_probe_time, wire, r, depth),
+            4 => Field::merge_field(&mut self.last_transition_time, wire, r, depth),
+            5 => Field::merge_field(&mut self.reason, wire, r, depth),
+            6 => Field::merge_field(&mut self.message, wire, r, depth),
+            _ => r.skip(wire, depth),
+        }
+    }
+}
+
 impl FromMessage<pb::api::core::v1::PodDnsConfig> for k8s_openapi::api::core::v1::PodDNSConfig {
     fn from_message(m: pb::api::core::v1::PodDnsConfig) -> Result<Self, Error> {
         let mut out = Self::default();
@@ -3459,6 +5995,23 @@ impl ToMessage<pb::api::core::v1::PodDnsConfig> for k8s_openapi::api::core::v1::
         out.searches = ToMessage::to_message(&self.searches);
         out.options = ToMessage::to_message(&self.options);
         out
+    }
+}
+
+impl direct::Merge for k8s_openapi::api::core::v1::PodDNSConfig {
+    fn merge_field(
+        &mut self,
+        tag: u32,
+        wire: direct::Wire,
+        r: &mut direct::Reader<'_>,
+        depth: u32,
+    ) -> Result<(), Error> {
+        match tag {
+            1 => Field::merge_field(&mut self.nameservers, wire, r, depth),
+            2 => Field::merge_field(&mut self.searches, wire, r, depth),
+            3 => Field::merge_field(&mut self.options, wire, r, depth),
+            _ => r.skip(wire, depth),
+        }
     }
 }
 
@@ -3484,6 +6037,22 @@ impl ToMessage<pb::api::core::v1::PodDnsConfigOption>
     }
 }
 
+impl direct::Merge for k8s_openapi::api::core::v1::PodDNSConfigOption {
+    fn merge_field(
+        &mut self,
+        tag: u32,
+        wire: direct::Wire,
+        r: &mut direct::Reader<'_>,
+        depth: u32,
+    ) -> Result<(), Error> {
+        match tag {
+            1 => Field::merge_field(&mut self.name, wire, r, depth),
+            2 => Field::merge_field(&mut self.value, wire, r, depth),
+            _ => r.skip(wire, depth),
+        }
+    }
+}
+
 k8s_openapi::k8s_if_ge_1_34! {
     impl FromMessage<pb::api::core::v1::PodExtendedResourceClaimStatus>
         for k8s_openapi::api::core::v1::PodExtendedResourceClaimStatus
@@ -3506,6 +6075,22 @@ k8s_openapi::k8s_if_ge_1_34! {
             out
         }
     }
+
+    impl direct::Merge for k8s_openapi::api::core::v1::PodExtendedResourceClaimStatus {
+        fn merge_field(
+            &mut self,
+            tag: u32,
+            wire: direct::Wire,
+            r: &mut direct::Reader<'_>,
+            depth: u32,
+        ) -> Result<(), Error> {
+            match tag {
+                1 => Field::merge_field(&mut self.request_mappings, wire, r, depth),
+                2 => Field::merge_field(&mut self.resource_claim_name, wire, r, depth),
+                _ => r.skip(wire, depth),
+            }
+        }
+    }
 }
 
 impl FromMessage<pb::api::core::v1::PodIp> for k8s_openapi::api::core::v1::PodIP {
@@ -3524,6 +6109,21 @@ impl ToMessage<pb::api::core::v1::PodIp> for k8s_openapi::api::core::v1::PodIP {
     }
 }
 
+impl direct::Merge for k8s_openapi::api::core::v1::PodIP {
+    fn merge_field(
+        &mut self,
+        tag: u32,
+        wire: direct::Wire,
+        r: &mut direct::Reader<'_>,
+        depth: u32,
+    ) -> Result<(), Error> {
+        match tag {
+            1 => Field::merge_field(&mut self.ip, wire, r, depth),
+            _ => r.skip(wire, depth),
+        }
+    }
+}
+
 impl FromMessage<pb::api::core::v1::PodOs> for k8s_openapi::api::core::v1::PodOS {
     fn from_message(m: pb::api::core::v1::PodOs) -> Result<Self, Error> {
         let mut out = Self::default();
@@ -3537,6 +6137,21 @@ impl ToMessage<pb::api::core::v1::PodOs> for k8s_openapi::api::core::v1::PodOS {
         let mut out = pb::api::core::v1::PodOs::default();
         out.name = ToMessage::to_message(&self.name);
         out
+    }
+}
+
+impl direct::Merge for k8s_openapi::api::core::v1::PodOS {
+    fn merge_field(
+        &mut self,
+        tag: u32,
+        wire: direct::Wire,
+        r: &mut direct::Reader<'_>,
+        depth: u32,
+    ) -> Result<(), Error> {
+        match tag {
+            1 => Field::merge_field(&mut self.name, wire, r, depth),
+            _ => r.skip(wire, depth),
+        }
     }
 }
 
@@ -3557,6 +6172,21 @@ impl ToMessage<pb::api::core::v1::PodReadinessGate>
         let mut out = pb::api::core::v1::PodReadinessGate::default();
         out.condition_type = ToMessage::to_message(&self.condition_type);
         out
+    }
+}
+
+impl direct::Merge for k8s_openapi::api::core::v1::PodReadinessGate {
+    fn merge_field(
+        &mut self,
+        tag: u32,
+        wire: direct::Wire,
+        r: &mut direct::Reader<'_>,
+        depth: u32,
+    ) -> Result<(), Error> {
+        match tag {
+            1 => Field::merge_field(&mut self.condition_type, wire, r, depth),
+            _ => r.skip(wire, depth),
+        }
     }
 }
 
@@ -3586,6 +6216,23 @@ impl ToMessage<pb::api::core::v1::PodResourceClaim>
     }
 }
 
+impl direct::Merge for k8s_openapi::api::core::v1::PodResourceClaim {
+    fn merge_field(
+        &mut self,
+        tag: u32,
+        wire: direct::Wire,
+        r: &mut direct::Reader<'_>,
+        depth: u32,
+    ) -> Result<(), Error> {
+        match tag {
+            1 => Field::merge_field(&mut self.name, wire, r, depth),
+            3 => Field::merge_field(&mut self.resource_claim_name, wire, r, depth),
+            4 => Field::merge_field(&mut self.resource_claim_template_name, wire, r, depth),
+            _ => r.skip(wire, depth),
+        }
+    }
+}
+
 impl FromMessage<pb::api::core::v1::PodResourceClaimStatus>
     for k8s_openapi::api::core::v1::PodResourceClaimStatus
 {
@@ -3608,6 +6255,22 @@ impl ToMessage<pb::api::core::v1::PodResourceClaimStatus>
     }
 }
 
+impl direct::Merge for k8s_openapi::api::core::v1::PodResourceClaimStatus {
+    fn merge_field(
+        &mut self,
+        tag: u32,
+        wire: direct::Wire,
+        r: &mut direct::Reader<'_>,
+        depth: u32,
+    ) -> Result<(), Error> {
+        match tag {
+            1 => Field::merge_field(&mut self.name, wire, r, depth),
+            2 => Field::merge_field(&mut self.resource_claim_name, wire, r, depth),
+            _ => r.skip(wire, depth),
+        }
+    }
+}
+
 impl FromMessage<pb::api::core::v1::PodSchedulingGate>
     for k8s_openapi::api::core::v1::PodSchedulingGate
 {
@@ -3625,6 +6288,21 @@ impl ToMessage<pb::api::core::v1::PodSchedulingGate>
         let mut out = pb::api::core::v1::PodSchedulingGate::default();
         out.name = ToMessage::to_message(&self.name);
         out
+    }
+}
+
+impl direct::Merge for k8s_openapi::api::core::v1::PodSchedulingGate {
+    fn merge_field(
+        &mut self,
+        tag: u32,
+        wire: direct::Wire,
+        r: &mut direct::Reader<'_>,
+        depth: u32,
+    ) -> Result<(), Error> {
+        match tag {
+            1 => Field::merge_field(&mut self.name, wire, r, depth),
+            _ => r.skip(wire, depth),
+        }
     }
 }
 
@@ -3669,6 +6347,33 @@ impl ToMessage<pb::api::core::v1::PodSecurityContext>
         out.app_armor_profile = ToMessage::to_message(&self.app_armor_profile);
         out.se_linux_change_policy = ToMessage::to_message(&self.se_linux_change_policy);
         out
+    }
+}
+
+impl direct::Merge for k8s_openapi::api::core::v1::PodSecurityContext {
+    fn merge_field(
+        &mut self,
+        tag: u32,
+        wire: direct::Wire,
+        r: &mut direct::Reader<'_>,
+        depth: u32,
+    ) -> Result<(), Error> {
+        match tag {
+            1 => Field::merge_field(&mut self.se_linux_options, wire, r, depth),
+            8 => Field::merge_field(&mut self.windows_options, wire, r, depth),
+            2 => Field::merge_field(&mut self.run_as_user, wire, r, depth),
+            6 => Field::merge_field(&mut self.run_as_group, wire, r, depth),
+            3 => Field::merge_field(&mut self.run_as_non_root, wire, r, depth),
+            4 => Field::merge_field(&mut self.supplemental_groups, wire, r, depth),
+            12 => Field::merge_field(&mut self.supplemental_groups_policy, wire, r, depth),
+            5 => Field::merge_field(&mut self.fs_group, wire, r, depth),
+            7 => Field::merge_field(&mut self.sysctls, wire, r, depth),
+            9 => Field::merge_field(&mut self.fs_group_change_policy, wire, r, depth),
+            10 => Field::merge_field(&mut self.seccomp_profile, wire, r, depth),
+            11 => Field::merge_field(&mut self.app_armor_profile, wire, r, depth),
+            13 => Field::merge_field(&mut self.se_linux_change_policy, wire, r, depth),
+            _ => r.skip(wire, depth),
+        }
     }
 }
 
@@ -3782,6 +6487,72 @@ impl ToMessage<pb::api::core::v1::PodSpec> for k8s_openapi::api::core::v1::PodSp
     }
 }
 
+impl direct::Merge for k8s_openapi::api::core::v1::PodSpec {
+    fn merge_field(
+        &mut self,
+        tag: u32,
+        wire: direct::Wire,
+        r: &mut direct::Reader<'_>,
+        depth: u32,
+    ) -> Result<(), Error> {
+        match tag {
+            1 => Field::merge_field(&mut self.volumes, wire, r, depth),
+            20 => Field::merge_field(&mut self.init_containers, wire, r, depth),
+            2 => Field::merge_field(&mut self.containers, wire, r, depth),
+            34 => Field::merge_field(&mut self.ephemeral_containers, wire, r, depth),
+            3 => Field::merge_field(&mut self.restart_policy, wire, r, depth),
+            4 => Field::merge_field(&mut self.termination_grace_period_seconds, wire, r, depth),
+            5 => Field::merge_field(&mut self.active_deadline_seconds, wire, r, depth),
+            6 => Field::merge_field(&mut self.dns_policy, wire, r, depth),
+            7 => Field::merge_field(&mut self.node_selector, wire, r, depth),
+            8 => Field::merge_field(&mut self.service_account_name, wire, r, depth),
+            9 => Field::merge_field(&mut self.service_account, wire, r, depth),
+            21 => Field::merge_field(&mut self.automount_service_account_token, wire, r, depth),
+            10 => Field::merge_field(&mut self.node_name, wire, r, depth),
+            11 => Field::merge_field(&mut self.host_network, wire, r, depth),
+            12 => Field::merge_field(&mut self.host_pid, wire, r, depth),
+            13 => Field::merge_field(&mut self.host_ipc, wire, r, depth),
+            27 => Field::merge_field(&mut self.share_process_namespace, wire, r, depth),
+            14 => Field::merge_field(&mut self.security_context, wire, r, depth),
+            15 => Field::merge_field(&mut self.image_pull_secrets, wire, r, depth),
+            16 => Field::merge_field(&mut self.hostname, wire, r, depth),
+            17 => Field::merge_field(&mut self.subdomain, wire, r, depth),
+            18 => Field::merge_field(&mut self.affinity, wire, r, depth),
+            19 => Field::merge_field(&mut self.scheduler_name, wire, r, depth),
+            22 => Field::merge_field(&mut self.tolerations, wire, r, depth),
+            23 => Field::merge_field(&mut self.host_aliases, wire, r, depth),
+            24 => Field::merge_field(&mut self.priority_class_name, wire, r, depth),
+            25 => Field::merge_field(&mut self.priority, wire, r, depth),
+            26 => Field::merge_field(&mut self.dns_config, wire, r, depth),
+            28 => Field::merge_field(&mut self.readiness_gates, wire, r, depth),
+            29 => Field::merge_field(&mut self.runtime_class_name, wire, r, depth),
+            30 => Field::merge_field(&mut self.enable_service_links, wire, r, depth),
+            31 => Field::merge_field(&mut self.preemption_policy, wire, r, depth),
+            32 => Field::merge_field(&mut self.overhead, wire, r, depth),
+            33 => Field::merge_field(&mut self.topology_spread_constraints, wire, r, depth),
+            35 => Field::merge_field(&mut self.set_hostname_as_fqdn, wire, r, depth),
+            36 => Field::merge_field(&mut self.os, wire, r, depth),
+            37 => Field::merge_field(&mut self.host_users, wire, r, depth),
+            38 => Field::merge_field(&mut self.scheduling_gates, wire, r, depth),
+            39 => Field::merge_field(&mut self.resource_claims, wire, r, depth),
+            40 => Field::merge_field(&mut self.resources, wire, r, depth),
+            41 => {
+                k8s_openapi::k8s_if_ge_1_34! {
+                    return Field::merge_field(&mut self.hostname_override, wire, r, depth);
+                }
+                r.skip(wire, depth)
+            }
+            42 => {
+                k8s_openapi::k8s_if_1_35! {
+                    return Field::merge_field(&mut self.workload_ref, wire, r, depth);
+                }
+                r.skip(wire, depth)
+            }
+            _ => r.skip(wire, depth),
+        }
+    }
+}
+
 impl FromMessage<pb::api::core::v1::PodStatus> for k8s_openapi::api::core::v1::PodStatus {
     fn from_message(m: pb::api::core::v1::PodStatus) -> Result<Self, Error> {
         let mut out = Self::default();
@@ -3850,6 +6621,55 @@ impl ToMessage<pb::api::core::v1::PodStatus> for k8s_openapi::api::core::v1::Pod
     }
 }
 
+impl direct::Merge for k8s_openapi::api::core::v1::PodStatus {
+    fn merge_field(
+        &mut self,
+        tag: u32,
+        wire: direct::Wire,
+        r: &mut direct::Reader<'_>,
+        depth: u32,
+    ) -> Result<(), Error> {
+        match tag {
+            17 => Field::merge_field(&mut self.observed_generation, wire, r, depth),
+            1 => Field::merge_field(&mut self.phase, wire, r, depth),
+            2 => Field::merge_field(&mut self.conditions, wire, r, depth),
+            3 => Field::merge_field(&mut self.message, wire, r, depth),
+            4 => Field::merge_field(&mut self.reason, wire, r, depth),
+            11 => Field::merge_field(&mut self.nominated_node_name, wire, r, depth),
+            5 => Field::merge_field(&mut self.host_ip, wire, r, depth),
+            16 => Field::merge_field(&mut self.host_ips, wire, r, depth),
+            6 => Field::merge_field(&mut self.pod_ip, wire, r, depth),
+            12 => Field::merge_field(&mut self.pod_ips, wire, r, depth),
+            7 => Field::merge_field(&mut self.start_time, wire, r, depth),
+            10 => Field::merge_field(&mut self.init_container_statuses, wire, r, depth),
+            8 => Field::merge_field(&mut self.container_statuses, wire, r, depth),
+            9 => Field::merge_field(&mut self.qos_class, wire, r, depth),
+            13 => Field::merge_field(&mut self.ephemeral_container_statuses, wire, r, depth),
+            14 => Field::merge_field(&mut self.resize, wire, r, depth),
+            15 => Field::merge_field(&mut self.resource_claim_statuses, wire, r, depth),
+            18 => {
+                k8s_openapi::k8s_if_ge_1_34! {
+                    return Field::merge_field(&mut self.extended_resource_claim_status, wire, r, depth);
+                }
+                r.skip(wire, depth)
+            }
+            19 => {
+                k8s_openapi::k8s_if_ge_1_35! {
+                    return Field::merge_field(&mut self.allocated_resources, wire, r, depth);
+                }
+                r.skip(wire, depth)
+            }
+            20 => {
+                k8s_openapi::k8s_if_ge_1_35! {
+                    return Field::merge_field(&mut self.resources, wire, r, depth);
+                }
+                r.skip(wire, depth)
+            }
+            _ => r.skip(wire, depth),
+        }
+    }
+}
+
 impl FromMessage<pb::api::core::v1::PodTemplateSpec>
     for k8s_openapi::api::core::v1::PodTemplateSpec
 {
@@ -3870,6 +6690,22 @@ impl ToMessage<pb::api::core::v1::PodTemplateSpec> for k8s_openapi::api::core::v
     }
 }
 
+impl direct::Merge for k8s_openapi::api::core::v1::PodTemplateSpec {
+    fn merge_field(
+        &mut self,
+        tag: u32,
+        wire: direct::Wire,
+        r: &mut direct::Reader<'_>,
+        depth: u32,
+    ) -> Result<(), Error> {
+        match tag {
+            1 => Field::merge_field(&mut self.metadata, wire, r, depth),
+            2 => Field::merge_field(&mut self.spec, wire, r, depth),
+            _ => r.skip(wire, depth),
+        }
+    }
+}
+
 impl FromMessage<pb::api::core::v1::PortStatus> for k8s_openapi::api::core::v1::PortStatus {
     fn from_message(m: pb::api::core::v1::PortStatus) -> Result<Self, Error> {
         let mut out = Self::default();
@@ -3887,6 +6723,23 @@ impl ToMessage<pb::api::core::v1::PortStatus> for k8s_openapi::api::core::v1::Po
         out.protocol = ToMessage::to_message(&self.protocol);
         out.error = ToMessage::to_message(&self.error);
         out
+    }
+}
+
+impl direct::Merge for k8s_openapi::api::core::v1::PortStatus {
+    fn merge_field(
+        &mut self,
+        tag: u32,
+        wire: direct::Wire,
+        r: &mut direct::Reader<'_>,
+        depth: u32,
+    ) -> Result<(), Error> {
+        match tag {
+            1 => Field::merge_field(&mut self.port, wire, r, depth),
+            2 => Field::merge_field(&mut self.protocol, wire, r, depth),
+            3 => Field::merge_field(&mut self.error, wire, r, depth),
+            _ => r.skip(wire, depth),
+        }
     }
 }
 
@@ -3914,6 +6767,23 @@ impl ToMessage<pb::api::core::v1::PortworxVolumeSource>
     }
 }
 
+impl direct::Merge for k8s_openapi::api::core::v1::PortworxVolumeSource {
+    fn merge_field(
+        &mut self,
+        tag: u32,
+        wire: direct::Wire,
+        r: &mut direct::Reader<'_>,
+        depth: u32,
+    ) -> Result<(), Error> {
+        match tag {
+            1 => Field::merge_field(&mut self.volume_id, wire, r, depth),
+            2 => Field::merge_field(&mut self.fs_type, wire, r, depth),
+            3 => Field::merge_field(&mut self.read_only, wire, r, depth),
+            _ => r.skip(wire, depth),
+        }
+    }
+}
+
 impl FromMessage<pb::api::core::v1::PreferredSchedulingTerm>
     for k8s_openapi::api::core::v1::PreferredSchedulingTerm
 {
@@ -3933,6 +6803,22 @@ impl ToMessage<pb::api::core::v1::PreferredSchedulingTerm>
         out.weight = ToMessage::to_message(&self.weight);
         out.preference = ToMessage::to_message(&self.preference);
         out
+    }
+}
+
+impl direct::Merge for k8s_openapi::api::core::v1::PreferredSchedulingTerm {
+    fn merge_field(
+        &mut self,
+        tag: u32,
+        wire: direct::Wire,
+        r: &mut direct::Reader<'_>,
+        depth: u32,
+    ) -> Result<(), Error> {
+        match tag {
+            1 => Field::merge_field(&mut self.weight, wire, r, depth),
+            2 => Field::merge_field(&mut self.preference, wire, r, depth),
+            _ => r.skip(wire, depth),
+        }
     }
 }
 
@@ -3975,6 +6861,33 @@ impl ToMessage<pb::api::core::v1::Probe> for k8s_openapi::api::core::v1::Probe {
     }
 }
 
+impl direct::Merge for k8s_openapi::api::core::v1::Probe {
+    fn merge_field(
+        &mut self,
+        tag: u32,
+        wire: direct::Wire,
+        r: &mut direct::Reader<'_>,
+        depth: u32,
+    ) -> Result<(), Error> {
+        match tag {
+            1 => direct::fields(r.bytes(wire)?, depth, |tag, wire, r, depth| match tag {
+                1 => Field::merge_field(&mut self.exec, wire, r, depth),
+                2 => Field::merge_field(&mut self.http_get, wire, r, depth),
+                3 => Field::merge_field(&mut self.tcp_socket, wire, r, depth),
+                4 => Field::merge_field(&mut self.grpc, wire, r, depth),
+                _ => r.skip(wire, depth),
+            }),
+            2 => Field::merge_field(&mut self.initial_delay_seconds, wire, r, depth),
+            3 => Field::merge_field(&mut self.timeout_seconds, wire, r, depth),
+            4 => Field::merge_field(&mut self.period_seconds, wire, r, depth),
+            5 => Field::merge_field(&mut self.success_threshold, wire, r, depth),
+            6 => Field::merge_field(&mut self.failure_threshold, wire, r, depth),
+            7 => Field::merge_field(&mut self.termination_grace_period_seconds, wire, r, depth),
+            _ => r.skip(wire, depth),
+        }
+    }
+}
+
 impl FromMessage<pb::api::core::v1::ProjectedVolumeSource>
     for k8s_openapi::api::core::v1::ProjectedVolumeSource
 {
@@ -3994,6 +6907,22 @@ impl ToMessage<pb::api::core::v1::ProjectedVolumeSource>
         out.sources = ToMessage::to_message(&self.sources);
         out.default_mode = ToMessage::to_message(&self.default_mode);
         out
+    }
+}
+
+impl direct::Merge for k8s_openapi::api::core::v1::ProjectedVolumeSource {
+    fn merge_field(
+        &mut self,
+        tag: u32,
+        wire: direct::Wire,
+        r: &mut direct::Reader<'_>,
+        depth: u32,
+    ) -> Result<(), Error> {
+        match tag {
+            1 => Field::merge_field(&mut self.sources, wire, r, depth),
+            2 => Field::merge_field(&mut self.default_mode, wire, r, depth),
+            _ => r.skip(wire, depth),
+        }
     }
 }
 
@@ -4024,6 +6953,26 @@ impl ToMessage<pb::api::core::v1::QuobyteVolumeSource>
         out.group = ToMessage::to_message(&self.group);
         out.tenant = ToMessage::to_message(&self.tenant);
         out
+    }
+}
+
+impl direct::Merge for k8s_openapi::api::core::v1::QuobyteVolumeSource {
+    fn merge_field(
+        &mut self,
+        tag: u32,
+        wire: direct::Wire,
+        r: &mut direct::Reader<'_>,
+        depth: u32,
+    ) -> Result<(), Error> {
+        match tag {
+            1 => Field::merge_field(&mut self.registry, wire, r, depth),
+            2 => Field::merge_field(&mut self.volume, wire, r, depth),
+            3 => Field::merge_field(&mut self.read_only, wire, r, depth),
+            4 => Field::merge_field(&mut self.user, wire, r, depth),
+            5 => Field::merge_field(&mut self.group, wire, r, depth),
+            6 => Field::merge_field(&mut self.tenant, wire, r, depth),
+            _ => r.skip(wire, depth),
+        }
     }
 }
 
@@ -4059,6 +7008,28 @@ impl ToMessage<pb::api::core::v1::RbdVolumeSource> for k8s_openapi::api::core::v
     }
 }
 
+impl direct::Merge for k8s_openapi::api::core::v1::RBDVolumeSource {
+    fn merge_field(
+        &mut self,
+        tag: u32,
+        wire: direct::Wire,
+        r: &mut direct::Reader<'_>,
+        depth: u32,
+    ) -> Result<(), Error> {
+        match tag {
+            1 => Field::merge_field(&mut self.monitors, wire, r, depth),
+            2 => Field::merge_field(&mut self.image, wire, r, depth),
+            3 => Field::merge_field(&mut self.fs_type, wire, r, depth),
+            4 => Field::merge_field(&mut self.pool, wire, r, depth),
+            5 => Field::merge_field(&mut self.user, wire, r, depth),
+            6 => Field::merge_field(&mut self.keyring, wire, r, depth),
+            7 => Field::merge_field(&mut self.secret_ref, wire, r, depth),
+            8 => Field::merge_field(&mut self.read_only, wire, r, depth),
+            _ => r.skip(wire, depth),
+        }
+    }
+}
+
 impl FromMessage<pb::api::core::v1::ResourceClaim> for k8s_openapi::api::core::v1::ResourceClaim {
     fn from_message(m: pb::api::core::v1::ResourceClaim) -> Result<Self, Error> {
         let mut out = Self::default();
@@ -4074,6 +7045,22 @@ impl ToMessage<pb::api::core::v1::ResourceClaim> for k8s_openapi::api::core::v1:
         out.name = ToMessage::to_message(&self.name);
         out.request = ToMessage::to_message(&self.request);
         out
+    }
+}
+
+impl direct::Merge for k8s_openapi::api::core::v1::ResourceClaim {
+    fn merge_field(
+        &mut self,
+        tag: u32,
+        wire: direct::Wire,
+        r: &mut direct::Reader<'_>,
+        depth: u32,
+    ) -> Result<(), Error> {
+        match tag {
+            1 => Field::merge_field(&mut self.name, wire, r, depth),
+            2 => Field::merge_field(&mut self.request, wire, r, depth),
+            _ => r.skip(wire, depth),
+        }
     }
 }
 
@@ -4101,6 +7088,23 @@ impl ToMessage<pb::api::core::v1::ResourceFieldSelector>
     }
 }
 
+impl direct::Merge for k8s_openapi::api::core::v1::ResourceFieldSelector {
+    fn merge_field(
+        &mut self,
+        tag: u32,
+        wire: direct::Wire,
+        r: &mut direct::Reader<'_>,
+        depth: u32,
+    ) -> Result<(), Error> {
+        match tag {
+            1 => Field::merge_field(&mut self.container_name, wire, r, depth),
+            2 => Field::merge_field(&mut self.resource, wire, r, depth),
+            3 => Field::merge_field(&mut self.divisor, wire, r, depth),
+            _ => r.skip(wire, depth),
+        }
+    }
+}
+
 impl FromMessage<pb::api::core::v1::ResourceHealth> for k8s_openapi::api::core::v1::ResourceHealth {
     fn from_message(m: pb::api::core::v1::ResourceHealth) -> Result<Self, Error> {
         let mut out = Self::default();
@@ -4116,6 +7120,22 @@ impl ToMessage<pb::api::core::v1::ResourceHealth> for k8s_openapi::api::core::v1
         out.resource_id = ToMessage::to_message(&self.resource_id);
         out.health = ToMessage::to_message(&self.health);
         out
+    }
+}
+
+impl direct::Merge for k8s_openapi::api::core::v1::ResourceHealth {
+    fn merge_field(
+        &mut self,
+        tag: u32,
+        wire: direct::Wire,
+        r: &mut direct::Reader<'_>,
+        depth: u32,
+    ) -> Result<(), Error> {
+        match tag {
+            1 => Field::merge_field(&mut self.resource_id, wire, r, depth),
+            2 => Field::merge_field(&mut self.health, wire, r, depth),
+            _ => r.skip(wire, depth),
+        }
     }
 }
 
@@ -4143,6 +7163,23 @@ impl ToMessage<pb::api::core::v1::ResourceRequirements>
     }
 }
 
+impl direct::Merge for k8s_openapi::api::core::v1::ResourceRequirements {
+    fn merge_field(
+        &mut self,
+        tag: u32,
+        wire: direct::Wire,
+        r: &mut direct::Reader<'_>,
+        depth: u32,
+    ) -> Result<(), Error> {
+        match tag {
+            1 => Field::merge_field(&mut self.limits, wire, r, depth),
+            2 => Field::merge_field(&mut self.requests, wire, r, depth),
+            3 => Field::merge_field(&mut self.claims, wire, r, depth),
+            _ => r.skip(wire, depth),
+        }
+    }
+}
+
 impl FromMessage<pb::api::core::v1::ResourceStatus> for k8s_openapi::api::core::v1::ResourceStatus {
     fn from_message(m: pb::api::core::v1::ResourceStatus) -> Result<Self, Error> {
         let mut out = Self::default();
@@ -4158,6 +7195,22 @@ impl ToMessage<pb::api::core::v1::ResourceStatus> for k8s_openapi::api::core::v1
         out.name = ToMessage::to_message(&self.name);
         out.resources = ToMessage::to_message(&self.resources);
         out
+    }
+}
+
+impl direct::Merge for k8s_openapi::api::core::v1::ResourceStatus {
+    fn merge_field(
+        &mut self,
+        tag: u32,
+        wire: direct::Wire,
+        r: &mut direct::Reader<'_>,
+        depth: u32,
+    ) -> Result<(), Error> {
+        match tag {
+            1 => Field::merge_field(&mut self.name, wire, r, depth),
+            2 => Field::merge_field(&mut self.resources, wire, r, depth),
+            _ => r.skip(wire, depth),
+        }
     }
 }
 
@@ -4180,6 +7233,24 @@ impl ToMessage<pb::api::core::v1::SeLinuxOptions> for k8s_openapi::api::core::v1
         out.r#type = ToMessage::to_message(&self.type_);
         out.level = ToMessage::to_message(&self.level);
         out
+    }
+}
+
+impl direct::Merge for k8s_openapi::api::core::v1::SELinuxOptions {
+    fn merge_field(
+        &mut self,
+        tag: u32,
+        wire: direct::Wire,
+        r: &mut direct::Reader<'_>,
+        depth: u32,
+    ) -> Result<(), Error> {
+        match tag {
+            1 => Field::merge_field(&mut self.user, wire, r, depth),
+            2 => Field::merge_field(&mut self.role, wire, r, depth),
+            3 => Field::merge_field(&mut self.type_, wire, r, depth),
+            4 => Field::merge_field(&mut self.level, wire, r, depth),
+            _ => r.skip(wire, depth),
+        }
     }
 }
 
@@ -4221,6 +7292,30 @@ impl ToMessage<pb::api::core::v1::ScaleIoVolumeSource>
     }
 }
 
+impl direct::Merge for k8s_openapi::api::core::v1::ScaleIOVolumeSource {
+    fn merge_field(
+        &mut self,
+        tag: u32,
+        wire: direct::Wire,
+        r: &mut direct::Reader<'_>,
+        depth: u32,
+    ) -> Result<(), Error> {
+        match tag {
+            1 => Field::merge_field(&mut self.gateway, wire, r, depth),
+            2 => Field::merge_field(&mut self.system, wire, r, depth),
+            3 => Field::merge_field(&mut self.secret_ref, wire, r, depth),
+            4 => Field::merge_field(&mut self.ssl_enabled, wire, r, depth),
+            5 => Field::merge_field(&mut self.protection_domain, wire, r, depth),
+            6 => Field::merge_field(&mut self.storage_pool, wire, r, depth),
+            7 => Field::merge_field(&mut self.storage_mode, wire, r, depth),
+            8 => Field::merge_field(&mut self.volume_name, wire, r, depth),
+            9 => Field::merge_field(&mut self.fs_type, wire, r, depth),
+            10 => Field::merge_field(&mut self.read_only, wire, r, depth),
+            _ => r.skip(wire, depth),
+        }
+    }
+}
+
 impl FromMessage<pb::api::core::v1::SeccompProfile> for k8s_openapi::api::core::v1::SeccompProfile {
     fn from_message(m: pb::api::core::v1::SeccompProfile) -> Result<Self, Error> {
         let mut out = Self::default();
@@ -4236,6 +7331,22 @@ impl ToMessage<pb::api::core::v1::SeccompProfile> for k8s_openapi::api::core::v1
         out.r#type = ToMessage::to_message(&self.type_);
         out.localhost_profile = ToMessage::to_message(&self.localhost_profile);
         out
+    }
+}
+
+impl direct::Merge for k8s_openapi::api::core::v1::SeccompProfile {
+    fn merge_field(
+        &mut self,
+        tag: u32,
+        wire: direct::Wire,
+        r: &mut direct::Reader<'_>,
+        depth: u32,
+    ) -> Result<(), Error> {
+        match tag {
+            1 => Field::merge_field(&mut self.type_, wire, r, depth),
+            2 => Field::merge_field(&mut self.localhost_profile, wire, r, depth),
+            _ => r.skip(wire, depth),
+        }
     }
 }
 
@@ -4263,6 +7374,25 @@ impl ToMessage<pb::api::core::v1::Secret> for k8s_openapi::api::core::v1::Secret
     }
 }
 
+impl direct::Merge for k8s_openapi::api::core::v1::Secret {
+    fn merge_field(
+        &mut self,
+        tag: u32,
+        wire: direct::Wire,
+        r: &mut direct::Reader<'_>,
+        depth: u32,
+    ) -> Result<(), Error> {
+        match tag {
+            1 => Field::merge_field(&mut self.metadata, wire, r, depth),
+            5 => Field::merge_field(&mut self.immutable, wire, r, depth),
+            2 => Field::merge_field(&mut self.data, wire, r, depth),
+            4 => Field::merge_field(&mut self.string_data, wire, r, depth),
+            3 => Field::merge_field(&mut self.type_, wire, r, depth),
+            _ => r.skip(wire, depth),
+        }
+    }
+}
+
 impl FromMessage<pb::api::core::v1::SecretEnvSource>
     for k8s_openapi::api::core::v1::SecretEnvSource
 {
@@ -4283,6 +7413,25 @@ impl ToMessage<pb::api::core::v1::SecretEnvSource> for k8s_openapi::api::core::v
         out.local_object_reference = Some(local_object_reference);
         out.optional = ToMessage::to_message(&self.optional);
         out
+    }
+}
+
+impl direct::Merge for k8s_openapi::api::core::v1::SecretEnvSource {
+    fn merge_field(
+        &mut self,
+        tag: u32,
+        wire: direct::Wire,
+        r: &mut direct::Reader<'_>,
+        depth: u32,
+    ) -> Result<(), Error> {
+        match tag {
+            1 => direct::fields(r.bytes(wire)?, depth, |tag, wire, r, depth| match tag {
+                1 => Field::merge_field(&mut self.name, wire, r, depth),
+                _ => r.skip(wire, depth),
+            }),
+            2 => Field::merge_field(&mut self.optional, wire, r, depth),
+            _ => r.skip(wire, depth),
+        }
     }
 }
 
@@ -4313,6 +7462,26 @@ impl ToMessage<pb::api::core::v1::SecretKeySelector>
     }
 }
 
+impl direct::Merge for k8s_openapi::api::core::v1::SecretKeySelector {
+    fn merge_field(
+        &mut self,
+        tag: u32,
+        wire: direct::Wire,
+        r: &mut direct::Reader<'_>,
+        depth: u32,
+    ) -> Result<(), Error> {
+        match tag {
+            1 => direct::fields(r.bytes(wire)?, depth, |tag, wire, r, depth| match tag {
+                1 => Field::merge_field(&mut self.name, wire, r, depth),
+                _ => r.skip(wire, depth),
+            }),
+            2 => Field::merge_field(&mut self.key, wire, r, depth),
+            3 => Field::merge_field(&mut self.optional, wire, r, depth),
+            _ => r.skip(wire, depth),
+        }
+    }
+}
+
 impl FromMessage<pb::api::core::v1::SecretProjection>
     for k8s_openapi::api::core::v1::SecretProjection
 {
@@ -4340,6 +7509,26 @@ impl ToMessage<pb::api::core::v1::SecretProjection>
     }
 }
 
+impl direct::Merge for k8s_openapi::api::core::v1::SecretProjection {
+    fn merge_field(
+        &mut self,
+        tag: u32,
+        wire: direct::Wire,
+        r: &mut direct::Reader<'_>,
+        depth: u32,
+    ) -> Result<(), Error> {
+        match tag {
+            1 => direct::fields(r.bytes(wire)?, depth, |tag, wire, r, depth| match tag {
+                1 => Field::merge_field(&mut self.name, wire, r, depth),
+                _ => r.skip(wire, depth),
+            }),
+            2 => Field::merge_field(&mut self.items, wire, r, depth),
+            4 => Field::merge_field(&mut self.optional, wire, r, depth),
+            _ => r.skip(wire, depth),
+        }
+    }
+}
+
 impl FromMessage<pb::api::core::v1::SecretVolumeSource>
     for k8s_openapi::api::core::v1::SecretVolumeSource
 {
@@ -4363,6 +7552,24 @@ impl ToMessage<pb::api::core::v1::SecretVolumeSource>
         out.default_mode = ToMessage::to_message(&self.default_mode);
         out.optional = ToMessage::to_message(&self.optional);
         out
+    }
+}
+
+impl direct::Merge for k8s_openapi::api::core::v1::SecretVolumeSource {
+    fn merge_field(
+        &mut self,
+        tag: u32,
+        wire: direct::Wire,
+        r: &mut direct::Reader<'_>,
+        depth: u32,
+    ) -> Result<(), Error> {
+        match tag {
+            1 => Field::merge_field(&mut self.secret_name, wire, r, depth),
+            2 => Field::merge_field(&mut self.items, wire, r, depth),
+            3 => Field::merge_field(&mut self.default_mode, wire, r, depth),
+            4 => Field::merge_field(&mut self.optional, wire, r, depth),
+            _ => r.skip(wire, depth),
+        }
     }
 }
 
@@ -4406,6 +7613,32 @@ impl ToMessage<pb::api::core::v1::SecurityContext> for k8s_openapi::api::core::v
     }
 }
 
+impl direct::Merge for k8s_openapi::api::core::v1::SecurityContext {
+    fn merge_field(
+        &mut self,
+        tag: u32,
+        wire: direct::Wire,
+        r: &mut direct::Reader<'_>,
+        depth: u32,
+    ) -> Result<(), Error> {
+        match tag {
+            1 => Field::merge_field(&mut self.capabilities, wire, r, depth),
+            2 => Field::merge_field(&mut self.privileged, wire, r, depth),
+            3 => Field::merge_field(&mut self.se_linux_options, wire, r, depth),
+            10 => Field::merge_field(&mut self.windows_options, wire, r, depth),
+            4 => Field::merge_field(&mut self.run_as_user, wire, r, depth),
+            8 => Field::merge_field(&mut self.run_as_group, wire, r, depth),
+            5 => Field::merge_field(&mut self.run_as_non_root, wire, r, depth),
+            6 => Field::merge_field(&mut self.read_only_root_filesystem, wire, r, depth),
+            7 => Field::merge_field(&mut self.allow_privilege_escalation, wire, r, depth),
+            9 => Field::merge_field(&mut self.proc_mount, wire, r, depth),
+            11 => Field::merge_field(&mut self.seccomp_profile, wire, r, depth),
+            12 => Field::merge_field(&mut self.app_armor_profile, wire, r, depth),
+            _ => r.skip(wire, depth),
+        }
+    }
+}
+
 impl FromMessage<pb::api::core::v1::Service> for k8s_openapi::api::core::v1::Service {
     fn from_message(m: pb::api::core::v1::Service) -> Result<Self, Error> {
         let mut out = Self::default();
@@ -4423,6 +7656,23 @@ impl ToMessage<pb::api::core::v1::Service> for k8s_openapi::api::core::v1::Servi
         out.spec = ToMessage::to_message(&self.spec);
         out.status = ToMessage::to_message(&self.status);
         out
+    }
+}
+
+impl direct::Merge for k8s_openapi::api::core::v1::Service {
+    fn merge_field(
+        &mut self,
+        tag: u32,
+        wire: direct::Wire,
+        r: &mut direct::Reader<'_>,
+        depth: u32,
+    ) -> Result<(), Error> {
+        match tag {
+            1 => Field::merge_field(&mut self.metadata, wire, r, depth),
+            2 => Field::merge_field(&mut self.spec, wire, r, depth),
+            3 => Field::merge_field(&mut self.status, wire, r, depth),
+            _ => r.skip(wire, depth),
+        }
     }
 }
 
@@ -4450,6 +7700,24 @@ impl ToMessage<pb::api::core::v1::ServiceAccount> for k8s_openapi::api::core::v1
     }
 }
 
+impl direct::Merge for k8s_openapi::api::core::v1::ServiceAccount {
+    fn merge_field(
+        &mut self,
+        tag: u32,
+        wire: direct::Wire,
+        r: &mut direct::Reader<'_>,
+        depth: u32,
+    ) -> Result<(), Error> {
+        match tag {
+            1 => Field::merge_field(&mut self.metadata, wire, r, depth),
+            2 => Field::merge_field(&mut self.secrets, wire, r, depth),
+            3 => Field::merge_field(&mut self.image_pull_secrets, wire, r, depth),
+            4 => Field::merge_field(&mut self.automount_service_account_token, wire, r, depth),
+            _ => r.skip(wire, depth),
+        }
+    }
+}
+
 impl FromMessage<pb::api::core::v1::ServiceAccountTokenProjection>
     for k8s_openapi::api::core::v1::ServiceAccountTokenProjection
 {
@@ -4471,6 +7739,23 @@ impl ToMessage<pb::api::core::v1::ServiceAccountTokenProjection>
         out.expiration_seconds = ToMessage::to_message(&self.expiration_seconds);
         out.path = ToMessage::to_message(&self.path);
         out
+    }
+}
+
+impl direct::Merge for k8s_openapi::api::core::v1::ServiceAccountTokenProjection {
+    fn merge_field(
+        &mut self,
+        tag: u32,
+        wire: direct::Wire,
+        r: &mut direct::Reader<'_>,
+        depth: u32,
+    ) -> Result<(), Error> {
+        match tag {
+            1 => Field::merge_field(&mut self.audience, wire, r, depth),
+            2 => Field::merge_field(&mut self.expiration_seconds, wire, r, depth),
+            3 => Field::merge_field(&mut self.path, wire, r, depth),
+            _ => r.skip(wire, depth),
+        }
     }
 }
 
@@ -4497,6 +7782,26 @@ impl ToMessage<pb::api::core::v1::ServicePort> for k8s_openapi::api::core::v1::S
         out.target_port = ToMessage::to_message(&self.target_port);
         out.node_port = ToMessage::to_message(&self.node_port);
         out
+    }
+}
+
+impl direct::Merge for k8s_openapi::api::core::v1::ServicePort {
+    fn merge_field(
+        &mut self,
+        tag: u32,
+        wire: direct::Wire,
+        r: &mut direct::Reader<'_>,
+        depth: u32,
+    ) -> Result<(), Error> {
+        match tag {
+            1 => Field::merge_field(&mut self.name, wire, r, depth),
+            2 => Field::merge_field(&mut self.protocol, wire, r, depth),
+            6 => Field::merge_field(&mut self.app_protocol, wire, r, depth),
+            3 => Field::merge_field(&mut self.port, wire, r, depth),
+            4 => Field::merge_field(&mut self.target_port, wire, r, depth),
+            5 => Field::merge_field(&mut self.node_port, wire, r, depth),
+            _ => r.skip(wire, depth),
+        }
     }
 }
 
@@ -4556,6 +7861,40 @@ impl ToMessage<pb::api::core::v1::ServiceSpec> for k8s_openapi::api::core::v1::S
     }
 }
 
+impl direct::Merge for k8s_openapi::api::core::v1::ServiceSpec {
+    fn merge_field(
+        &mut self,
+        tag: u32,
+        wire: direct::Wire,
+        r: &mut direct::Reader<'_>,
+        depth: u32,
+    ) -> Result<(), Error> {
+        match tag {
+            1 => Field::merge_field(&mut self.ports, wire, r, depth),
+            2 => Field::merge_field(&mut self.selector, wire, r, depth),
+            3 => Field::merge_field(&mut self.cluster_ip, wire, r, depth),
+            18 => Field::merge_field(&mut self.cluster_ips, wire, r, depth),
+            4 => Field::merge_field(&mut self.type_, wire, r, depth),
+            5 => Field::merge_field(&mut self.external_ips, wire, r, depth),
+            7 => Field::merge_field(&mut self.session_affinity, wire, r, depth),
+            8 => Field::merge_field(&mut self.load_balancer_ip, wire, r, depth),
+            9 => Field::merge_field(&mut self.load_balancer_source_ranges, wire, r, depth),
+            10 => Field::merge_field(&mut self.external_name, wire, r, depth),
+            11 => Field::merge_field(&mut self.external_traffic_policy, wire, r, depth),
+            12 => Field::merge_field(&mut self.health_check_node_port, wire, r, depth),
+            13 => Field::merge_field(&mut self.publish_not_ready_addresses, wire, r, depth),
+            14 => Field::merge_field(&mut self.session_affinity_config, wire, r, depth),
+            19 => Field::merge_field(&mut self.ip_families, wire, r, depth),
+            17 => Field::merge_field(&mut self.ip_family_policy, wire, r, depth),
+            20 => Field::merge_field(&mut self.allocate_load_balancer_node_ports, wire, r, depth),
+            21 => Field::merge_field(&mut self.load_balancer_class, wire, r, depth),
+            22 => Field::merge_field(&mut self.internal_traffic_policy, wire, r, depth),
+            23 => Field::merge_field(&mut self.traffic_distribution, wire, r, depth),
+            _ => r.skip(wire, depth),
+        }
+    }
+}
+
 impl FromMessage<pb::api::core::v1::ServiceStatus> for k8s_openapi::api::core::v1::ServiceStatus {
     fn from_message(m: pb::api::core::v1::ServiceStatus) -> Result<Self, Error> {
         let mut out = Self::default();
@@ -4571,6 +7910,22 @@ impl ToMessage<pb::api::core::v1::ServiceStatus> for k8s_openapi::api::core::v1:
         out.load_balancer = ToMessage::to_message(&self.load_balancer);
         out.conditions = ToMessage::to_message(&self.conditions);
         out
+    }
+}
+
+impl direct::Merge for k8s_openapi::api::core::v1::ServiceStatus {
+    fn merge_field(
+        &mut self,
+        tag: u32,
+        wire: direct::Wire,
+        r: &mut direct::Reader<'_>,
+        depth: u32,
+    ) -> Result<(), Error> {
+        match tag {
+            1 => Field::merge_field(&mut self.load_balancer, wire, r, depth),
+            2 => Field::merge_field(&mut self.conditions, wire, r, depth),
+            _ => r.skip(wire, depth),
+        }
     }
 }
 
@@ -4594,6 +7949,21 @@ impl ToMessage<pb::api::core::v1::SessionAffinityConfig>
     }
 }
 
+impl direct::Merge for k8s_openapi::api::core::v1::SessionAffinityConfig {
+    fn merge_field(
+        &mut self,
+        tag: u32,
+        wire: direct::Wire,
+        r: &mut direct::Reader<'_>,
+        depth: u32,
+    ) -> Result<(), Error> {
+        match tag {
+            1 => Field::merge_field(&mut self.client_ip, wire, r, depth),
+            _ => r.skip(wire, depth),
+        }
+    }
+}
+
 impl FromMessage<pb::api::core::v1::SleepAction> for k8s_openapi::api::core::v1::SleepAction {
     fn from_message(m: pb::api::core::v1::SleepAction) -> Result<Self, Error> {
         let mut out = Self::default();
@@ -4607,6 +7977,21 @@ impl ToMessage<pb::api::core::v1::SleepAction> for k8s_openapi::api::core::v1::S
         let mut out = pb::api::core::v1::SleepAction::default();
         out.seconds = ToMessage::to_message(&self.seconds);
         out
+    }
+}
+
+impl direct::Merge for k8s_openapi::api::core::v1::SleepAction {
+    fn merge_field(
+        &mut self,
+        tag: u32,
+        wire: direct::Wire,
+        r: &mut direct::Reader<'_>,
+        depth: u32,
+    ) -> Result<(), Error> {
+        match tag {
+            1 => Field::merge_field(&mut self.seconds, wire, r, depth),
+            _ => r.skip(wire, depth),
+        }
     }
 }
 
@@ -4638,6 +8023,25 @@ impl ToMessage<pb::api::core::v1::StorageOsVolumeSource>
     }
 }
 
+impl direct::Merge for k8s_openapi::api::core::v1::StorageOSVolumeSource {
+    fn merge_field(
+        &mut self,
+        tag: u32,
+        wire: direct::Wire,
+        r: &mut direct::Reader<'_>,
+        depth: u32,
+    ) -> Result<(), Error> {
+        match tag {
+            1 => Field::merge_field(&mut self.volume_name, wire, r, depth),
+            2 => Field::merge_field(&mut self.volume_namespace, wire, r, depth),
+            3 => Field::merge_field(&mut self.fs_type, wire, r, depth),
+            4 => Field::merge_field(&mut self.read_only, wire, r, depth),
+            5 => Field::merge_field(&mut self.secret_ref, wire, r, depth),
+            _ => r.skip(wire, depth),
+        }
+    }
+}
+
 impl FromMessage<pb::api::core::v1::Sysctl> for k8s_openapi::api::core::v1::Sysctl {
     fn from_message(m: pb::api::core::v1::Sysctl) -> Result<Self, Error> {
         let mut out = Self::default();
@@ -4653,6 +8057,22 @@ impl ToMessage<pb::api::core::v1::Sysctl> for k8s_openapi::api::core::v1::Sysctl
         out.name = ToMessage::to_message(&self.name);
         out.value = ToMessage::to_message(&self.value);
         out
+    }
+}
+
+impl direct::Merge for k8s_openapi::api::core::v1::Sysctl {
+    fn merge_field(
+        &mut self,
+        tag: u32,
+        wire: direct::Wire,
+        r: &mut direct::Reader<'_>,
+        depth: u32,
+    ) -> Result<(), Error> {
+        match tag {
+            1 => Field::merge_field(&mut self.name, wire, r, depth),
+            2 => Field::merge_field(&mut self.value, wire, r, depth),
+            _ => r.skip(wire, depth),
+        }
     }
 }
 
@@ -4673,6 +8093,22 @@ impl ToMessage<pb::api::core::v1::TcpSocketAction> for k8s_openapi::api::core::v
         out.port = ToMessage::to_message(&self.port);
         out.host = ToMessage::to_message(&self.host);
         out
+    }
+}
+
+impl direct::Merge for k8s_openapi::api::core::v1::TCPSocketAction {
+    fn merge_field(
+        &mut self,
+        tag: u32,
+        wire: direct::Wire,
+        r: &mut direct::Reader<'_>,
+        depth: u32,
+    ) -> Result<(), Error> {
+        match tag {
+            1 => Field::merge_field(&mut self.port, wire, r, depth),
+            2 => Field::merge_field(&mut self.host, wire, r, depth),
+            _ => r.skip(wire, depth),
+        }
     }
 }
 
@@ -4698,6 +8134,24 @@ impl ToMessage<pb::api::core::v1::Taint> for k8s_openapi::api::core::v1::Taint {
     }
 }
 
+impl direct::Merge for k8s_openapi::api::core::v1::Taint {
+    fn merge_field(
+        &mut self,
+        tag: u32,
+        wire: direct::Wire,
+        r: &mut direct::Reader<'_>,
+        depth: u32,
+    ) -> Result<(), Error> {
+        match tag {
+            1 => Field::merge_field(&mut self.key, wire, r, depth),
+            2 => Field::merge_field(&mut self.value, wire, r, depth),
+            3 => Field::merge_field(&mut self.effect, wire, r, depth),
+            4 => Field::merge_field(&mut self.time_added, wire, r, depth),
+            _ => r.skip(wire, depth),
+        }
+    }
+}
+
 impl FromMessage<pb::api::core::v1::Toleration> for k8s_openapi::api::core::v1::Toleration {
     fn from_message(m: pb::api::core::v1::Toleration) -> Result<Self, Error> {
         let mut out = Self::default();
@@ -4719,6 +8173,25 @@ impl ToMessage<pb::api::core::v1::Toleration> for k8s_openapi::api::core::v1::To
         out.effect = ToMessage::to_message(&self.effect);
         out.toleration_seconds = ToMessage::to_message(&self.toleration_seconds);
         out
+    }
+}
+
+impl direct::Merge for k8s_openapi::api::core::v1::Toleration {
+    fn merge_field(
+        &mut self,
+        tag: u32,
+        wire: direct::Wire,
+        r: &mut direct::Reader<'_>,
+        depth: u32,
+    ) -> Result<(), Error> {
+        match tag {
+            1 => Field::merge_field(&mut self.key, wire, r, depth),
+            2 => Field::merge_field(&mut self.operator, wire, r, depth),
+            3 => Field::merge_field(&mut self.value, wire, r, depth),
+            4 => Field::merge_field(&mut self.effect, wire, r, depth),
+            5 => Field::merge_field(&mut self.toleration_seconds, wire, r, depth),
+            _ => r.skip(wire, depth),
+        }
     }
 }
 
@@ -4756,6 +8229,28 @@ impl ToMessage<pb::api::core::v1::TopologySpreadConstraint>
     }
 }
 
+impl direct::Merge for k8s_openapi::api::core::v1::TopologySpreadConstraint {
+    fn merge_field(
+        &mut self,
+        tag: u32,
+        wire: direct::Wire,
+        r: &mut direct::Reader<'_>,
+        depth: u32,
+    ) -> Result<(), Error> {
+        match tag {
+            1 => Field::merge_field(&mut self.max_skew, wire, r, depth),
+            2 => Field::merge_field(&mut self.topology_key, wire, r, depth),
+            3 => Field::merge_field(&mut self.when_unsatisfiable, wire, r, depth),
+            4 => Field::merge_field(&mut self.label_selector, wire, r, depth),
+            5 => Field::merge_field(&mut self.min_domains, wire, r, depth),
+            6 => Field::merge_field(&mut self.node_affinity_policy, wire, r, depth),
+            7 => Field::merge_field(&mut self.node_taints_policy, wire, r, depth),
+            8 => Field::merge_field(&mut self.match_label_keys, wire, r, depth),
+            _ => r.skip(wire, depth),
+        }
+    }
+}
+
 impl FromMessage<pb::api::core::v1::TypedLocalObjectReference>
     for k8s_openapi::api::core::v1::TypedLocalObjectReference
 {
@@ -4777,6 +8272,23 @@ impl ToMessage<pb::api::core::v1::TypedLocalObjectReference>
         out.kind = ToMessage::to_message(&self.kind);
         out.name = ToMessage::to_message(&self.name);
         out
+    }
+}
+
+impl direct::Merge for k8s_openapi::api::core::v1::TypedLocalObjectReference {
+    fn merge_field(
+        &mut self,
+        tag: u32,
+        wire: direct::Wire,
+        r: &mut direct::Reader<'_>,
+        depth: u32,
+    ) -> Result<(), Error> {
+        match tag {
+            1 => Field::merge_field(&mut self.api_group, wire, r, depth),
+            2 => Field::merge_field(&mut self.kind, wire, r, depth),
+            3 => Field::merge_field(&mut self.name, wire, r, depth),
+            _ => r.skip(wire, depth),
+        }
     }
 }
 
@@ -4803,6 +8315,24 @@ impl ToMessage<pb::api::core::v1::TypedObjectReference>
         out.name = ToMessage::to_message(&self.name);
         out.namespace = ToMessage::to_message(&self.namespace);
         out
+    }
+}
+
+impl direct::Merge for k8s_openapi::api::core::v1::TypedObjectReference {
+    fn merge_field(
+        &mut self,
+        tag: u32,
+        wire: direct::Wire,
+        r: &mut direct::Reader<'_>,
+        depth: u32,
+    ) -> Result<(), Error> {
+        match tag {
+            1 => Field::merge_field(&mut self.api_group, wire, r, depth),
+            2 => Field::merge_field(&mut self.kind, wire, r, depth),
+            3 => Field::merge_field(&mut self.name, wire, r, depth),
+            4 => Field::merge_field(&mut self.namespace, wire, r, depth),
+            _ => r.skip(wire, depth),
+        }
     }
 }
 
@@ -4890,6 +8420,54 @@ impl ToMessage<pb::api::core::v1::Volume> for k8s_openapi::api::core::v1::Volume
     }
 }
 
+impl direct::Merge for k8s_openapi::api::core::v1::Volume {
+    fn merge_field(
+        &mut self,
+        tag: u32,
+        wire: direct::Wire,
+        r: &mut direct::Reader<'_>,
+        depth: u32,
+    ) -> Result<(), Error> {
+        match tag {
+            1 => Field::merge_field(&mut self.name, wire, r, depth),
+            2 => direct::fields(r.bytes(wire)?, depth, |tag, wire, r, depth| match tag {
+                1 => Field::merge_field(&mut self.host_path, wire, r, depth),
+                2 => Field::merge_field(&mut self.empty_dir, wire, r, depth),
+                3 => Field::merge_field(&mut self.gce_persistent_disk, wire, r, depth),
+                4 => Field::merge_field(&mut self.aws_elastic_block_store, wire, r, depth),
+                5 => Field::merge_field(&mut self.git_repo, wire, r, depth),
+                6 => Field::merge_field(&mut self.secret, wire, r, depth),
+                7 => Field::merge_field(&mut self.nfs, wire, r, depth),
+                8 => Field::merge_field(&mut self.iscsi, wire, r, depth),
+                9 => Field::merge_field(&mut self.glusterfs, wire, r, depth),
+                10 => Field::merge_field(&mut self.persistent_volume_claim, wire, r, depth),
+                11 => Field::merge_field(&mut self.rbd, wire, r, depth),
+                12 => Field::merge_field(&mut self.flex_volume, wire, r, depth),
+                13 => Field::merge_field(&mut self.cinder, wire, r, depth),
+                14 => Field::merge_field(&mut self.cephfs, wire, r, depth),
+                15 => Field::merge_field(&mut self.flocker, wire, r, depth),
+                16 => Field::merge_field(&mut self.downward_api, wire, r, depth),
+                17 => Field::merge_field(&mut self.fc, wire, r, depth),
+                18 => Field::merge_field(&mut self.azure_file, wire, r, depth),
+                19 => Field::merge_field(&mut self.config_map, wire, r, depth),
+                20 => Field::merge_field(&mut self.vsphere_volume, wire, r, depth),
+                21 => Field::merge_field(&mut self.quobyte, wire, r, depth),
+                22 => Field::merge_field(&mut self.azure_disk, wire, r, depth),
+                23 => Field::merge_field(&mut self.photon_persistent_disk, wire, r, depth),
+                26 => Field::merge_field(&mut self.projected, wire, r, depth),
+                24 => Field::merge_field(&mut self.portworx_volume, wire, r, depth),
+                25 => Field::merge_field(&mut self.scale_io, wire, r, depth),
+                27 => Field::merge_field(&mut self.storageos, wire, r, depth),
+                28 => Field::merge_field(&mut self.csi, wire, r, depth),
+                29 => Field::merge_field(&mut self.ephemeral, wire, r, depth),
+                30 => Field::merge_field(&mut self.image, wire, r, depth),
+                _ => r.skip(wire, depth),
+            }),
+            _ => r.skip(wire, depth),
+        }
+    }
+}
+
 impl FromMessage<pb::api::core::v1::VolumeDevice> for k8s_openapi::api::core::v1::VolumeDevice {
     fn from_message(m: pb::api::core::v1::VolumeDevice) -> Result<Self, Error> {
         let mut out = Self::default();
@@ -4905,6 +8483,22 @@ impl ToMessage<pb::api::core::v1::VolumeDevice> for k8s_openapi::api::core::v1::
         out.name = ToMessage::to_message(&self.name);
         out.device_path = ToMessage::to_message(&self.device_path);
         out
+    }
+}
+
+impl direct::Merge for k8s_openapi::api::core::v1::VolumeDevice {
+    fn merge_field(
+        &mut self,
+        tag: u32,
+        wire: direct::Wire,
+        r: &mut direct::Reader<'_>,
+        depth: u32,
+    ) -> Result<(), Error> {
+        match tag {
+            1 => Field::merge_field(&mut self.name, wire, r, depth),
+            2 => Field::merge_field(&mut self.device_path, wire, r, depth),
+            _ => r.skip(wire, depth),
+        }
     }
 }
 
@@ -4936,6 +8530,27 @@ impl ToMessage<pb::api::core::v1::VolumeMount> for k8s_openapi::api::core::v1::V
     }
 }
 
+impl direct::Merge for k8s_openapi::api::core::v1::VolumeMount {
+    fn merge_field(
+        &mut self,
+        tag: u32,
+        wire: direct::Wire,
+        r: &mut direct::Reader<'_>,
+        depth: u32,
+    ) -> Result<(), Error> {
+        match tag {
+            1 => Field::merge_field(&mut self.name, wire, r, depth),
+            2 => Field::merge_field(&mut self.read_only, wire, r, depth),
+            7 => Field::merge_field(&mut self.recursive_read_only, wire, r, depth),
+            3 => Field::merge_field(&mut self.mount_path, wire, r, depth),
+            4 => Field::merge_field(&mut self.sub_path, wire, r, depth),
+            5 => Field::merge_field(&mut self.mount_propagation, wire, r, depth),
+            6 => Field::merge_field(&mut self.sub_path_expr, wire, r, depth),
+            _ => r.skip(wire, depth),
+        }
+    }
+}
+
 impl FromMessage<pb::api::core::v1::VolumeMountStatus>
     for k8s_openapi::api::core::v1::VolumeMountStatus
 {
@@ -4959,6 +8574,24 @@ impl ToMessage<pb::api::core::v1::VolumeMountStatus>
         out.read_only = ToMessage::to_message(&self.read_only);
         out.recursive_read_only = ToMessage::to_message(&self.recursive_read_only);
         out
+    }
+}
+
+impl direct::Merge for k8s_openapi::api::core::v1::VolumeMountStatus {
+    fn merge_field(
+        &mut self,
+        tag: u32,
+        wire: direct::Wire,
+        r: &mut direct::Reader<'_>,
+        depth: u32,
+    ) -> Result<(), Error> {
+        match tag {
+            1 => Field::merge_field(&mut self.name, wire, r, depth),
+            2 => Field::merge_field(&mut self.mount_path, wire, r, depth),
+            3 => Field::merge_field(&mut self.read_only, wire, r, depth),
+            4 => Field::merge_field(&mut self.recursive_read_only, wire, r, depth),
+            _ => r.skip(wire, depth),
+        }
     }
 }
 
@@ -4996,6 +8629,31 @@ impl ToMessage<pb::api::core::v1::VolumeProjection>
     }
 }
 
+impl direct::Merge for k8s_openapi::api::core::v1::VolumeProjection {
+    fn merge_field(
+        &mut self,
+        tag: u32,
+        wire: direct::Wire,
+        r: &mut direct::Reader<'_>,
+        depth: u32,
+    ) -> Result<(), Error> {
+        match tag {
+            1 => Field::merge_field(&mut self.secret, wire, r, depth),
+            2 => Field::merge_field(&mut self.downward_api, wire, r, depth),
+            3 => Field::merge_field(&mut self.config_map, wire, r, depth),
+            4 => Field::merge_field(&mut self.service_account_token, wire, r, depth),
+            5 => Field::merge_field(&mut self.cluster_trust_bundle, wire, r, depth),
+            6 => {
+                k8s_openapi::k8s_if_ge_1_34! {
+                    return Field::merge_field(&mut self.pod_certificate, wire, r, depth);
+                }
+                r.skip(wire, depth)
+            }
+            _ => r.skip(wire, depth),
+        }
+    }
+}
+
 impl FromMessage<pb::api::core::v1::VolumeResourceRequirements>
     for k8s_openapi::api::core::v1::VolumeResourceRequirements
 {
@@ -5015,6 +8673,22 @@ impl ToMessage<pb::api::core::v1::VolumeResourceRequirements>
         out.limits = ToMessage::to_message(&self.limits);
         out.requests = ToMessage::to_message(&self.requests);
         out
+    }
+}
+
+impl direct::Merge for k8s_openapi::api::core::v1::VolumeResourceRequirements {
+    fn merge_field(
+        &mut self,
+        tag: u32,
+        wire: direct::Wire,
+        r: &mut direct::Reader<'_>,
+        depth: u32,
+    ) -> Result<(), Error> {
+        match tag {
+            1 => Field::merge_field(&mut self.limits, wire, r, depth),
+            2 => Field::merge_field(&mut self.requests, wire, r, depth),
+            _ => r.skip(wire, depth),
+        }
     }
 }
 
@@ -5044,6 +8718,24 @@ impl ToMessage<pb::api::core::v1::VsphereVirtualDiskVolumeSource>
     }
 }
 
+impl direct::Merge for k8s_openapi::api::core::v1::VsphereVirtualDiskVolumeSource {
+    fn merge_field(
+        &mut self,
+        tag: u32,
+        wire: direct::Wire,
+        r: &mut direct::Reader<'_>,
+        depth: u32,
+    ) -> Result<(), Error> {
+        match tag {
+            1 => Field::merge_field(&mut self.volume_path, wire, r, depth),
+            2 => Field::merge_field(&mut self.fs_type, wire, r, depth),
+            3 => Field::merge_field(&mut self.storage_policy_name, wire, r, depth),
+            4 => Field::merge_field(&mut self.storage_policy_id, wire, r, depth),
+            _ => r.skip(wire, depth),
+        }
+    }
+}
+
 impl FromMessage<pb::api::core::v1::WeightedPodAffinityTerm>
     for k8s_openapi::api::core::v1::WeightedPodAffinityTerm
 {
@@ -5063,6 +8755,22 @@ impl ToMessage<pb::api::core::v1::WeightedPodAffinityTerm>
         out.weight = ToMessage::to_message(&self.weight);
         out.pod_affinity_term = ToMessage::to_message(&self.pod_affinity_term);
         out
+    }
+}
+
+impl direct::Merge for k8s_openapi::api::core::v1::WeightedPodAffinityTerm {
+    fn merge_field(
+        &mut self,
+        tag: u32,
+        wire: direct::Wire,
+        r: &mut direct::Reader<'_>,
+        depth: u32,
+    ) -> Result<(), Error> {
+        match tag {
+            1 => Field::merge_field(&mut self.weight, wire, r, depth),
+            2 => Field::merge_field(&mut self.pod_affinity_term, wire, r, depth),
+            _ => r.skip(wire, depth),
+        }
     }
 }
 
@@ -5092,6 +8800,24 @@ impl ToMessage<pb::api::core::v1::WindowsSecurityContextOptions>
     }
 }
 
+impl direct::Merge for k8s_openapi::api::core::v1::WindowsSecurityContextOptions {
+    fn merge_field(
+        &mut self,
+        tag: u32,
+        wire: direct::Wire,
+        r: &mut direct::Reader<'_>,
+        depth: u32,
+    ) -> Result<(), Error> {
+        match tag {
+            1 => Field::merge_field(&mut self.gmsa_credential_spec_name, wire, r, depth),
+            2 => Field::merge_field(&mut self.gmsa_credential_spec, wire, r, depth),
+            3 => Field::merge_field(&mut self.run_as_user_name, wire, r, depth),
+            4 => Field::merge_field(&mut self.host_process, wire, r, depth),
+            _ => r.skip(wire, depth),
+        }
+    }
+}
+
 k8s_openapi::k8s_if_1_35! {
     impl FromMessage<pb::api::core::v1::WorkloadReference>
         for k8s_openapi::api::core::v1::WorkloadReference
@@ -5114,6 +8840,23 @@ k8s_openapi::k8s_if_1_35! {
             out.pod_group = ToMessage::to_message(&self.pod_group);
             out.pod_group_replica_key = ToMessage::to_message(&self.pod_group_replica_key);
             out
+        }
+    }
+
+    impl direct::Merge for k8s_openapi::api::core::v1::WorkloadReference {
+        fn merge_field(
+            &mut self,
+            tag: u32,
+            wire: direct::Wire,
+            r: &mut direct::Reader<'_>,
+            depth: u32,
+        ) -> Result<(), Error> {
+            match tag {
+                1 => Field::merge_field(&mut self.name, wire, r, depth),
+                2 => Field::merge_field(&mut self.pod_group, wire, r, depth),
+                3 => Field::merge_field(&mut self.pod_group_replica_key, wire, r, depth),
+                _ => r.skip(wire, depth),
+            }
         }
     }
 }
@@ -5148,6 +8891,28 @@ impl ToMessage<pb::api::discovery::v1::Endpoint> for k8s_openapi::api::discovery
     }
 }
 
+impl direct::Merge for k8s_openapi::api::discovery::v1::Endpoint {
+    fn merge_field(
+        &mut self,
+        tag: u32,
+        wire: direct::Wire,
+        r: &mut direct::Reader<'_>,
+        depth: u32,
+    ) -> Result<(), Error> {
+        match tag {
+            1 => Field::merge_field(&mut self.addresses, wire, r, depth),
+            2 => Field::merge_field(&mut self.conditions, wire, r, depth),
+            3 => Field::merge_field(&mut self.hostname, wire, r, depth),
+            4 => Field::merge_field(&mut self.target_ref, wire, r, depth),
+            5 => Field::merge_field(&mut self.deprecated_topology, wire, r, depth),
+            6 => Field::merge_field(&mut self.node_name, wire, r, depth),
+            7 => Field::merge_field(&mut self.zone, wire, r, depth),
+            8 => Field::merge_field(&mut self.hints, wire, r, depth),
+            _ => r.skip(wire, depth),
+        }
+    }
+}
+
 impl FromMessage<pb::api::discovery::v1::EndpointConditions>
     for k8s_openapi::api::discovery::v1::EndpointConditions
 {
@@ -5172,6 +8937,23 @@ impl ToMessage<pb::api::discovery::v1::EndpointConditions>
     }
 }
 
+impl direct::Merge for k8s_openapi::api::discovery::v1::EndpointConditions {
+    fn merge_field(
+        &mut self,
+        tag: u32,
+        wire: direct::Wire,
+        r: &mut direct::Reader<'_>,
+        depth: u32,
+    ) -> Result<(), Error> {
+        match tag {
+            1 => Field::merge_field(&mut self.ready, wire, r, depth),
+            2 => Field::merge_field(&mut self.serving, wire, r, depth),
+            3 => Field::merge_field(&mut self.terminating, wire, r, depth),
+            _ => r.skip(wire, depth),
+        }
+    }
+}
+
 impl FromMessage<pb::api::discovery::v1::EndpointHints>
     for k8s_openapi::api::discovery::v1::EndpointHints
 {
@@ -5191,6 +8973,22 @@ impl ToMessage<pb::api::discovery::v1::EndpointHints>
         out.for_zones = ToMessage::to_message(&self.for_zones);
         out.for_nodes = ToMessage::to_message(&self.for_nodes);
         out
+    }
+}
+
+impl direct::Merge for k8s_openapi::api::discovery::v1::EndpointHints {
+    fn merge_field(
+        &mut self,
+        tag: u32,
+        wire: direct::Wire,
+        r: &mut direct::Reader<'_>,
+        depth: u32,
+    ) -> Result<(), Error> {
+        match tag {
+            1 => Field::merge_field(&mut self.for_zones, wire, r, depth),
+            2 => Field::merge_field(&mut self.for_nodes, wire, r, depth),
+            _ => r.skip(wire, depth),
+        }
     }
 }
 
@@ -5220,6 +9018,24 @@ impl ToMessage<pb::api::discovery::v1::EndpointPort>
     }
 }
 
+impl direct::Merge for k8s_openapi::api::discovery::v1::EndpointPort {
+    fn merge_field(
+        &mut self,
+        tag: u32,
+        wire: direct::Wire,
+        r: &mut direct::Reader<'_>,
+        depth: u32,
+    ) -> Result<(), Error> {
+        match tag {
+            1 => Field::merge_field(&mut self.name, wire, r, depth),
+            2 => Field::merge_field(&mut self.protocol, wire, r, depth),
+            3 => Field::merge_field(&mut self.port, wire, r, depth),
+            4 => Field::merge_field(&mut self.app_protocol, wire, r, depth),
+            _ => r.skip(wire, depth),
+        }
+    }
+}
+
 impl FromMessage<pb::api::discovery::v1::EndpointSlice>
     for k8s_openapi::api::discovery::v1::EndpointSlice
 {
@@ -5246,6 +9062,24 @@ impl ToMessage<pb::api::discovery::v1::EndpointSlice>
     }
 }
 
+impl direct::Merge for k8s_openapi::api::discovery::v1::EndpointSlice {
+    fn merge_field(
+        &mut self,
+        tag: u32,
+        wire: direct::Wire,
+        r: &mut direct::Reader<'_>,
+        depth: u32,
+    ) -> Result<(), Error> {
+        match tag {
+            1 => Field::merge_field(&mut self.metadata, wire, r, depth),
+            4 => Field::merge_field(&mut self.address_type, wire, r, depth),
+            2 => Field::merge_field(&mut self.endpoints, wire, r, depth),
+            3 => Field::merge_field(&mut self.ports, wire, r, depth),
+            _ => r.skip(wire, depth),
+        }
+    }
+}
+
 impl FromMessage<pb::api::discovery::v1::ForNode> for k8s_openapi::api::discovery::v1::ForNode {
     fn from_message(m: pb::api::discovery::v1::ForNode) -> Result<Self, Error> {
         let mut out = Self::default();
@@ -5262,6 +9096,21 @@ impl ToMessage<pb::api::discovery::v1::ForNode> for k8s_openapi::api::discovery:
     }
 }
 
+impl direct::Merge for k8s_openapi::api::discovery::v1::ForNode {
+    fn merge_field(
+        &mut self,
+        tag: u32,
+        wire: direct::Wire,
+        r: &mut direct::Reader<'_>,
+        depth: u32,
+    ) -> Result<(), Error> {
+        match tag {
+            1 => Field::merge_field(&mut self.name, wire, r, depth),
+            _ => r.skip(wire, depth),
+        }
+    }
+}
+
 impl FromMessage<pb::api::discovery::v1::ForZone> for k8s_openapi::api::discovery::v1::ForZone {
     fn from_message(m: pb::api::discovery::v1::ForZone) -> Result<Self, Error> {
         let mut out = Self::default();
@@ -5275,6 +9124,21 @@ impl ToMessage<pb::api::discovery::v1::ForZone> for k8s_openapi::api::discovery:
         let mut out = pb::api::discovery::v1::ForZone::default();
         out.name = ToMessage::to_message(&self.name);
         out
+    }
+}
+
+impl direct::Merge for k8s_openapi::api::discovery::v1::ForZone {
+    fn merge_field(
+        &mut self,
+        tag: u32,
+        wire: direct::Wire,
+        r: &mut direct::Reader<'_>,
+        depth: u32,
+    ) -> Result<(), Error> {
+        match tag {
+            1 => Field::merge_field(&mut self.name, wire, r, depth),
+            _ => r.skip(wire, depth),
+        }
     }
 }
 
@@ -5332,6 +9196,22 @@ impl ToMessage<pb::apimachinery::pkg::apis::meta::v1::LabelSelector>
     }
 }
 
+impl direct::Merge for k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector {
+    fn merge_field(
+        &mut self,
+        tag: u32,
+        wire: direct::Wire,
+        r: &mut direct::Reader<'_>,
+        depth: u32,
+    ) -> Result<(), Error> {
+        match tag {
+            1 => Field::merge_field(&mut self.match_labels, wire, r, depth),
+            2 => Field::merge_field(&mut self.match_expressions, wire, r, depth),
+            _ => r.skip(wire, depth),
+        }
+    }
+}
+
 impl FromMessage<pb::apimachinery::pkg::apis::meta::v1::LabelSelectorRequirement>
     for k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelectorRequirement
 {
@@ -5355,6 +9235,23 @@ impl ToMessage<pb::apimachinery::pkg::apis::meta::v1::LabelSelectorRequirement>
         out.operator = ToMessage::to_message(&self.operator);
         out.values = ToMessage::to_message(&self.values);
         out
+    }
+}
+
+impl direct::Merge for k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelectorRequirement {
+    fn merge_field(
+        &mut self,
+        tag: u32,
+        wire: direct::Wire,
+        r: &mut direct::Reader<'_>,
+        depth: u32,
+    ) -> Result<(), Error> {
+        match tag {
+            1 => Field::merge_field(&mut self.key, wire, r, depth),
+            2 => Field::merge_field(&mut self.operator, wire, r, depth),
+            3 => Field::merge_field(&mut self.values, wire, r, depth),
+            _ => r.skip(wire, depth),
+        }
     }
 }
 
@@ -5389,6 +9286,27 @@ impl ToMessage<pb::apimachinery::pkg::apis::meta::v1::ManagedFieldsEntry>
         out.fields_v1 = ToMessage::to_message(&self.fields_v1);
         out.subresource = ToMessage::to_message(&self.subresource);
         out
+    }
+}
+
+impl direct::Merge for k8s_openapi::apimachinery::pkg::apis::meta::v1::ManagedFieldsEntry {
+    fn merge_field(
+        &mut self,
+        tag: u32,
+        wire: direct::Wire,
+        r: &mut direct::Reader<'_>,
+        depth: u32,
+    ) -> Result<(), Error> {
+        match tag {
+            1 => Field::merge_field(&mut self.manager, wire, r, depth),
+            2 => Field::merge_field(&mut self.operation, wire, r, depth),
+            3 => Field::merge_field(&mut self.api_version, wire, r, depth),
+            4 => Field::merge_field(&mut self.time, wire, r, depth),
+            6 => Field::merge_field(&mut self.fields_type, wire, r, depth),
+            7 => Field::merge_field(&mut self.fields_v1, wire, r, depth),
+            8 => Field::merge_field(&mut self.subresource, wire, r, depth),
+            _ => r.skip(wire, depth),
+        }
     }
 }
 
@@ -5442,6 +9360,35 @@ impl ToMessage<pb::apimachinery::pkg::apis::meta::v1::ObjectMeta>
     }
 }
 
+impl direct::Merge for k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta {
+    fn merge_field(
+        &mut self,
+        tag: u32,
+        wire: direct::Wire,
+        r: &mut direct::Reader<'_>,
+        depth: u32,
+    ) -> Result<(), Error> {
+        match tag {
+            1 => Field::merge_field(&mut self.name, wire, r, depth),
+            2 => Field::merge_field(&mut self.generate_name, wire, r, depth),
+            3 => Field::merge_field(&mut self.namespace, wire, r, depth),
+            4 => Field::merge_field(&mut self.self_link, wire, r, depth),
+            5 => Field::merge_field(&mut self.uid, wire, r, depth),
+            6 => Field::merge_field(&mut self.resource_version, wire, r, depth),
+            7 => Field::merge_field(&mut self.generation, wire, r, depth),
+            8 => Field::merge_field(&mut self.creation_timestamp, wire, r, depth),
+            9 => Field::merge_field(&mut self.deletion_timestamp, wire, r, depth),
+            10 => Field::merge_field(&mut self.deletion_grace_period_seconds, wire, r, depth),
+            11 => Field::merge_field(&mut self.labels, wire, r, depth),
+            12 => Field::merge_field(&mut self.annotations, wire, r, depth),
+            13 => Field::merge_field(&mut self.owner_references, wire, r, depth),
+            14 => Field::merge_field(&mut self.finalizers, wire, r, depth),
+            17 => Field::merge_field(&mut self.managed_fields, wire, r, depth),
+            _ => r.skip(wire, depth),
+        }
+    }
+}
+
 impl FromMessage<pb::apimachinery::pkg::apis::meta::v1::OwnerReference>
     for k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference
 {
@@ -5471,6 +9418,26 @@ impl ToMessage<pb::apimachinery::pkg::apis::meta::v1::OwnerReference>
         out.controller = ToMessage::to_message(&self.controller);
         out.block_owner_deletion = ToMessage::to_message(&self.block_owner_deletion);
         out
+    }
+}
+
+impl direct::Merge for k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference {
+    fn merge_field(
+        &mut self,
+        tag: u32,
+        wire: direct::Wire,
+        r: &mut direct::Reader<'_>,
+        depth: u32,
+    ) -> Result<(), Error> {
+        match tag {
+            5 => Field::merge_field(&mut self.api_version, wire, r, depth),
+            1 => Field::merge_field(&mut self.kind, wire, r, depth),
+            3 => Field::merge_field(&mut self.name, wire, r, depth),
+            4 => Field::merge_field(&mut self.uid, wire, r, depth),
+            6 => Field::merge_field(&mut self.controller, wire, r, depth),
+            7 => Field::merge_field(&mut self.block_owner_deletion, wire, r, depth),
+            _ => r.skip(wire, depth),
+        }
     }
 }
 
@@ -5703,6 +9670,237 @@ crate::convert::required! { k8s_openapi::apimachinery::pkg::apis::meta::v1::Labe
 crate::convert::required! { k8s_openapi::apimachinery::pkg::apis::meta::v1::ManagedFieldsEntry => pb::apimachinery::pkg::apis::meta::v1::ManagedFieldsEntry; }
 crate::convert::required! { k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta => pb::apimachinery::pkg::apis::meta::v1::ObjectMeta; }
 crate::convert::required! { k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference => pb::apimachinery::pkg::apis::meta::v1::OwnerReference; }
+
+// Every struct as an element of the direct decoder: in place when it has a default, through its k8s-pb message otherwise.
+crate::convert::direct::messages! { k8s_openapi::api::apps::v1::DaemonSet; }
+crate::convert::direct::messages! { k8s_openapi::api::apps::v1::DaemonSetCondition; }
+crate::convert::direct::messages! { k8s_openapi::api::apps::v1::DaemonSetSpec; }
+crate::convert::direct::messages! { k8s_openapi::api::apps::v1::DaemonSetStatus; }
+crate::convert::direct::messages! { k8s_openapi::api::apps::v1::DaemonSetUpdateStrategy; }
+crate::convert::direct::messages! { k8s_openapi::api::apps::v1::Deployment; }
+crate::convert::direct::messages! { k8s_openapi::api::apps::v1::DeploymentCondition; }
+crate::convert::direct::messages! { k8s_openapi::api::apps::v1::DeploymentSpec; }
+crate::convert::direct::messages! { k8s_openapi::api::apps::v1::DeploymentStatus; }
+crate::convert::direct::messages! { k8s_openapi::api::apps::v1::DeploymentStrategy; }
+crate::convert::direct::messages! { k8s_openapi::api::apps::v1::ReplicaSet; }
+crate::convert::direct::messages! { k8s_openapi::api::apps::v1::ReplicaSetCondition; }
+crate::convert::direct::messages! { k8s_openapi::api::apps::v1::ReplicaSetSpec; }
+crate::convert::direct::messages! { k8s_openapi::api::apps::v1::ReplicaSetStatus; }
+crate::convert::direct::messages! { k8s_openapi::api::apps::v1::RollingUpdateDaemonSet; }
+crate::convert::direct::messages! { k8s_openapi::api::apps::v1::RollingUpdateDeployment; }
+crate::convert::direct::messages! { k8s_openapi::api::apps::v1::RollingUpdateStatefulSetStrategy; }
+crate::convert::direct::messages! { k8s_openapi::api::apps::v1::StatefulSet; }
+crate::convert::direct::messages! { k8s_openapi::api::apps::v1::StatefulSetCondition; }
+crate::convert::direct::messages! { k8s_openapi::api::apps::v1::StatefulSetOrdinals; }
+crate::convert::direct::messages! { k8s_openapi::api::apps::v1::StatefulSetPersistentVolumeClaimRetentionPolicy; }
+crate::convert::direct::messages! { k8s_openapi::api::apps::v1::StatefulSetSpec; }
+crate::convert::direct::messages! { k8s_openapi::api::apps::v1::StatefulSetStatus; }
+crate::convert::direct::messages! { k8s_openapi::api::apps::v1::StatefulSetUpdateStrategy; }
+crate::convert::direct::messages! { k8s_openapi::api::coordination::v1::Lease; }
+crate::convert::direct::messages! { k8s_openapi::api::coordination::v1::LeaseSpec; }
+crate::convert::direct::messages! { k8s_openapi::api::core::v1::AWSElasticBlockStoreVolumeSource; }
+crate::convert::direct::messages! { k8s_openapi::api::core::v1::Affinity; }
+crate::convert::direct::messages! { k8s_openapi::api::core::v1::AppArmorProfile; }
+crate::convert::direct::messages! { k8s_openapi::api::core::v1::AttachedVolume; }
+crate::convert::direct::messages! { k8s_openapi::api::core::v1::AzureDiskVolumeSource; }
+crate::convert::direct::messages! { k8s_openapi::api::core::v1::AzureFileVolumeSource; }
+crate::convert::direct::messages! { k8s_openapi::api::core::v1::CSIVolumeSource; }
+crate::convert::direct::messages! { k8s_openapi::api::core::v1::Capabilities; }
+crate::convert::direct::messages! { k8s_openapi::api::core::v1::CephFSVolumeSource; }
+crate::convert::direct::messages! { k8s_openapi::api::core::v1::CinderVolumeSource; }
+crate::convert::direct::messages! { k8s_openapi::api::core::v1::ClientIPConfig; }
+crate::convert::direct::messages! { k8s_openapi::api::core::v1::ClusterTrustBundleProjection; }
+crate::convert::direct::messages! { k8s_openapi::api::core::v1::ConfigMap; }
+crate::convert::direct::messages! { k8s_openapi::api::core::v1::ConfigMapEnvSource; }
+crate::convert::direct::messages! { k8s_openapi::api::core::v1::ConfigMapKeySelector; }
+crate::convert::direct::messages! { k8s_openapi::api::core::v1::ConfigMapNodeConfigSource; }
+crate::convert::direct::messages! { k8s_openapi::api::core::v1::ConfigMapProjection; }
+crate::convert::direct::messages! { k8s_openapi::api::core::v1::ConfigMapVolumeSource; }
+crate::convert::direct::messages! { k8s_openapi::api::core::v1::Container; }
+k8s_openapi::k8s_if_ge_1_34! {
+    crate::convert::direct::messages! { k8s_openapi::api::core::v1::ContainerExtendedResourceRequest; }
+}
+
+crate::convert::direct::messages! { k8s_openapi::api::core::v1::ContainerImage; }
+crate::convert::direct::messages! { k8s_openapi::api::core::v1::ContainerPort; }
+crate::convert::direct::messages! { k8s_openapi::api::core::v1::ContainerResizePolicy; }
+k8s_openapi::k8s_if_ge_1_34! {
+    crate::convert::direct::messages! { k8s_openapi::api::core::v1::ContainerRestartRule; }
+}
+
+k8s_openapi::k8s_if_ge_1_34! {
+    crate::convert::direct::messages! { k8s_openapi::api::core::v1::ContainerRestartRuleOnExitCodes; }
+}
+
+crate::convert::direct::messages! { k8s_openapi::api::core::v1::ContainerState; }
+crate::convert::direct::messages! { k8s_openapi::api::core::v1::ContainerStateRunning; }
+crate::convert::direct::messages! { k8s_openapi::api::core::v1::ContainerStateTerminated; }
+crate::convert::direct::messages! { k8s_openapi::api::core::v1::ContainerStateWaiting; }
+crate::convert::direct::messages! { k8s_openapi::api::core::v1::ContainerStatus; }
+crate::convert::direct::messages! { k8s_openapi::api::core::v1::ContainerUser; }
+crate::convert::direct::messages! { k8s_openapi::api::core::v1::DaemonEndpoint; }
+crate::convert::direct::messages! { k8s_openapi::api::core::v1::DownwardAPIProjection; }
+crate::convert::direct::messages! { k8s_openapi::api::core::v1::DownwardAPIVolumeFile; }
+crate::convert::direct::messages! { k8s_openapi::api::core::v1::DownwardAPIVolumeSource; }
+crate::convert::direct::messages! { k8s_openapi::api::core::v1::EmptyDirVolumeSource; }
+crate::convert::direct::messages! { k8s_openapi::api::core::v1::EndpointAddress; }
+crate::convert::direct::messages! { k8s_openapi::api::core::v1::EndpointPort; }
+crate::convert::direct::messages! { k8s_openapi::api::core::v1::EndpointSubset; }
+crate::convert::direct::messages! { k8s_openapi::api::core::v1::Endpoints; }
+crate::convert::direct::messages! { k8s_openapi::api::core::v1::EnvFromSource; }
+crate::convert::direct::messages! { k8s_openapi::api::core::v1::EnvVar; }
+crate::convert::direct::messages! { k8s_openapi::api::core::v1::EnvVarSource; }
+crate::convert::direct::messages! { k8s_openapi::api::core::v1::EphemeralContainer; }
+crate::convert::direct::messages! { k8s_openapi::api::core::v1::EphemeralVolumeSource; }
+crate::convert::direct::messages! { k8s_openapi::api::core::v1::Event; }
+crate::convert::direct::messages! { k8s_openapi::api::core::v1::EventSeries; }
+crate::convert::direct::messages! { k8s_openapi::api::core::v1::EventSource; }
+crate::convert::direct::messages! { k8s_openapi::api::core::v1::ExecAction; }
+crate::convert::direct::messages! { k8s_openapi::api::core::v1::FCVolumeSource; }
+k8s_openapi::k8s_if_ge_1_34! {
+    crate::convert::direct::messages! { k8s_openapi::api::core::v1::FileKeySelector; }
+}
+
+crate::convert::direct::messages! { k8s_openapi::api::core::v1::FlexVolumeSource; }
+crate::convert::direct::messages! { k8s_openapi::api::core::v1::FlockerVolumeSource; }
+crate::convert::direct::messages! { k8s_openapi::api::core::v1::GCEPersistentDiskVolumeSource; }
+crate::convert::direct::messages! { k8s_openapi::api::core::v1::GRPCAction; }
+crate::convert::direct::messages! { k8s_openapi::api::core::v1::GitRepoVolumeSource; }
+crate::convert::direct::messages! { k8s_openapi::api::core::v1::GlusterfsVolumeSource; }
+crate::convert::direct::messages! { k8s_openapi::api::core::v1::HTTPGetAction; }
+crate::convert::direct::messages! { k8s_openapi::api::core::v1::HTTPHeader; }
+crate::convert::direct::messages! { k8s_openapi::api::core::v1::HostAlias; }
+crate::convert::direct::messages! { k8s_openapi::api::core::v1::HostIP; }
+crate::convert::direct::messages! { k8s_openapi::api::core::v1::HostPathVolumeSource; }
+crate::convert::direct::messages! { k8s_openapi::api::core::v1::ISCSIVolumeSource; }
+crate::convert::direct::messages! { k8s_openapi::api::core::v1::ImageVolumeSource; }
+crate::convert::direct::messages! { k8s_openapi::api::core::v1::KeyToPath; }
+crate::convert::direct::messages! { k8s_openapi::api::core::v1::Lifecycle; }
+crate::convert::direct::messages! { k8s_openapi::api::core::v1::LifecycleHandler; }
+crate::convert::direct::messages! { k8s_openapi::api::core::v1::LinuxContainerUser; }
+crate::convert::direct::messages! { k8s_openapi::api::core::v1::LoadBalancerIngress; }
+crate::convert::direct::messages! { k8s_openapi::api::core::v1::LoadBalancerStatus; }
+crate::convert::direct::messages! { k8s_openapi::api::core::v1::LocalObjectReference; }
+crate::convert::direct::messages! { k8s_openapi::api::core::v1::ModifyVolumeStatus; }
+crate::convert::direct::messages! { k8s_openapi::api::core::v1::NFSVolumeSource; }
+crate::convert::direct::messages! { k8s_openapi::api::core::v1::Namespace; }
+crate::convert::direct::messages! { k8s_openapi::api::core::v1::NamespaceCondition; }
+crate::convert::direct::messages! { k8s_openapi::api::core::v1::NamespaceSpec; }
+crate::convert::direct::messages! { k8s_openapi::api::core::v1::NamespaceStatus; }
+crate::convert::direct::messages! { k8s_openapi::api::core::v1::Node; }
+crate::convert::direct::messages! { k8s_openapi::api::core::v1::NodeAddress; }
+crate::convert::direct::messages! { k8s_openapi::api::core::v1::NodeAffinity; }
+crate::convert::direct::messages! { k8s_openapi::api::core::v1::NodeCondition; }
+crate::convert::direct::messages! { k8s_openapi::api::core::v1::NodeConfigSource; }
+crate::convert::direct::messages! { k8s_openapi::api::core::v1::NodeConfigStatus; }
+crate::convert::direct::messages! { k8s_openapi::api::core::v1::NodeDaemonEndpoints; }
+crate::convert::direct::messages! { k8s_openapi::api::core::v1::NodeFeatures; }
+crate::convert::direct::messages! { k8s_openapi::api::core::v1::NodeRuntimeHandler; }
+crate::convert::direct::messages! { k8s_openapi::api::core::v1::NodeRuntimeHandlerFeatures; }
+crate::convert::direct::messages! { k8s_openapi::api::core::v1::NodeSelector; }
+crate::convert::direct::messages! { k8s_openapi::api::core::v1::NodeSelectorRequirement; }
+crate::convert::direct::messages! { k8s_openapi::api::core::v1::NodeSelectorTerm; }
+crate::convert::direct::messages! { k8s_openapi::api::core::v1::NodeSpec; }
+crate::convert::direct::messages! { k8s_openapi::api::core::v1::NodeStatus; }
+crate::convert::direct::messages! { k8s_openapi::api::core::v1::NodeSwapStatus; }
+crate::convert::direct::messages! { k8s_openapi::api::core::v1::NodeSystemInfo; }
+crate::convert::direct::messages! { k8s_openapi::api::core::v1::ObjectFieldSelector; }
+crate::convert::direct::messages! { k8s_openapi::api::core::v1::ObjectReference; }
+crate::convert::direct::messages! { k8s_openapi::api::core::v1::PersistentVolumeClaim; }
+crate::convert::direct::messages! { k8s_openapi::api::core::v1::PersistentVolumeClaimCondition; }
+crate::convert::direct::messages! { k8s_openapi::api::core::v1::PersistentVolumeClaimSpec; }
+crate::convert::direct::messages! { k8s_openapi::api::core::v1::PersistentVolumeClaimStatus; }
+crate::convert::direct::messages! { k8s_openapi::api::core::v1::PersistentVolumeClaimTemplate; }
+crate::convert::direct::messages! { k8s_openapi::api::core::v1::PersistentVolumeClaimVolumeSource; }
+crate::convert::direct::messages! { k8s_openapi::api::core::v1::PhotonPersistentDiskVolumeSource; }
+crate::convert::direct::messages! { k8s_openapi::api::core::v1::Pod; }
+crate::convert::direct::messages! { k8s_openapi::api::core::v1::PodAffinity; }
+crate::convert::direct::messages! { k8s_openapi::api::core::v1::PodAffinityTerm; }
+crate::convert::direct::messages! { k8s_openapi::api::core::v1::PodAntiAffinity; }
+k8s_openapi::k8s_if_ge_1_34! {
+    crate::convert::direct::messages! { k8s_openapi::api::core::v1::PodCertificateProjection; }
+}
+
+crate::convert::direct::messages! { k8s_openapi::api::core::v1::PodCondition; }
+crate::convert::direct::messages! { k8s_openapi::api::core::v1::PodDNSConfig; }
+crate::convert::direct::messages! { k8s_openapi::api::core::v1::PodDNSConfigOption; }
+k8s_openapi::k8s_if_ge_1_34! {
+    crate::convert::direct::messages! { k8s_openapi::api::core::v1::PodExtendedResourceClaimStatus; }
+}
+
+crate::convert::direct::messages! { k8s_openapi::api::core::v1::PodIP; }
+crate::convert::direct::messages! { k8s_openapi::api::core::v1::PodOS; }
+crate::convert::direct::messages! { k8s_openapi::api::core::v1::PodReadinessGate; }
+crate::convert::direct::messages! { k8s_openapi::api::core::v1::PodResourceClaim; }
+crate::convert::direct::messages! { k8s_openapi::api::core::v1::PodResourceClaimStatus; }
+crate::convert::direct::messages! { k8s_openapi::api::core::v1::PodSchedulingGate; }
+crate::convert::direct::messages! { k8s_openapi::api::core::v1::PodSecurityContext; }
+crate::convert::direct::messages! { k8s_openapi::api::core::v1::PodSpec; }
+crate::convert::direct::messages! { k8s_openapi::api::core::v1::PodStatus; }
+crate::convert::direct::messages! { k8s_openapi::api::core::v1::PodTemplateSpec; }
+crate::convert::direct::messages! { k8s_openapi::api::core::v1::PortStatus; }
+crate::convert::direct::messages! { k8s_openapi::api::core::v1::PortworxVolumeSource; }
+crate::convert::direct::messages! { k8s_openapi::api::core::v1::PreferredSchedulingTerm; }
+crate::convert::direct::messages! { k8s_openapi::api::core::v1::Probe; }
+crate::convert::direct::messages! { k8s_openapi::api::core::v1::ProjectedVolumeSource; }
+crate::convert::direct::messages! { k8s_openapi::api::core::v1::QuobyteVolumeSource; }
+crate::convert::direct::messages! { k8s_openapi::api::core::v1::RBDVolumeSource; }
+crate::convert::direct::messages! { k8s_openapi::api::core::v1::ResourceClaim; }
+crate::convert::direct::messages! { k8s_openapi::api::core::v1::ResourceFieldSelector; }
+crate::convert::direct::messages! { k8s_openapi::api::core::v1::ResourceHealth; }
+crate::convert::direct::messages! { k8s_openapi::api::core::v1::ResourceRequirements; }
+crate::convert::direct::messages! { k8s_openapi::api::core::v1::ResourceStatus; }
+crate::convert::direct::messages! { k8s_openapi::api::core::v1::SELinuxOptions; }
+crate::convert::direct::messages! { k8s_openapi::api::core::v1::ScaleIOVolumeSource; }
+crate::convert::direct::messages! { k8s_openapi::api::core::v1::SeccompProfile; }
+crate::convert::direct::messages! { k8s_openapi::api::core::v1::Secret; }
+crate::convert::direct::messages! { k8s_openapi::api::core::v1::SecretEnvSource; }
+crate::convert::direct::messages! { k8s_openapi::api::core::v1::SecretKeySelector; }
+crate::convert::direct::messages! { k8s_openapi::api::core::v1::SecretProjection; }
+crate::convert::direct::messages! { k8s_openapi::api::core::v1::SecretVolumeSource; }
+crate::convert::direct::messages! { k8s_openapi::api::core::v1::SecurityContext; }
+crate::convert::direct::messages! { k8s_openapi::api::core::v1::Service; }
+crate::convert::direct::messages! { k8s_openapi::api::core::v1::ServiceAccount; }
+crate::convert::direct::messages! { k8s_openapi::api::core::v1::ServiceAccountTokenProjection; }
+crate::convert::direct::messages! { k8s_openapi::api::core::v1::ServicePort; }
+crate::convert::direct::messages! { k8s_openapi::api::core::v1::ServiceSpec; }
+crate::convert::direct::messages! { k8s_openapi::api::core::v1::ServiceStatus; }
+crate::convert::direct::messages! { k8s_openapi::api::core::v1::SessionAffinityConfig; }
+crate::convert::direct::messages! { k8s_openapi::api::core::v1::SleepAction; }
+crate::convert::direct::messages! { k8s_openapi::api::core::v1::StorageOSVolumeSource; }
+crate::convert::direct::messages! { k8s_openapi::api::core::v1::Sysctl; }
+crate::convert::direct::messages! { k8s_openapi::api::core::v1::TCPSocketAction; }
+crate::convert::direct::messages! { k8s_openapi::api::core::v1::Taint; }
+crate::convert::direct::messages! { k8s_openapi::api::core::v1::Toleration; }
+crate::convert::direct::messages! { k8s_openapi::api::core::v1::TopologySpreadConstraint; }
+crate::convert::direct::messages! { k8s_openapi::api::core::v1::TypedLocalObjectReference; }
+crate::convert::direct::messages! { k8s_openapi::api::core::v1::TypedObjectReference; }
+crate::convert::direct::messages! { k8s_openapi::api::core::v1::Volume; }
+crate::convert::direct::messages! { k8s_openapi::api::core::v1::VolumeDevice; }
+crate::convert::direct::messages! { k8s_openapi::api::core::v1::VolumeMount; }
+crate::convert::direct::messages! { k8s_openapi::api::core::v1::VolumeMountStatus; }
+crate::convert::direct::messages! { k8s_openapi::api::core::v1::VolumeProjection; }
+crate::convert::direct::messages! { k8s_openapi::api::core::v1::VolumeResourceRequirements; }
+crate::convert::direct::messages! { k8s_openapi::api::core::v1::VsphereVirtualDiskVolumeSource; }
+crate::convert::direct::messages! { k8s_openapi::api::core::v1::WeightedPodAffinityTerm; }
+crate::convert::direct::messages! { k8s_openapi::api::core::v1::WindowsSecurityContextOptions; }
+k8s_openapi::k8s_if_1_35! {
+    crate::convert::direct::messages! { k8s_openapi::api::core::v1::WorkloadReference; }
+}
+
+crate::convert::direct::messages! { k8s_openapi::api::discovery::v1::Endpoint; }
+crate::convert::direct::messages! { k8s_openapi::api::discovery::v1::EndpointConditions; }
+crate::convert::direct::messages! { k8s_openapi::api::discovery::v1::EndpointHints; }
+crate::convert::direct::messages! { k8s_openapi::api::discovery::v1::EndpointPort; }
+crate::convert::direct::messages! { k8s_openapi::api::discovery::v1::EndpointSlice; }
+crate::convert::direct::messages! { k8s_openapi::api::discovery::v1::ForNode; }
+crate::convert::direct::messages! { k8s_openapi::api::discovery::v1::ForZone; }
+crate::convert::direct::through_message! { k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition => pb::apimachinery::pkg::apis::meta::v1::Condition; }
+crate::convert::direct::messages! { k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector; }
+crate::convert::direct::messages! { k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelectorRequirement; }
+crate::convert::direct::messages! { k8s_openapi::apimachinery::pkg::apis::meta::v1::ManagedFieldsEntry; }
+crate::convert::direct::messages! { k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta; }
+crate::convert::direct::messages! { k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference; }
 
 crate::convert::protobuf_kinds! {
     k8s_openapi::api::core::v1::Pod => pb::api::core::v1::Pod;
