@@ -146,6 +146,31 @@ impl Writer {
     }
 }
 
+/// Lists the pods once in protobuf, page by page, straight from the simulated server: the
+/// server keeps each object's protobuf form once rendered, as a real API server's watch cache
+/// keeps one serialization per object and encoding (and a real server stores protobuf to begin
+/// with). Without this the first protobuf client of a run would pay for turning every pod's
+/// JSON into protobuf, a cost no real server has.
+async fn render_protobuf(addr: std::net::SocketAddr) {
+    use kinformer_core::ListParams;
+    use kinformer_core::list_watch::ListWatch as _;
+    let mut config = kinformer_client::Config::new(format!("http://{addr}"));
+    config.object_encoding = kinformer_client::ObjectEncoding::Protobuf;
+    let client = kinformer_client::Client::new(config).expect("a client of the simulated server");
+    let api = kinformer_client::Api::<k8s_openapi::api::core::v1::Pod>::all(client);
+    let mut params = ListParams {
+        limit: Some(1000),
+        ..ListParams::default()
+    };
+    loop {
+        let page = api.list(&params).await.expect("the protobuf list pages");
+        match page.continue_token {
+            Some(token) if !token.is_empty() => params.continue_token = Some(token),
+            _ => break,
+        }
+    }
+}
+
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let n = number(&args, "--pods", 1000) as usize;
@@ -178,6 +203,7 @@ fn main() {
             .await
             .expect("the simulated server starts");
         seed_pods(&sim.store(), n, seed, size);
+        render_protobuf(sim.addr()).await;
         let front = Front::start(sim.addr())
             .await
             .expect("the front server starts");
