@@ -13,9 +13,10 @@ use std::fmt::Debug;
 use bytes::Bytes;
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::Pod;
-use kinformer_protobuf::Error;
+use kinformer_core::Object;
 use kinformer_protobuf::convert::Protobuf;
 use kinformer_protobuf::wire::{self, FrameDecoder};
+use kinformer_protobuf::{CompactMessage, Error};
 
 /// Whether `part` lies inside `whole` (a zero-copy slice of it), or is empty.
 fn within(part: &Bytes, whole: &Bytes) -> bool {
@@ -72,11 +73,28 @@ fn agree<K: Protobuf + PartialEq + Debug>(message: &[u8]) {
     }
 }
 
+/// The compact form over protobuf accepts every message the direct decoder accepts (it reads
+/// the metadata and only frames the rest), with the same metadata, and gives back the direct
+/// decoder's object.
+fn compact_agrees<K: Protobuf + Object + PartialEq + Debug>(message: &[u8]) {
+    let compact = CompactMessage::<K>::from_message(message);
+    if let Ok(typed) = K::decode(message) {
+        let compact = compact.unwrap_or_else(|e| panic!("{}: compact refused: {e}", K::KIND));
+        assert_eq!(compact.key(), typed.key(), "{}", K::KIND);
+        assert_eq!(compact.resource_version(), typed.resource_version());
+        assert_eq!(compact.labels(), typed.labels());
+        assert_eq!(compact.owner_references(), typed.owner_references());
+        assert_eq!(compact.typed().unwrap(), typed);
+    }
+}
+
 /// The object decoders on `message`: a Pod, and a Deployment (whose conditions have no
-/// default and go through prost).
+/// default and go through prost), typed and in the compact form.
 fn check_object(message: &[u8]) {
     agree::<Pod>(message);
     agree::<Deployment>(message);
+    compact_agrees::<Pod>(message);
+    compact_agrees::<Deployment>(message);
 }
 
 /// Every message decoder on `body` as a whole body, and the ones its contents lead to: never

@@ -184,6 +184,80 @@ async fn a_protobuf_watch_gives_the_events_a_json_watch_gives_with_bookmarks_and
     }
 }
 
+/// `CompactMessage<Pod>`, the compact form over protobuf: its codec is found as `Pod`'s is, its
+/// lists and watches come in protobuf, and its typed view is the object JSON gives; from a JSON
+/// answer it is built through the typed object.
+#[tokio::test]
+async fn the_compact_form_over_protobuf_gives_the_objects_the_typed_form_gives() {
+    use kinformer_core::Object as _;
+    use kinformer_protobuf::CompactMessage;
+
+    let sim = SimServer::start(SimConfig::default()).await.unwrap();
+    sim.store().seed_pods(120, 5);
+    let json = client_of(&sim, ObjectEncoding::Json);
+    let pb = client_of(&sim, ObjectEncoding::Protobuf);
+    let typed: ObjectList<Pod> = list_all(&json, &pods(), None).await;
+    let compact: ObjectList<CompactMessage<Pod>> = list_all(&pb, &pods(), Some(50)).await;
+    assert_eq!(
+        last_content_type_asked(&sim, "list").as_deref(),
+        Some("application/vnd.kubernetes.protobuf")
+    );
+    assert_eq!(compact.resource_version, typed.resource_version);
+    assert_eq!(compact.items.len(), typed.items.len());
+    for (t, c) in typed.items.iter().zip(&compact.items) {
+        assert_eq!(c.key(), t.key());
+        assert_eq!(c.resource_version(), t.resource_version());
+        assert_eq!(c.labels(), t.labels());
+        assert_eq!(c.typed().unwrap(), **t);
+    }
+    // A JSON answer builds the same form.
+    let from_json: ObjectList<CompactMessage<Pod>> = list_all(&json, &pods(), None).await;
+    assert_eq!(
+        last_content_type_asked(&sim, "list").as_deref(),
+        Some("application/json")
+    );
+    assert_eq!(from_json.items, compact.items);
+
+    let params = WatchParams {
+        resource_version: Some(typed.resource_version.as_str().to_owned()),
+        timeout_seconds: Some(5),
+        ..WatchParams::default()
+    };
+    let mut events = pb
+        .watch::<CompactMessage<Pod>>(&pods(), None, &params)
+        .await
+        .unwrap();
+    let store = sim.store();
+    let mut pod = kinformer_sim::generate_pod(1000, 5);
+    pod["metadata"]["namespace"] = "default".into();
+    let created = store.create(&pods(), pod).unwrap();
+    let name = created["metadata"]["name"].as_str().unwrap().to_owned();
+    store.delete(&pods(), Some("default"), &name).unwrap();
+    let created: Pod = serde_json::from_value(created).unwrap();
+    let seen = tokio::time::timeout(BOUND, async {
+        let mut seen = Vec::new();
+        while seen.len() < 2 {
+            match events.next().await.unwrap().unwrap() {
+                WatchEvent::Added(o) => seen.push(("ADDED", o)),
+                WatchEvent::Deleted(o) => seen.push(("DELETED", o)),
+                WatchEvent::Bookmark(_) => {}
+                other => panic!("unexpected {other:?}"),
+            }
+        }
+        seen
+    })
+    .await
+    .expect("the events within the bound");
+    assert_eq!(
+        last_content_type_asked(&sim, "watch").as_deref(),
+        Some("application/vnd.kubernetes.protobuf")
+    );
+    assert_eq!(seen[0].0, "ADDED");
+    assert_eq!(seen[0].1.typed().unwrap(), created);
+    assert_eq!(seen[1].0, "DELETED");
+    assert_eq!(seen[1].1.name(), name);
+}
+
 #[tokio::test]
 async fn a_protobuf_streaming_list_ends_with_the_initial_events_bookmark() {
     let sim = SimServer::start(SimConfig::default()).await.unwrap();

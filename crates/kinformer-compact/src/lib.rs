@@ -13,13 +13,16 @@
 //! - [`Compressed<K>`]: the JSON compressed with zstd and a dictionary trained on the first
 //!   objects of the type ([`Codec`]), plus the decoded metadata. [`Compressed::typed`]
 //!   decompresses and decodes.
+//! - [`CompactMessage<K>`]: the protobuf message as received (from a client that lists and
+//!   watches in protobuf), plus the decoded metadata; [`CompactMessage::typed`] decodes the
+//!   message into `K`. Built-in kinds only: custom resources have no protobuf.
 //! - [`DecodedCache`]: a small LRU of typed objects, shared by the handlers that want one, for
 //!   when the same objects are decoded again and again. None is kept unless you make one.
 //! - [`Form`]: what the forms (and `K` itself) have in common, to write code generic over them.
 //!
-//! What it does not do: decode anything but JSON, or check that the JSON beyond `metadata` fits
-//! `K` before [`typed`](Form::typed) is called (a field of the wrong type is found then, as an
-//! [`Error::Typed`]).
+//! What it does not do: decode anything but JSON (and, for [`CompactMessage`], protobuf), or
+//! check that the object beyond `metadata` fits `K` before [`typed`](Form::typed) is called (a
+//! field of the wrong type is found then, as an [`Error::Typed`] or [`Error::Protobuf`]).
 //!
 //! # Cost
 //! Measured by this crate's `forms` bench on the simulated server's realistic pods:
@@ -73,6 +76,10 @@ mod meta;
 
 pub use compact::Compact;
 pub use compressed::{Codec, CodecConfig, Compressed, Dictionary};
+/// The compact form over protobuf: the object's protobuf message plus its decoded metadata, for
+/// built-in kinds listed and watched in protobuf. Defined beside the protobuf codec (which
+/// decodes it), and a [`Form`] like the others.
+pub use kinformer_protobuf::CompactMessage;
 
 /// What can go wrong in `kinformer-compact`. Each variant says what a caller can do about it.
 #[derive(Debug, thiserror::Error)]
@@ -104,6 +111,15 @@ pub enum Error {
         message: String,
     },
 
+    /// The protobuf message does not decode into the typed object
+    /// ([`CompactMessage::typed`]). Not retryable for this object.
+    #[error("cannot decode the typed object from its protobuf message: {source}")]
+    Protobuf {
+        /// What the protobuf decoder found.
+        #[source]
+        source: kinformer_protobuf::Error,
+    },
+
     /// The object's JSON is too large for the compressed form (4 GiB or more). Keep it in the
     /// compact or typed form.
     #[error("object of {len} bytes is too large to compress")]
@@ -114,8 +130,8 @@ pub enum Error {
 }
 
 /// A cache form of objects of type `K`: an [`Object`] that decodes into a `K` on demand.
-/// Implemented by [`Compact<K>`], [`Compressed<K>`] and, as a clone, by every `K: Clone` that is an
-/// `Object`, so code generic over the form can read typed fields.
+/// Implemented by [`Compact<K>`], [`Compressed<K>`], [`CompactMessage<K>`] and, as a clone, by
+/// every `K: Clone` that is an `Object`, so code generic over the form can read typed fields.
 ///
 /// ```
 /// use k8s_openapi::api::core::v1::Pod;
@@ -137,6 +153,12 @@ pub trait Form<K>: Object {
 impl<K: Object + Clone> Form<K> for K {
     fn typed(&self) -> Result<K, Error> {
         Ok(self.clone())
+    }
+}
+
+impl<K: kinformer_protobuf::convert::Protobuf> Form<K> for CompactMessage<K> {
+    fn typed(&self) -> Result<K, Error> {
+        CompactMessage::typed(self).map_err(|source| Error::Protobuf { source })
     }
 }
 
@@ -299,6 +321,7 @@ mod tests {
         fn is<T: Send + Sync>() {}
         is::<Compact<Pod>>();
         is::<Compressed<Pod>>();
+        is::<CompactMessage<Pod>>();
         is::<Codec>();
         is::<Dictionary>();
         is::<DecodedCache<Pod>>();
@@ -310,6 +333,30 @@ mod tests {
         fn is<T: DeserializeOwned + Object + Clone + Send + Sync>() {}
         is::<Compact<Pod>>();
         is::<Compressed<Pod>>();
+        is::<CompactMessage<Pod>>();
+    }
+
+    #[test]
+    fn every_form_gives_the_same_typed_object_through_the_decoded_cache() {
+        fn through<F: Form<Pod>>(form: &F) -> Pod {
+            let cache = DecodedCache::<Pod>::new(4);
+            let first = cache.get(form).unwrap();
+            assert!(Arc::ptr_eq(&first, &cache.get(form).unwrap()));
+            Pod::clone(&first)
+        }
+        let compact = pod("a", "3");
+        let typed = compact.typed().unwrap();
+        let message = CompactMessage::from_typed(&typed);
+        assert_eq!(through(&message), typed);
+        assert_eq!(through(&compact), typed);
+        assert_eq!(through(&typed), typed);
+
+        // A message that does not decode into the kind is a typed error naming protobuf.
+        let broken = CompactMessage::<Pod>::from_message(&[0x12, 0x01, 0xff]).unwrap();
+        assert!(matches!(
+            Form::<Pod>::typed(&broken),
+            Err(Error::Protobuf { .. })
+        ));
     }
 
     #[test]

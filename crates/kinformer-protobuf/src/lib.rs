@@ -39,5 +39,7 @@ pub mod convert;
 pub mod wire;
 
 mod error;
+mod form;
 
 pub use error::Error;
+pub use form::CompactMessage;

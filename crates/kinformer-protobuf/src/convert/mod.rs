@@ -481,6 +481,11 @@ macro_rules! protobuf_kinds {
         pub(super) static CODECS: &[$crate::convert::Codec] = &[
             $($crate::convert::Codec::of::<$openapi>(),)*
         ];
+
+        /// The codec of every kind's [`CompactMessage`](crate::CompactMessage).
+        pub(super) static COMPACT_CODECS: &[$crate::convert::Codec] = &[
+            $($crate::convert::Codec::compact::<$openapi>(),)*
+        ];
     };
 }
 use protobuf_kinds;
@@ -495,7 +500,7 @@ fn append(message: &impl prost::Message, out: &mut Vec<u8>) {
     }
 }
 
-mod direct;
+pub(crate) mod direct;
 mod generated;
 
 /// A decoded object of some kind, to downcast.
@@ -569,6 +574,16 @@ impl Codec {
         }
     }
 
+    /// The codec of [`CompactMessage<K>`](crate::CompactMessage): the kind `K`'s, decoding into
+    /// the compact form.
+    const fn compact<K: Protobuf + Serialize + DeserializeOwned>() -> Self {
+        Codec {
+            type_id: TypeId::of::<crate::CompactMessage<K>>,
+            decode: |message| Ok(Arc::new(crate::CompactMessage::<K>::from_message(message)?)),
+            ..Self::of::<K>()
+        }
+    }
+
     /// The kind's `apiVersion`: `v1`, `apps/v1`, ...
     pub fn api_version(&self) -> &'static str {
         self.api_version
@@ -608,10 +623,25 @@ impl Codec {
     }
 }
 
-/// The codec of the Rust type `K`: `Some` for the built-in kinds with a protobuf encoding.
+/// The codec of the Rust type `K`: `Some` for the built-in kinds with a protobuf encoding, and
+/// for their [`CompactMessage`](crate::CompactMessage) forms (whose codec is the kind's, decoding
+/// into the form).
+///
+/// ```
+/// use k8s_openapi::api::core::v1::Pod;
+/// use kinformer_protobuf::CompactMessage;
+/// use kinformer_protobuf::convert::codec;
+///
+/// let compact = codec::<CompactMessage<Pod>>().expect("a built-in kind's compact form");
+/// assert_eq!((compact.api_version(), compact.kind()), ("v1", "Pod"));
+/// assert!(codec::<String>().is_none());
+/// ```
 pub fn codec<K: 'static>() -> Option<&'static Codec> {
     let id = TypeId::of::<K>();
-    generated::CODECS.iter().find(|c| (c.type_id)() == id)
+    generated::CODECS
+        .iter()
+        .chain(generated::COMPACT_CODECS)
+        .find(|c| (c.type_id)() == id)
 }
 
 /// The codec of the kind named by `apiVersion` and `kind`.
