@@ -585,6 +585,14 @@ async fn run(args: &Args, tallies: &Tallies) -> Result<Report, String> {
             let api = Api::<Compact<Pod>>::all(kinformer_client()?);
             kinformer::<Compact<Pod>>(args, api, app_label, tallies).await
         }
+        // The compact form over protobuf: the pods' messages as received, plus their metadata.
+        "kinformer-compact-pb" => {
+            let mut config = kinformer::client::Config::new(args.url.clone());
+            config.object_encoding = kinformer::client::ObjectEncoding::Protobuf;
+            let client = kinformer::client::Client::new(config).map_err(|e| e.to_string())?;
+            let api = Api::<kinformer_compact::CompactMessage<Pod>>::all(client);
+            kinformer::<kinformer_compact::CompactMessage<Pod>>(args, api, app_label, tallies).await
+        }
         "kinformer-compressed" => {
             let api = Api::<Compressed<Pod>>::all(kinformer_client()?);
             kinformer::<Compressed<Pod>>(args, api, app_label, tallies).await

@@ -249,8 +249,8 @@ pub const CLIENTS: &[ClientSpec] = &[
     },
     ClientSpec {
         name: "kinformer-compact-pb",
-        built: false,
-        about: "kinformer_compact::Compact<Pod> keeping protobuf bytes (not built: compact keeps JSON)",
+        built: true,
+        about: "kinformer with kinformer_compact::CompactMessage<Pod> (protobuf message + metadata)",
     },
     ClientSpec {
         name: "kinformer-compact",
