@@ -1,8 +1,8 @@
 //! What each cache form of a realistic ~5 KB pod costs: heap bytes per object (counted by the
 //! allocator) for the typed `Pod` (with and without its `managedFields`, also on the simulated
-//! cluster's pods, whose `managedFields` are their real writers'), `Compact<Pod>` and
-//! `Compressed<Pod>`, and the time to decode
-//! each from JSON and to get the typed pod back.
+//! cluster's pods, whose `managedFields` are their real writers'), `Compact<Pod>`,
+//! `Compressed<Pod>` and `CompactMessage<Pod>`, and the time to decode each from JSON (the last
+//! from protobuf) and to get the typed pod back.
 //!
 //! `cargo bench -p kinformer-compact --bench forms`. The memory figures are printed first (the
 //! allocator counts bytes live on the heap, so they do not depend on the machine's other load),
@@ -15,7 +15,8 @@ use std::sync::Arc;
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use k8s_openapi::api::core::v1::Pod;
-use kinformer_compact::{Codec, CodecConfig, Compact, Compressed};
+use kinformer_compact::{Codec, CodecConfig, Compact, CompactMessage, Compressed};
+use kinformer_protobuf::convert::Protobuf as _;
 use peak_alloc::PeakAlloc;
 
 #[global_allocator]
@@ -30,6 +31,18 @@ const TRAIN: usize = 256;
 fn pods(from: usize, n: usize) -> Vec<Vec<u8>> {
     (from..from + n)
         .map(|i| serde_json::to_vec(&kinformer_sim::generate_pod(i, 1)).unwrap())
+        .collect()
+}
+
+/// The protobuf messages of the pods whose JSON is `jsons`.
+fn messages(jsons: &[Vec<u8>]) -> Vec<Vec<u8>> {
+    jsons
+        .iter()
+        .map(|j| {
+            let mut out = Vec::new();
+            serde_json::from_slice::<Pod>(j).unwrap().encode(&mut out);
+            out
+        })
         .collect()
 }
 
@@ -70,6 +83,9 @@ fn memory() {
     });
     let compact = heap_per_object(&jsons, |j| Compact::<Pod>::from_json(j).unwrap());
     let compressed = heap_per_object(&jsons, |j| Compressed::<Pod>::from_json(j).unwrap());
+    let pbs = messages(&jsons);
+    let pb = pbs.iter().map(Vec::len).sum::<usize>() as f64 / HELD as f64;
+    let message = heap_per_object(&pbs, |m| CompactMessage::<Pod>::from_message(m).unwrap());
     let dictionary = Codec::of::<Pod>().dictionary().map_or(0, |d| d.size());
     println!("heap per object over {HELD} pods of {json:.0} B of JSON on average:");
     println!("  Pod             {:>8.0} B", typed);
@@ -87,6 +103,11 @@ fn memory() {
         "  Compressed<Pod> {:>8.0} B  ({:.1}x less; plus one {dictionary} B dictionary per type)",
         compressed,
         typed / compressed
+    );
+    println!(
+        "  CompactMessage<Pod> {:>4.0} B  ({:.1}x less; from {pb:.0} B of protobuf on average)",
+        message,
+        typed / message
     );
     cluster_pods();
 }
@@ -165,7 +186,12 @@ fn cpu_per_call(mut f: impl FnMut(usize)) -> Option<f64> {
 
 fn cpu(jsons: &[Vec<u8>], compact: &[Compact<Pod>], compressed: &[Compressed<Pod>]) {
     let n = jsons.len();
-    let rows: [(&str, Option<f64>); 6] = [
+    let pbs = messages(jsons);
+    let in_pb: Vec<CompactMessage<Pod>> = pbs
+        .iter()
+        .map(|m| CompactMessage::from_message(m).unwrap())
+        .collect();
+    let rows: [(&str, Option<f64>); 9] = [
         (
             "decode Pod",
             cpu_per_call(|i| {
@@ -202,12 +228,30 @@ fn cpu(jsons: &[Vec<u8>], compact: &[Compact<Pod>], compressed: &[Compressed<Pod
                 black_box(compressed[i % n].json().unwrap());
             }),
         ),
+        (
+            "decode Pod (protobuf)",
+            cpu_per_call(|i| {
+                black_box(Pod::decode(&pbs[i % n]).unwrap());
+            }),
+        ),
+        (
+            "decode CompactMessage<Pod>",
+            cpu_per_call(|i| {
+                black_box(CompactMessage::<Pod>::from_message(&pbs[i % n]).unwrap());
+            }),
+        ),
+        (
+            "CompactMessage<Pod>::typed",
+            cpu_per_call(|i| {
+                black_box(in_pb[i % n].typed().unwrap());
+            }),
+        ),
     ];
     println!("CPU time per object (this thread, from /proc):");
     for (what, us) in rows {
         match us {
-            Some(us) => println!("  {what:<24} {us:>7.1} µs"),
-            None => println!("  {what:<24} (no /proc on this system)"),
+            Some(us) => println!("  {what:<27} {us:>7.1} µs"),
+            None => println!("  {what:<27} (no /proc on this system)"),
         }
     }
 }
