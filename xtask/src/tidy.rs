@@ -6,7 +6,8 @@
 //!    (`kinformer-core` is the shared vocabulary, not a layer, and the simulated server and the CLI
 //!    are not layers either);
 //! 4. the leaf layers (reflector, delta FIFO, indexer, lister) and the object-type crates (compact)
-//!    depend on no kinformer crate but `kinformer-core` (dev-dependencies may use any);
+//!    depend on no kinformer crate but `kinformer-core`, and the few siblings `LEAF_ALLOWED`
+//!    names with its reason (dev-dependencies may use any);
 //! 5. every third-party `[workspace.dependencies]` entry is used by some crate (internal crates
 //!    are all listed there, used yet or not).
 //!
@@ -45,8 +46,14 @@ const LEAF_LAYERS: &[&str] = &[
 ];
 
 /// Siblings a leaf may lean on beyond core: the test support's recording handler implements the
-/// shared informer's handler trait (behind its `informer` feature); no layer may.
-const LEAF_ALLOWED: &[(&str, &str)] = &[("kinformer-test-support", "kinformer-shared-informer")];
+/// shared informer's handler trait (behind its `informer` feature); the compact forms re-export
+/// the compact form over protobuf, which lives beside the protobuf codec that decodes it, with
+/// its `Form` impl (kinformer-protobuf is an encoding, not a layer, and stands on core alone).
+/// No layer may.
+const LEAF_ALLOWED: &[(&str, &str)] = &[
+    ("kinformer-test-support", "kinformer-shared-informer"),
+    ("kinformer-compact", "kinformer-protobuf"),
+];
 
 /// Crates allowed to wire several layers together.
 const WIRING: &[&str] = &["kinformer", "kinformer-cli", "kinformer-benches", "xtask"];
