@@ -340,12 +340,25 @@ impl ToMessage<Vec<u8>> for ByteString {
 }
 
 /// The JSON inside a `raw` bytes field; absent or empty bytes are JSON `null`.
-fn embedded_json(field: &'static str, raw: Option<Vec<u8>>) -> Result<serde_json::Value, Error> {
+fn embedded_json_message(
+    field: &'static str,
+    raw: Option<Vec<u8>>,
+) -> Result<serde_json::Value, Error> {
     match raw {
-        Some(raw) if !raw.is_empty() => kinformer_core::JsonDecoder::Tape
-            .decode(&raw)
-            .map_err(|source| Error::EmbeddedJson { field, source }),
+        Some(raw) if !raw.is_empty() => embedded_json(field, &raw),
         _ => Ok(serde_json::Value::Null),
+    }
+}
+
+/// JSON carried in a protobuf `bytes` field, not empty: parsed in one pass where it has the
+/// usual shape ([`embedded`]), and otherwise by the tape parser, as a JSON object's own managed
+/// fields are, whose value or error stands.
+fn embedded_json(field: &'static str, raw: &[u8]) -> Result<serde_json::Value, Error> {
+    match embedded::parse(raw) {
+        Some(value) => Ok(value),
+        None => kinformer_core::JsonDecoder::Tape
+            .decode(raw)
+            .map_err(|source| Error::EmbeddedJson { field, source }),
     }
 }
 
@@ -357,7 +370,7 @@ fn raw_json(value: &serde_json::Value) -> Option<Vec<u8>> {
 
 impl FromMessage<pb_meta::FieldsV1> for FieldsV1 {
     fn from_message(message: pb_meta::FieldsV1) -> Result<Self, Error> {
-        embedded_json("FieldsV1", message.raw).map(FieldsV1)
+        embedded_json_message("FieldsV1", message.raw).map(FieldsV1)
     }
 }
 
@@ -371,7 +384,7 @@ impl ToMessage<pb_meta::FieldsV1> for FieldsV1 {
 
 impl FromMessage<pb_runtime::RawExtension> for RawExtension {
     fn from_message(message: pb_runtime::RawExtension) -> Result<Self, Error> {
-        embedded_json("RawExtension", message.raw).map(RawExtension)
+        embedded_json_message("RawExtension", message.raw).map(RawExtension)
     }
 }
 
@@ -501,6 +514,7 @@ fn append(message: &impl prost::Message, out: &mut Vec<u8>) {
 }
 
 pub(crate) mod direct;
+mod embedded;
 mod generated;
 
 /// A decoded object of some kind, to downcast.

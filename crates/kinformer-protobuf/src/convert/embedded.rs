@@ -1,0 +1,307 @@
+//! The JSON that protobuf carries inside a `bytes` field (`FieldsV1`, `RawExtension`, `JSON`),
+//! parsed in one pass straight into a `serde_json::Value`.
+//!
+//! These documents are small (a pod's managed fields are a few hundred bytes each) and made of
+//! objects, plain strings and `{}`. The tape parser that kinformer-core uses for whole objects
+//! copies its input and builds a tape before it builds the value, which only pays off on large
+//! documents; here it was most of the cost of the managed fields. So the common shape is
+//! parsed here, in one pass with the input checked as UTF-8 once, and anything else (numbers
+//! other than small integers, `\u` escapes, nesting past the limit, malformed bytes) is left to
+//! the general parser, whose value or error stands. What this parser accepts it parses to the
+//! value `serde_json` gives, which a property test checks.
+
+use serde_json::{Map, Value};
+
+/// How deep arrays and objects may nest here: as deep as `serde_json` takes them (it refuses the
+/// 128th level), so a document deeper than this goes to the general parser, which refuses it.
+const MAX_DEPTH: u32 = 127;
+
+/// Parses `text` into a value, or `None` where the general parser must decide.
+pub(crate) fn parse(bytes: &[u8]) -> Option<Value> {
+    let text = crate::utf8::text(bytes)?;
+    let mut p = Parser { text, pos: 0 };
+    let value = p.value(0)?;
+    p.whitespace();
+    (p.pos == text.len()).then_some(value)
+}
+
+/// A cursor over the whole document. Every position it stops at follows an ASCII byte it has
+/// matched, so every slice it takes is on a character boundary (and `get` checks it).
+struct Parser<'a> {
+    text: &'a str,
+    pos: usize,
+}
+
+impl Parser<'_> {
+    fn peek(&self) -> Option<u8> {
+        self.text.as_bytes().get(self.pos).copied()
+    }
+
+    fn whitespace(&mut self) {
+        while let Some(b' ' | b'\n' | b'\r' | b'\t') = self.peek() {
+            self.pos += 1;
+        }
+    }
+
+    /// The literal `word` at the cursor, consumed.
+    fn literal(&mut self, word: &str) -> Option<()> {
+        let end = self.pos + word.len();
+        (self.text.get(self.pos..end)? == word).then(|| self.pos = end)
+    }
+
+    fn value(&mut self, depth: u32) -> Option<Value> {
+        self.whitespace();
+        match self.peek()? {
+            b'{' => self.object(depth + 1),
+            b'[' => self.array(depth + 1),
+            b'"' => self.string().map(Value::String),
+            b't' => self.literal("true").map(|()| Value::Bool(true)),
+            b'f' => self.literal("false").map(|()| Value::Bool(false)),
+            b'n' => self.literal("null").map(|()| Value::Null),
+            b'0'..=b'9' => self.integer(),
+            _ => None,
+        }
+    }
+
+    fn object(&mut self, depth: u32) -> Option<Value> {
+        if depth > MAX_DEPTH {
+            return None;
+        }
+        self.pos += 1;
+        let mut map = Map::new();
+        self.whitespace();
+        if self.peek()? == b'}' {
+            self.pos += 1;
+            return Some(Value::Object(map));
+        }
+        loop {
+            self.whitespace();
+            if self.peek()? != b'"' {
+                return None;
+            }
+            let key = self.string()?;
+            self.whitespace();
+            if self.peek()? != b':' {
+                return None;
+            }
+            self.pos += 1;
+            let value = self.value(depth)?;
+            // A key seen twice keeps its last value, as serde_json's map does.
+            map.insert(key, value);
+            self.whitespace();
+            match self.peek()? {
+                b',' => self.pos += 1,
+                b'}' => {
+                    self.pos += 1;
+                    return Some(Value::Object(map));
+                }
+                _ => return None,
+            }
+        }
+    }
+
+    fn array(&mut self, depth: u32) -> Option<Value> {
+        if depth > MAX_DEPTH {
+            return None;
+        }
+        self.pos += 1;
+        let mut items = Vec::new();
+        self.whitespace();
+        if self.peek()? == b']' {
+            self.pos += 1;
+            return Some(Value::Array(items));
+        }
+        loop {
+            items.push(self.value(depth)?);
+            self.whitespace();
+            match self.peek()? {
+                b',' => self.pos += 1,
+                b']' => {
+                    self.pos += 1;
+                    return Some(Value::Array(items));
+                }
+                _ => return None,
+            }
+        }
+    }
+
+    /// A string at the cursor's quote. Plain runs are copied whole; of the escapes, all but
+    /// `\u` are decoded here.
+    fn string(&mut self) -> Option<String> {
+        self.pos += 1;
+        let bytes = self.text.as_bytes();
+        let start = self.pos;
+        let run_end = |from: usize| {
+            bytes[from..]
+                .iter()
+                .position(|&b| b == b'"' || b == b'\\' || b < 0x20)
+                .map(|n| from + n)
+        };
+        let end = run_end(start)?;
+        if bytes[end] == b'"' {
+            self.pos = end + 1;
+            return self.text.get(start..end).map(str::to_owned);
+        }
+        let mut out = String::with_capacity(end - start + 8);
+        let mut from = start;
+        let mut at = end;
+        loop {
+            out.push_str(self.text.get(from..at)?);
+            match bytes[at] {
+                b'"' => {
+                    self.pos = at + 1;
+                    return Some(out);
+                }
+                b'\\' => {
+                    out.push(match *bytes.get(at + 1)? {
+                        b'"' => '"',
+                        b'\\' => '\\',
+                        b'/' => '/',
+                        b'b' => '\u{8}',
+                        b'f' => '\u{c}',
+                        b'n' => '\n',
+                        b'r' => '\r',
+                        b't' => '\t',
+                        _ => return None,
+                    });
+                    from = at + 2;
+                }
+                // A control character, which JSON does not allow unescaped.
+                _ => return None,
+            }
+            at = run_end(from)?;
+        }
+    }
+
+    /// A non-negative integer without a fraction or exponent that fits in a `u64`, as
+    /// serde_json keeps it; any other number goes to the general parser.
+    fn integer(&mut self) -> Option<Value> {
+        let bytes = self.text.as_bytes();
+        let start = self.pos;
+        let digits = bytes[start..]
+            .iter()
+            .take_while(|b| b.is_ascii_digit())
+            .count();
+        let end = start + digits;
+        if (digits > 1 && bytes[start] == b'0')
+            || matches!(bytes.get(end), Some(b'.' | b'e' | b'E'))
+        {
+            return None;
+        }
+        let n: u64 = self.text.get(start..end)?.parse().ok()?;
+        self.pos = end;
+        Some(Value::from(n))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+    use serde_json::json;
+
+    use super::*;
+
+    fn serde(text: &str) -> Value {
+        serde_json::from_str(text).unwrap()
+    }
+
+    #[test]
+    fn managed_fields_parse_as_serde_json_parses_them() {
+        let doc = r#"{"f:metadata":{"f:labels":{".":{},"f:app":{}}},"f:spec":{"f:containers":{"k:{\"name\":\"web\"}":{".":{},"f:ports":{"k:{\"containerPort\":80,\"protocol\":\"TCP\"}":{}}}}}}"#;
+        assert_eq!(parse(doc.as_bytes()), Some(serde(doc)));
+        let spaced = " { \"a\" : [ 1 , true , false , null , \"x\\ty\" , { } , [ ] ] } \n";
+        assert_eq!(parse(spaced.as_bytes()), Some(serde(spaced)));
+        // Escapes of every kind but \u, and text that is not ASCII.
+        let escaped = r#"["\"\\\/\b\f\n\r\t", "naïve ✓"]"#;
+        assert_eq!(parse(escaped.as_bytes()), Some(serde(escaped)));
+        // A key seen twice keeps its last value.
+        assert_eq!(parse(br#"{"a":1,"a":2}"#), Some(json!({"a": 2})));
+        assert_eq!(parse(b"18446744073709551615"), Some(json!(u64::MAX)));
+    }
+
+    #[test]
+    fn what_it_leaves_to_the_general_parser() {
+        for doc in [
+            // Numbers serde_json keeps otherwise, or that are not numbers.
+            "-1",
+            "1.5",
+            "1e3",
+            "01",
+            "18446744073709551616",
+            // \u escapes.
+            r#""\u00e9""#,
+            // Malformed: cut short, trailing bytes, bad escapes, raw control characters,
+            // bad literals, missing separators.
+            "{",
+            r#"{"a":}"#,
+            r#"{"a" 1}"#,
+            "[1,]",
+            "[1 2]",
+            "{} {}",
+            r#""\x""#,
+            "\"a\u{1}\"",
+            "tru",
+            "nul",
+            "",
+            "   ",
+            r#"{"a":1,}"#,
+            r#"{1:2}"#,
+            "\"abc",
+        ] {
+            assert_eq!(parse(doc.as_bytes()), None, "{doc:?}");
+        }
+        assert_eq!(parse(b"\"\xff\""), None);
+        // Nesting: up to serde_json's limit here, past it left to serde_json, which refuses it.
+        let fine = format!("{}{}", "[".repeat(127), "]".repeat(127));
+        assert_eq!(parse(fine.as_bytes()), Some(serde(&fine)));
+        let deep = format!("{}{}", "[".repeat(128), "]".repeat(128));
+        assert_eq!(parse(deep.as_bytes()), None);
+        assert!(serde_json::from_str::<Value>(&deep).is_err());
+    }
+
+    /// JSON values of the shapes managed fields and raw extensions hold.
+    fn values() -> impl Strategy<Value = Value> {
+        let leaf = prop_oneof![
+            Just(Value::Null),
+            any::<bool>().prop_map(Value::Bool),
+            any::<u64>().prop_map(Value::from),
+            any::<i64>().prop_map(Value::from),
+            "[ -~\\t\\n\"\\\\é✓\\u{1}]{0,12}".prop_map(Value::String),
+        ];
+        leaf.prop_recursive(4, 48, 6, |inner| {
+            prop_oneof![
+                prop::collection::vec(inner.clone(), 0..6).prop_map(Value::Array),
+                prop::collection::btree_map("[a-z:.{}\"]{0,8}", inner, 0..6)
+                    .prop_map(|m| Value::Object(m.into_iter().collect())),
+            ]
+        })
+    }
+
+    proptest! {
+        /// Whatever it accepts, it parses to serde_json's value; what it declines serde_json
+        /// either refuses or writes with something this parser leaves alone.
+        #[test]
+        fn agrees_with_serde_json(value in values(), pretty in any::<bool>()) {
+            let text = if pretty {
+                serde_json::to_string_pretty(&value).unwrap()
+            } else {
+                serde_json::to_string(&value).unwrap()
+            };
+            match parse(text.as_bytes()) {
+                Some(parsed) => prop_assert_eq!(parsed, serde(&text)),
+                None => prop_assert!(
+                    text.contains("\\u") || text.contains('-'),
+                    "declined {text}"
+                ),
+            }
+        }
+
+        /// Arbitrary bytes: never a panic, and never a value serde_json would not give.
+        #[test]
+        fn arbitrary_bytes(bytes in prop::collection::vec(any::<u8>(), 0..64)) {
+            if let Some(parsed) = parse(&bytes) {
+                prop_assert_eq!(Some(parsed), serde_json::from_slice::<Value>(&bytes).ok());
+            }
+        }
+    }
+}
