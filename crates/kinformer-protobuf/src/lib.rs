@@ -40,6 +40,7 @@ pub mod wire;
 
 mod error;
 mod form;
+mod utf8;
 
 pub use error::Error;
 pub use form::CompactMessage;
