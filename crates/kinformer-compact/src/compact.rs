@@ -153,16 +153,9 @@ impl<K> Serialize for Compact<K> {
     }
 }
 
-/// `Compact<K>` is a resource of the same kind as `K`, so that `Api::<Compact<Pod>>::all(client)`
-/// and `ApiResource::of::<Compact<Pod>>()` name pods.
-impl<K: k8s_openapi::Resource> k8s_openapi::Resource for Compact<K> {
-    const API_VERSION: &'static str = K::API_VERSION;
-    const GROUP: &'static str = K::GROUP;
-    const KIND: &'static str = K::KIND;
-    const VERSION: &'static str = K::VERSION;
-    const URL_PATH_SEGMENT: &'static str = K::URL_PATH_SEGMENT;
-    type Scope = K::Scope;
-}
+// `Compact<K>` is a resource of the same kind as `K`, so that `Api::<Compact<Pod>>::all(client)`
+// and `ApiResource::of::<Compact<Pod>>()` name pods.
+kinformer_core::resource_of_kind!(Compact);
 
 #[cfg(test)]
 mod tests {

@@ -199,16 +199,9 @@ impl<K> Serialize for Compressed<K> {
     }
 }
 
-/// `Compressed<K>` is a resource of the same kind as `K`, so that
-/// `Api::<Compressed<Pod>>::all(client)` names pods.
-impl<K: k8s_openapi::Resource> k8s_openapi::Resource for Compressed<K> {
-    const API_VERSION: &'static str = K::API_VERSION;
-    const GROUP: &'static str = K::GROUP;
-    const KIND: &'static str = K::KIND;
-    const VERSION: &'static str = K::VERSION;
-    const URL_PATH_SEGMENT: &'static str = K::URL_PATH_SEGMENT;
-    type Scope = K::Scope;
-}
+// `Compressed<K>` is a resource of the same kind as `K`, so that
+// `Api::<Compressed<Pod>>::all(client)` names pods.
+kinformer_core::resource_of_kind!(Compressed);
 
 /// A decompression buffer above this size is not kept between calls.
 const SCRATCH_KEEP: usize = 256 * 1024;

@@ -2,7 +2,7 @@
 
 use std::collections::BTreeMap;
 
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
 
 use crate::ObjectKey;
 
@@ -83,6 +83,35 @@ pub struct OwnerRef<'a> {
     pub controller: bool,
 }
 
+/// The view of a k8s-openapi owner reference, for a form that keeps `OwnerReference`s of its
+/// own: an absent `controller` is `false`.
+///
+/// ```
+/// use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
+/// use kinformer_core::OwnerRef;
+///
+/// let owner = OwnerReference {
+///     api_version: "apps/v1".into(),
+///     kind: "ReplicaSet".into(),
+///     name: "web-5d4f".into(),
+///     uid: "6f1c".into(),
+///     ..OwnerReference::default()
+/// };
+/// let view = OwnerRef::from(&owner);
+/// assert_eq!((view.kind, view.name, view.controller), ("ReplicaSet", "web-5d4f", false));
+/// ```
+impl<'a> From<&'a OwnerReference> for OwnerRef<'a> {
+    fn from(o: &'a OwnerReference) -> Self {
+        OwnerRef {
+            api_version: &o.api_version,
+            kind: &o.kind,
+            name: &o.name,
+            uid: &o.uid,
+            controller: o.controller.unwrap_or(false),
+        }
+    }
+}
+
 /// Reads the [`Object`] facts out of an `ObjectMeta`. Shared by every type that carries one.
 pub(crate) mod meta {
     use super::*;
@@ -99,13 +128,7 @@ pub(crate) mod meta {
         m.owner_references
             .iter()
             .flatten()
-            .map(|o| OwnerRef {
-                api_version: &o.api_version,
-                kind: &o.kind,
-                name: &o.name,
-                uid: &o.uid,
-                controller: o.controller.unwrap_or(false),
-            })
+            .map(OwnerRef::from)
             .collect()
     }
 }

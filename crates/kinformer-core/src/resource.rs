@@ -170,6 +170,40 @@ fn push_segment(path: &mut String, segment: &str) {
     path.extend(utf8_percent_encode(segment, PATH_SEGMENT));
 }
 
+/// Makes a form of a kind a resource of that kind: implements `k8s_openapi::Resource` for
+/// `Form<K>` with `K`'s group, version, kind, plural and scope, so that
+/// [`ApiResource::of::<Form<Pod>>()`](ApiResource::of) names pods. The compact forms
+/// (`kinformer_compact::Compact`, `kinformer_compact::Compressed`,
+/// `kinformer_protobuf::CompactMessage`) use it; a form of your own can too.
+///
+/// ```
+/// use std::marker::PhantomData;
+///
+/// use k8s_openapi::api::core::v1::Pod;
+/// use kinformer_core::{ApiResource, Scope};
+///
+/// /// Some other way to keep a `K`.
+/// struct Kept<K>(PhantomData<K>);
+/// kinformer_core::resource_of_kind!(Kept);
+///
+/// let pods = ApiResource::of::<Kept<Pod>>();
+/// assert_eq!((pods.kind.as_str(), pods.plural.as_str()), ("Pod", "pods"));
+/// assert_eq!(pods.scope, Scope::Namespaced);
+/// ```
+#[macro_export]
+macro_rules! resource_of_kind {
+    ($form:ident) => {
+        impl<K: $crate::k8s_openapi::Resource> $crate::k8s_openapi::Resource for $form<K> {
+            const API_VERSION: &'static str = K::API_VERSION;
+            const GROUP: &'static str = K::GROUP;
+            const KIND: &'static str = K::KIND;
+            const VERSION: &'static str = K::VERSION;
+            const URL_PATH_SEGMENT: &'static str = K::URL_PATH_SEGMENT;
+            type Scope = K::Scope;
+        }
+    };
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -205,17 +205,7 @@ impl<K: 'static> Object for CompactMessage<K> {
         &self.meta().labels
     }
     fn owner_references(&self) -> Vec<OwnerRef<'_>> {
-        self.meta()
-            .owners
-            .iter()
-            .map(|o| OwnerRef {
-                api_version: &o.api_version,
-                kind: &o.kind,
-                name: &o.name,
-                uid: &o.uid,
-                controller: o.controller.unwrap_or(false),
-            })
-            .collect()
+        self.meta().owners.iter().map(OwnerRef::from).collect()
     }
 }
 
@@ -266,17 +256,10 @@ impl<K: Protobuf + Serialize> Serialize for CompactMessage<K> {
     }
 }
 
-/// `CompactMessage<K>` is a resource of the same kind as `K`, so that
-/// `Api::<CompactMessage<Pod>>::all(client)` and `ApiResource::of::<CompactMessage<Pod>>()`
-/// name pods.
-impl<K: k8s_openapi::Resource> k8s_openapi::Resource for CompactMessage<K> {
-    const API_VERSION: &'static str = K::API_VERSION;
-    const GROUP: &'static str = K::GROUP;
-    const KIND: &'static str = K::KIND;
-    const VERSION: &'static str = K::VERSION;
-    const URL_PATH_SEGMENT: &'static str = K::URL_PATH_SEGMENT;
-    type Scope = K::Scope;
-}
+// `CompactMessage<K>` is a resource of the same kind as `K`, so that
+// `Api::<CompactMessage<Pod>>::all(client)` and `ApiResource::of::<CompactMessage<Pod>>()`
+// name pods.
+kinformer_core::resource_of_kind!(CompactMessage);
 
 #[cfg(test)]
 mod tests {
