@@ -393,6 +393,8 @@ async fn a_bookmark_without_a_version_moves_nothing() {
     let (informer, record, task) = start(&server).await;
     eventually("the watch opened again", || server.requests().len() == 3).await;
     assert_eq!(server.requests(), ["list 0", "watch 10", "watch 11"]);
+    // The reflector has read the add of b; the informer's consumer applies it on its own task.
+    eventually("b in the cache", || cached(&informer).contains_key("ns/b")).await;
     assert_eq!(
         cached(&informer),
         map(&[("ns/a", "5 step=0"), ("ns/b", "11 step=0")])
