@@ -63,15 +63,25 @@ impl Parser<'_> {
         }
     }
 
-    fn object(&mut self, depth: u32) -> Option<Value> {
+    /// Steps into the object or array whose opening byte is at `pos`, `depth` levels deep: `None`
+    /// past the depth limit or at the end of the input, `Some(true)` when `close` follows at
+    /// once (an empty object or array, consumed whole).
+    fn open(&mut self, depth: u32, close: u8) -> Option<bool> {
         if depth > MAX_DEPTH {
             return None;
         }
         self.pos += 1;
-        let mut map = Map::new();
         self.whitespace();
-        if self.peek()? == b'}' {
+        let empty = self.peek()? == close;
+        if empty {
             self.pos += 1;
+        }
+        Some(empty)
+    }
+
+    fn object(&mut self, depth: u32) -> Option<Value> {
+        let mut map = Map::new();
+        if self.open(depth, b'}')? {
             return Some(Value::Object(map));
         }
         loop {
@@ -101,14 +111,8 @@ impl Parser<'_> {
     }
 
     fn array(&mut self, depth: u32) -> Option<Value> {
-        if depth > MAX_DEPTH {
-            return None;
-        }
-        self.pos += 1;
         let mut items = Vec::new();
-        self.whitespace();
-        if self.peek()? == b']' {
-            self.pos += 1;
+        if self.open(depth, b']')? {
             return Some(Value::Array(items));
         }
         loop {
