@@ -356,8 +356,29 @@ fn status_of_protobuf(body: &[u8]) -> Option<Status> {
     Some(status_from_wire(s))
 }
 
-/// A protobuf `Status` as core's.
+/// A protobuf `Status` as core's, details (causes, retry delay) included, as the JSON one
+/// reads.
 pub(crate) fn status_from_wire(s: kinformer_protobuf::wire::Status) -> Status {
+    let details = s.details.map(|d| kinformer_core::StatusDetails {
+        name: d.name.unwrap_or_default(),
+        group: d.group.unwrap_or_default(),
+        kind: d.kind.unwrap_or_default(),
+        uid: d.uid.unwrap_or_default(),
+        causes: d
+            .causes
+            .into_iter()
+            .map(|c| kinformer_core::StatusCause {
+                reason: c.reason.unwrap_or_default(),
+                message: c.message.unwrap_or_default(),
+                field: c.field.unwrap_or_default(),
+            })
+            .collect(),
+        // A negative delay means nothing; JSON's unsigned field cannot hold one either.
+        retry_after_seconds: d
+            .retry_after_seconds
+            .and_then(|s| u32::try_from(s).ok())
+            .unwrap_or_default(),
+    });
     Status {
         status: s.status.unwrap_or_default(),
         message: s.message.unwrap_or_default(),
@@ -366,7 +387,7 @@ pub(crate) fn status_from_wire(s: kinformer_protobuf::wire::Status) -> Status {
             .code
             .and_then(|c| u16::try_from(c).ok())
             .unwrap_or_default(),
-        details: None,
+        details,
     }
 }
 
@@ -744,6 +765,60 @@ mod tests {
         let e = Error::from_status(status, None);
         assert_eq!(e.retry_after(), Some(Duration::from_secs(7)));
         assert_eq!(e.to_string(), "throttled (429), retry after 7s: slow down");
+    }
+
+    #[test]
+    fn a_protobuf_status_keeps_its_details_as_a_json_one_does() {
+        use kinformer_protobuf::wire;
+        let mut message = Vec::new();
+        wire::encode_status(
+            &wire::Status {
+                status: Some("Failure".into()),
+                message: Some("slow down".into()),
+                reason: Some("TooManyRequests".into()),
+                code: Some(429),
+                details: Some(wire::StatusDetails {
+                    name: Some("web".into()),
+                    kind: Some("pods".into()),
+                    retry_after_seconds: Some(7),
+                    causes: vec![wire::StatusCause {
+                        reason: Some("FieldValueInvalid".into()),
+                        field: Some("spec.replicas".into()),
+                        ..wire::StatusCause::default()
+                    }],
+                    ..wire::StatusDetails::default()
+                }),
+                ..wire::Status::default()
+            },
+            &mut message,
+        );
+        let mut body = Vec::new();
+        wire::encode_envelope("v1", "Status", &message, &mut body);
+        let status = status_of_protobuf(&body).unwrap();
+        let details = status.details.as_ref().unwrap();
+        assert_eq!((&*details.name, &*details.kind), ("web", "pods"));
+        assert_eq!(details.causes[0].field, "spec.replicas");
+        assert_eq!(details.causes[0].reason, "FieldValueInvalid");
+        // No Retry-After header: the delay comes from the details, as with JSON.
+        let e = Error::from_response(429, None, &body);
+        assert_eq!(e.retry_after(), Some(Duration::from_secs(7)));
+
+        // A negative delay is no delay.
+        let mut message = Vec::new();
+        wire::encode_status(
+            &wire::Status {
+                code: Some(429),
+                details: Some(wire::StatusDetails {
+                    retry_after_seconds: Some(-3),
+                    ..wire::StatusDetails::default()
+                }),
+                ..wire::Status::default()
+            },
+            &mut message,
+        );
+        let mut body = Vec::new();
+        wire::encode_envelope("v1", "Status", &message, &mut body);
+        assert_eq!(Error::from_response(429, None, &body).retry_after(), None);
     }
 
     #[test]

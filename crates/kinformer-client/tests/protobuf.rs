@@ -393,8 +393,59 @@ async fn a_protobuf_error_answer_maps_to_the_same_error_as_json() {
         .unwrap_err();
     assert!(err.is_gone(), "{err}");
 
-    // The body of a protobuf error is a protobuf Status: the client reads its reason.
+    // The same 410 asked for in protobuf comes in protobuf, with the token to go on from the
+    // same place at the latest version in its metadata, as the JSON one has it.
     let http = raw_http();
+    let expired = http
+        .get(format!(
+            "{}/api/v1/pods?limit=3&continue={}",
+            sim.url(),
+            first.continue_token.as_deref().unwrap()
+        ))
+        .header("Accept", "application/vnd.kubernetes.protobuf")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(expired.status().as_u16(), 410);
+    assert_eq!(
+        expired.headers()["content-type"].to_str().unwrap(),
+        "application/vnd.kubernetes.protobuf"
+    );
+    let body = expired.bytes().await.unwrap();
+    let envelope = kinformer_protobuf::wire::decode_envelope(body.clone()).unwrap();
+    assert_eq!(envelope.kind, "Status");
+    let status = kinformer_protobuf::wire::decode_status(&envelope.raw).unwrap();
+    assert_eq!(
+        (status.reason.as_deref(), status.code),
+        (Some("Expired"), Some(410))
+    );
+    let inconsistent = status.metadata.continue_token.expect("a continue token");
+    assert!(Error::from_response(410, None, &body).is_gone());
+    let rest = pb
+        .list::<Pod>(
+            &pods(),
+            None,
+            &ListParams {
+                continue_token: Some(inconsistent),
+                ..ListParams::default()
+            },
+        )
+        .await
+        .unwrap();
+    // The rest of the list at the latest version, from where the first page stopped.
+    let key = |p: &Pod| (p.metadata.namespace.clone(), p.metadata.name.clone());
+    let all = list_all::<Pod>(&pb, &pods(), None).await;
+    let last = key(first.items.last().unwrap());
+    let after: Vec<_> = all
+        .items
+        .iter()
+        .map(|p| key(p))
+        .filter(|k| *k > last)
+        .collect();
+    assert_eq!(rest.items.iter().map(|p| key(p)).collect::<Vec<_>>(), after);
+    assert!(!after.is_empty());
+
+    // The body of a protobuf error is a protobuf Status: the client reads its reason.
     let missing = http
         .get(format!("{}/api/v1/namespaces/default/pods/nope", sim.url()))
         .header("Accept", "application/vnd.kubernetes.protobuf")
@@ -412,6 +463,16 @@ async fn a_protobuf_error_answer_maps_to_the_same_error_as_json() {
         Error::NotFound { message } => assert!(message.contains("nope"), "{message}"),
         other => panic!("{other:?}"),
     }
+    // With the details the JSON form has: the object it is about.
+    let envelope = kinformer_protobuf::wire::decode_envelope(body).unwrap();
+    let details = kinformer_protobuf::wire::decode_status(&envelope.raw)
+        .unwrap()
+        .details
+        .expect("details");
+    assert_eq!(
+        (details.name.as_deref(), details.kind.as_deref()),
+        (Some("nope"), Some("pods"))
+    );
 }
 
 #[tokio::test]

@@ -684,20 +684,56 @@ pub fn encode_list(meta: &ListMeta, items: &[&[u8]], out: &mut Vec<u8>) {
 /// A `metav1.Status`, neutral: what an error response or an `ERROR` watch event says.
 ///
 /// As in [`ListMeta`], an empty string or a zero on the wire is `None` here.
+///
+/// ```
+/// use kinformer_protobuf::wire::{self, ListMeta, Status, StatusDetails};
+///
+/// // The 410 of an expired continue token carries a token to go on with.
+/// let expired = Status {
+///     metadata: ListMeta { continue_token: Some("next".into()), ..ListMeta::default() },
+///     reason: Some("Expired".into()),
+///     code: Some(410),
+///     details: Some(StatusDetails { retry_after_seconds: Some(1), ..StatusDetails::default() }),
+///     ..Status::default()
+/// };
+/// let mut message = Vec::new();
+/// wire::encode_status(&expired, &mut message);
+/// assert_eq!(wire::decode_status(&message)?, expired);
+/// # Ok::<(), kinformer_protobuf::Error>(())
+/// ```
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Status {
+    /// `metadata`: a list's metadata, set on the 410 of an expired continue token, whose
+    /// `continue` goes on from the same place at the latest version.
+    pub metadata: ListMeta,
     /// `status`: `Success` or `Failure`.
     pub status: Option<String>,
     /// `message`: for people.
     pub message: Option<String>,
     /// `reason`: for programs (`NotFound`, `Expired`, `TooManyRequests`, ...).
     pub reason: Option<String>,
+    /// `details`: what the status is about, when the server said.
+    pub details: Option<StatusDetails>,
     /// `code`: the HTTP status code it stands for.
     pub code: Option<i32>,
-    /// `details.retryAfterSeconds`: how long to wait before retrying, if the server said.
-    pub retry_after_seconds: Option<i32>,
-    /// `details.causes`: what exactly went wrong, field by field.
+}
+
+/// A [`Status`]'s details (`metav1.StatusDetails`): the object it is about, the causes, and
+/// how long to wait before retrying.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct StatusDetails {
+    /// `name`: the object's name.
+    pub name: Option<String>,
+    /// `group`: its API group.
+    pub group: Option<String>,
+    /// `kind`: its kind.
+    pub kind: Option<String>,
+    /// `uid`: its uid.
+    pub uid: Option<String>,
+    /// `causes`: what exactly went wrong, field by field.
     pub causes: Vec<StatusCause>,
+    /// `retryAfterSeconds`: how long to wait before retrying, if the server said.
+    pub retry_after_seconds: Option<i32>,
 }
 
 /// One of a [`Status`]'s causes (`metav1.StatusCause`).
@@ -721,75 +757,95 @@ pub fn decode_status(message: &[u8]) -> Result<Status, Error> {
     let mut status = Status::default();
     while let Some((tag, wire_type)) = fields.next()? {
         match tag {
+            1 => status
+                .metadata
+                .merge_from(fields.message(wire_type, "ListMeta")?)?,
             2 => status.status = fields.optional_string(wire_type)?,
             3 => status.message = fields.optional_string(wire_type)?,
             4 => status.reason = fields.optional_string(wire_type)?,
-            5 => {
-                let mut details = fields.message(wire_type, "StatusDetails")?;
-                while let Some((tag, wire_type)) = details.next()? {
-                    match tag {
-                        4 => {
-                            let mut fields = details.message(wire_type, "StatusCause")?;
-                            let mut cause = StatusCause::default();
-                            while let Some((tag, wire_type)) = fields.next()? {
-                                match tag {
-                                    1 => cause.reason = fields.optional_string(wire_type)?,
-                                    2 => cause.message = fields.optional_string(wire_type)?,
-                                    3 => cause.field = fields.optional_string(wire_type)?,
-                                    _ => fields.skip(tag, wire_type)?,
-                                }
-                            }
-                            status.causes.push(cause);
-                        }
-                        5 => {
-                            let seconds = details.int32(wire_type)?;
-                            status.retry_after_seconds = (seconds != 0).then_some(seconds);
-                        }
-                        // name (1), group (2), kind (3), uid (6).
-                        _ => details.skip(tag, wire_type)?,
-                    }
-                }
-            }
+            5 => status
+                .details
+                .get_or_insert_default()
+                .merge_from(fields.message(wire_type, "StatusDetails")?)?,
             6 => {
                 let code = fields.int32(wire_type)?;
                 status.code = (code != 0).then_some(code);
             }
-            // metadata (1) and anything newer.
+            // Anything newer.
             _ => fields.skip(tag, wire_type)?,
         }
     }
     Ok(status)
 }
 
-/// Appends a `Status` message to `out` (to wrap in an envelope: `v1`, `Status`), as Go writes
-/// it: `metadata` (1, an empty `ListMeta` written in full), `status` (2), `message` (3) and
-/// `reason` (4) always, `details` (5) only when there is a retry delay or a cause, then `code`
-/// (6) always. Unset strings and numbers are written empty and zero.
-pub fn encode_status(status: &Status, out: &mut Vec<u8>) {
-    let mut meta = Vec::new();
-    ListMeta::default().encode_body(&mut meta);
-    put_len_field(1, &meta, out);
-    put_len_field(2, opt_str(&status.status).as_bytes(), out);
-    put_len_field(3, opt_str(&status.message).as_bytes(), out);
-    put_len_field(4, opt_str(&status.reason).as_bytes(), out);
-    if status.retry_after_seconds.is_some() || !status.causes.is_empty() {
-        // StatusDetails: name (1), group (2), kind (3), causes (4), retryAfterSeconds (5),
-        // uid (6).
-        let mut details = Vec::new();
-        put_len_field(1, b"", &mut details);
-        put_len_field(2, b"", &mut details);
-        put_len_field(3, b"", &mut details);
+impl StatusDetails {
+    /// Reads a `StatusDetails` message's fields into `self`, as protobuf merges a message field
+    /// seen twice.
+    fn merge_from(&mut self, mut details: Fields) -> Result<(), Error> {
+        while let Some((tag, wire_type)) = details.next()? {
+            match tag {
+                1 => self.name = details.optional_string(wire_type)?,
+                2 => self.group = details.optional_string(wire_type)?,
+                3 => self.kind = details.optional_string(wire_type)?,
+                4 => {
+                    let mut fields = details.message(wire_type, "StatusCause")?;
+                    let mut cause = StatusCause::default();
+                    while let Some((tag, wire_type)) = fields.next()? {
+                        match tag {
+                            1 => cause.reason = fields.optional_string(wire_type)?,
+                            2 => cause.message = fields.optional_string(wire_type)?,
+                            3 => cause.field = fields.optional_string(wire_type)?,
+                            _ => fields.skip(tag, wire_type)?,
+                        }
+                    }
+                    self.causes.push(cause);
+                }
+                5 => {
+                    let seconds = details.int32(wire_type)?;
+                    self.retry_after_seconds = (seconds != 0).then_some(seconds);
+                }
+                6 => self.uid = details.optional_string(wire_type)?,
+                _ => details.skip(tag, wire_type)?,
+            }
+        }
+        Ok(())
+    }
+
+    /// Appends the `StatusDetails` message (its fields, no key or length), as Go writes it:
+    /// `name` (1), `group` (2), `kind` (3), each of `causes` (4), `retryAfterSeconds` (5) and
+    /// `uid` (6), unset strings and numbers written empty and zero.
+    fn encode_body(&self, out: &mut Vec<u8>) {
+        put_len_field(1, opt_str(&self.name).as_bytes(), out);
+        put_len_field(2, opt_str(&self.group).as_bytes(), out);
+        put_len_field(3, opt_str(&self.kind).as_bytes(), out);
         let mut cause_body = Vec::new();
-        for cause in &status.causes {
+        for cause in &self.causes {
             cause_body.clear();
             put_len_field(1, opt_str(&cause.reason).as_bytes(), &mut cause_body);
             put_len_field(2, opt_str(&cause.message).as_bytes(), &mut cause_body);
             put_len_field(3, opt_str(&cause.field).as_bytes(), &mut cause_body);
-            put_len_field(4, &cause_body, &mut details);
+            put_len_field(4, &cause_body, out);
         }
-        put_int32_field(5, status.retry_after_seconds.unwrap_or(0), &mut details);
-        put_len_field(6, b"", &mut details);
-        put_len_field(5, &details, out);
+        put_int32_field(5, self.retry_after_seconds.unwrap_or(0), out);
+        put_len_field(6, opt_str(&self.uid).as_bytes(), out);
+    }
+}
+
+/// Appends a `Status` message to `out` (to wrap in an envelope: `v1`, `Status`), as Go writes
+/// it: `metadata` (1, a `ListMeta` written in full), `status` (2), `message` (3) and `reason`
+/// (4) always, `details` (5) when there are any, then `code` (6) always. Unset strings and
+/// numbers are written empty and zero.
+pub fn encode_status(status: &Status, out: &mut Vec<u8>) {
+    let mut body = Vec::new();
+    status.metadata.encode_body(&mut body);
+    put_len_field(1, &body, out);
+    put_len_field(2, opt_str(&status.status).as_bytes(), out);
+    put_len_field(3, opt_str(&status.message).as_bytes(), out);
+    put_len_field(4, opt_str(&status.reason).as_bytes(), out);
+    if let Some(details) = &status.details {
+        body.clear();
+        details.encode_body(&mut body);
+        put_len_field(5, &body, out);
     }
     put_int32_field(6, status.code.unwrap_or(0), out);
 }

@@ -6,7 +6,7 @@ use k8s_pb::apimachinery::pkg::apis::meta::v1 as pb;
 use k8s_pb::apimachinery::pkg::runtime::{RawExtension, TypeMeta, Unknown};
 use kinformer_protobuf::Error;
 use kinformer_protobuf::wire::{
-    self, EventType, FrameDecoder, ListMeta, RawWatchEvent, Status, StatusCause,
+    self, EventType, FrameDecoder, ListMeta, RawWatchEvent, Status, StatusCause, StatusDetails,
 };
 use prost::Message;
 
@@ -486,16 +486,26 @@ fn list_metadata_in_two_pieces_merges() {
 
 fn sample_status() -> Status {
     Status {
+        metadata: ListMeta {
+            continue_token: Some("next".into()),
+            ..ListMeta::default()
+        },
         status: Some("Failure".into()),
         message: Some("too old resource version: 1 (42)".into()),
         reason: Some("Expired".into()),
+        details: Some(StatusDetails {
+            name: Some("web".into()),
+            kind: Some("pods".into()),
+            uid: Some("u-1".into()),
+            retry_after_seconds: Some(3),
+            causes: vec![StatusCause {
+                reason: Some("FieldValueInvalid".into()),
+                message: None,
+                field: Some("metadata.name".into()),
+            }],
+            ..StatusDetails::default()
+        }),
         code: Some(410),
-        retry_after_seconds: Some(3),
-        causes: vec![StatusCause {
-            reason: Some("FieldValueInvalid".into()),
-            message: None,
-            field: Some("metadata.name".into()),
-        }],
     }
 }
 
@@ -515,7 +525,11 @@ fn status_agrees_with_k8s_pb() {
     let status = pb::Status::decode(&out[..]).unwrap();
     assert_eq!(status.code, Some(410));
     assert_eq!(status.reason.as_deref(), Some("Expired"));
+    assert_eq!(status.metadata.unwrap().r#continue.as_deref(), Some("next"));
     let details = status.details.unwrap();
+    assert_eq!(details.name.as_deref(), Some("web"));
+    assert_eq!(details.group.as_deref(), Some(""));
+    assert_eq!(details.uid.as_deref(), Some("u-1"));
     assert_eq!(details.retry_after_seconds, Some(3));
     assert_eq!(details.causes[0].field.as_deref(), Some("metadata.name"));
     assert_eq!(details.causes[0].message.as_deref(), Some(""));
@@ -539,8 +553,20 @@ fn status_agrees_with_k8s_pb() {
     let status = wire::decode_status(&out).unwrap();
     assert_eq!(status.status.as_deref(), Some("Failure"));
     assert_eq!(status.code, Some(-5));
-    assert_eq!(status.retry_after_seconds, None);
-    assert_eq!(status.causes[0].message.as_deref(), Some("m"));
+    assert_eq!(status.metadata, ListMeta::default());
+    let details = status.details.unwrap();
+    assert_eq!(details.retry_after_seconds, None);
+    assert_eq!(details.causes[0].message.as_deref(), Some("m"));
+
+    // A status without details reads back without them, as Go's nil pointer.
+    let mut out = Vec::new();
+    pb::Status {
+        code: Some(404),
+        ..Default::default()
+    }
+    .encode(&mut out)
+    .unwrap();
+    assert_eq!(wire::decode_status(&out).unwrap().details, None);
 }
 
 #[test]

@@ -10,7 +10,7 @@ mod fuzz_property;
 
 use bytes::Bytes;
 use kinformer_protobuf::wire::{
-    self, EventType, FrameDecoder, ListMeta, RawWatchEvent, Status, StatusCause,
+    self, EventType, FrameDecoder, ListMeta, RawWatchEvent, Status, StatusCause, StatusDetails,
 };
 use proptest::prelude::*;
 
@@ -46,22 +46,35 @@ fn status() -> impl Strategy<Value = Status> {
         field,
     });
     let nonzero = any::<i32>().prop_filter("zero is unset", |n| *n != 0);
-    (
-        text(),
-        text(),
-        text(),
-        proptest::option::of(nonzero.clone()),
-        proptest::option::of(nonzero),
+    let details = (
+        (text(), text(), text(), text()),
         proptest::collection::vec(cause, 0..3),
+        proptest::option::of(nonzero.clone()),
     )
         .prop_map(
-            |(status, message, reason, code, retry_after_seconds, causes)| Status {
+            |((name, group, kind, uid), causes, retry_after_seconds)| StatusDetails {
+                name,
+                group,
+                kind,
+                uid,
+                causes,
+                retry_after_seconds,
+            },
+        );
+    (
+        list_meta(),
+        (text(), text(), text()),
+        proptest::option::of(details),
+        proptest::option::of(nonzero),
+    )
+        .prop_map(
+            |(metadata, (status, message, reason), details, code)| Status {
+                metadata,
                 status,
                 message,
                 reason,
+                details,
                 code,
-                retry_after_seconds,
-                causes,
             },
         )
 }

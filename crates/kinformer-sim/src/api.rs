@@ -20,7 +20,7 @@ use crate::render::{GZIP_THRESHOLD, ListChunks, ListMeta, status_json_with_conti
 use crate::request::{Filter, Query, Target, parse_rv, timeout_seconds, wait_for_version};
 use crate::response::{
     Body, chunked_response, json_response, maybe_gzip_response, object_response, protobuf_response,
-    yaml_response,
+    protobuf_status_response_with_continue, yaml_response,
 };
 use crate::schema;
 use crate::state::Shared;
@@ -434,14 +434,18 @@ fn encode_continue(rv: u64, last: &Stored) -> String {
 
 /// The 410 for a continue token whose version is compacted. As the real server does, it carries
 /// in `metadata.continue` a token that goes on from the same place at the latest version, for
-/// clients that accept an inconsistent list.
-fn expired_continue(start: &(String, String)) -> Response<Body> {
+/// clients that accept an inconsistent list, and is written in the encoding the request
+/// negotiated (protobuf included), as every error is.
+fn expired_continue(start: &(String, String), form: Form) -> Response<Body> {
     let s = status(
         410,
         "Expired",
         "The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter, or use the continue token in this response to retrieve the remainder of the results. Continuing with the provided token results in an inconsistent list - objects that were created, modified, or deleted between the time the first chunk was returned and now may show up in the list.",
     );
     let token = encode_continue_after(-1, start);
+    if form == Form::Protobuf {
+        return protobuf_status_response_with_continue(&s, Some(&token));
+    }
     json_response(
         StatusCode::GONE,
         status_json_with_continue(&s, Some(&token)),
@@ -563,7 +567,7 @@ pub(crate) async fn list(
         // A token at -1 (handed out with a 410 for an expired token) goes on at the latest version.
         let at = u64::try_from(token_rv).unwrap_or(current);
         if token_rv > 0 && (at < compacted || FaultState::take(&shared.faults.gone_next_continue)) {
-            return Ok(expired_continue(&start));
+            return Ok(expired_continue(&start, form));
         }
         (at, Some(start))
     } else {

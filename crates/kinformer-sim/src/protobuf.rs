@@ -84,7 +84,19 @@ pub(crate) fn event_frame(event_type: wire::EventType, object_body: &[u8]) -> By
 
 /// The body of a status, as an error response or an ERROR event's object carries it.
 pub(crate) fn status_body(status: &Status) -> Bytes {
+    status_body_with_continue(status, None)
+}
+
+/// [`status_body`] with a continue token in its `metadata`, as the 410 of an expired continue
+/// token carries one. The details (the object, the causes, the retry delay) are written when
+/// the status has them, as the JSON form writes them.
+pub(crate) fn status_body_with_continue(status: &Status, continue_token: Option<&str>) -> Bytes {
+    let some = |s: &str| (!s.is_empty()).then(|| s.to_owned());
     let s = wire::Status {
+        metadata: wire::ListMeta {
+            continue_token: continue_token.map(str::to_owned),
+            ..wire::ListMeta::default()
+        },
         status: Some(if status.status.is_empty() {
             "Failure".to_owned()
         } else {
@@ -92,8 +104,24 @@ pub(crate) fn status_body(status: &Status) -> Bytes {
         }),
         message: Some(status.message.clone()),
         reason: Some(status.reason.clone()),
+        details: status.details.as_ref().map(|d| wire::StatusDetails {
+            name: some(&d.name),
+            group: some(&d.group),
+            kind: some(&d.kind),
+            uid: some(&d.uid),
+            causes: d
+                .causes
+                .iter()
+                .map(|c| wire::StatusCause {
+                    reason: some(&c.reason),
+                    message: some(&c.message),
+                    field: some(&c.field),
+                })
+                .collect(),
+            retry_after_seconds: (d.retry_after_seconds > 0)
+                .then(|| i32::try_from(d.retry_after_seconds).unwrap_or(i32::MAX)),
+        }),
         code: Some(i32::from(status.code)),
-        ..Default::default()
     };
     let mut message = Vec::new();
     wire::encode_status(&s, &mut message);

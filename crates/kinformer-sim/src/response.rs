@@ -50,10 +50,21 @@ pub(crate) fn status_response(s: &Status) -> Response<Body> {
 /// A `Status` error response in protobuf, for a request that negotiated it: the API server
 /// writes errors in the response's negotiated encoding.
 pub(crate) fn protobuf_status_response(s: &Status) -> Response<Body> {
+    protobuf_status_response_with_continue(s, None)
+}
+
+/// [`protobuf_status_response`] whose status carries a continue token in its `metadata`.
+pub(crate) fn protobuf_status_response_with_continue(
+    s: &Status,
+    continue_token: Option<&str>,
+) -> Response<Body> {
     let mut r = status_response(s);
-    *r.body_mut() = Full::new(crate::protobuf::status_body(s))
-        .map_err(|never| match never {})
-        .boxed();
+    *r.body_mut() = Full::new(crate::protobuf::status_body_with_continue(
+        s,
+        continue_token,
+    ))
+    .map_err(|never| match never {})
+    .boxed();
     r.headers_mut().insert(
         header::CONTENT_TYPE,
         HeaderValue::from_static(kinformer_protobuf::wire::CONTENT_TYPE),

@@ -14,7 +14,7 @@ use crate::request::{Query, accept_header, accepts_gzip, check_body_type, parse_
 use crate::response::{Body, protobuf_status_response, status_response};
 use crate::state::Shared;
 use crate::store::status;
-use crate::table::{Form, Read, negotiate};
+use crate::table::{Form, Read, negotiate, negotiate_write};
 use crate::{admin, api, discovery, watch};
 
 /// Answers one authenticated request.
@@ -94,6 +94,13 @@ pub(crate) async fn route(
         (&Method::GET, _, true) => watch::handle(shared, target, &query, form).await,
         (&Method::GET, false, false) => api::list(shared, &target, &query, form, gzip).await,
         (&Method::GET, true, false) => api::get(shared, &target, &query, form, gzip).await,
+        // A write negotiates its answer before it reads its body.
+        (m, _, _)
+            if *m != Method::GET
+                && let Err(s) = negotiate_write(accept_header(&parts).as_deref()) =>
+        {
+            Err(s)
+        }
         (&Method::POST | &Method::PUT, _, _) if let Err(s) = check_body_type(&parts) => Err(s),
         (&Method::POST, false, _) => api::create(shared, &target, &query, &parts, body).await,
         (&Method::PUT, true, _) => api::update(shared, &target, &query, &parts, body).await,

@@ -121,6 +121,43 @@ pub(crate) fn negotiate(accept: Option<&str>, read: Read, protobuf: bool) -> Res
     ))
 }
 
+/// The negotiation of a write's answer (create, update, patch, delete), which the sim writes as
+/// JSON only: `Ok` when `accept` lists JSON (or a wildcard) for a full object, `Err` the 406 a
+/// server without the other serializers answers before it reads the body, as the write
+/// handlers negotiate first (`endpoints/handlers/create.go`). A real server also answers writes
+/// in YAML, protobuf and as a `Table`; a client that lists only those is refused here, never
+/// answered in JSON it did not ask for.
+pub(crate) fn negotiate_write(accept: Option<&str>) -> Result<(), Status> {
+    let Some(accept) = accept.map(str::trim).filter(|a| !a.is_empty()) else {
+        return Ok(());
+    };
+    let json = accept.split(',').any(|media| {
+        let mut parts = media.split(';').map(str::trim);
+        let mime = parts.next().unwrap_or_default().to_ascii_lowercase();
+        let mut q = 1.0_f32;
+        let mut transform = false;
+        for p in parts {
+            match p.split_once('=') {
+                Some(("q", x)) => q = x.trim().parse().unwrap_or(1.0),
+                Some(("as", _)) => transform = true,
+                _ => {}
+            }
+        }
+        q > 0.0
+            && !transform
+            && matches!(mime.as_str(), "application/json" | "application/*" | "*/*")
+    });
+    if json {
+        Ok(())
+    } else {
+        Err(status(
+            406,
+            "NotAcceptable",
+            "only the following media types are accepted: application/json",
+        ))
+    }
+}
+
 fn not_acceptable(message: &str) -> Status {
     status(406, "NotAcceptable", message)
 }

@@ -2504,6 +2504,73 @@ async fn content_negotiation_answers_406_and_serves_tables() {
 }
 
 #[tokio::test]
+async fn a_write_whose_answer_cannot_be_json_is_refused_before_it_happens() {
+    let sim = start(SimConfig::default()).await;
+    let c = client();
+    let pods_url = format!("{}/api/v1/namespaces/default/pods", sim.url());
+    let body = json!({
+        "metadata": {"name": "w"},
+        "spec": {"containers": [{"name": "c", "image": "i:1"}]},
+    })
+    .to_string();
+    // The sim answers writes in JSON alone: an Accept without JSON gets the 406 a server without
+    // the other serializers answers, and nothing is written.
+    for accept in [
+        "application/vnd.kubernetes.protobuf",
+        "application/yaml",
+        "application/json;as=Table;g=meta.k8s.io;v=v1",
+        "application/json;q=0",
+    ] {
+        let r = c
+            .post(pods_url.clone())
+            .header("content-type", "application/json")
+            .header("accept", accept)
+            .body(body.clone())
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), 406, "{accept}");
+        assert_eq!(body_json(r).await["reason"], "NotAcceptable", "{accept}");
+    }
+    assert!(sim.store().get(&pods(), Some("default"), "w").is_none());
+    // A 406 comes before the body is read: an undecodable body is not what is refused.
+    let r = c
+        .post(pods_url.clone())
+        .header("content-type", "application/vnd.kubernetes.protobuf")
+        .header("accept", "application/vnd.kubernetes.protobuf")
+        .body(vec![0x6b, 0x38, 0x73, 0x00])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 406);
+    // JSON listed after protobuf, as client-go's typed clients ask: answered in JSON.
+    let r = c
+        .post(pods_url.clone())
+        .header("content-type", "application/json")
+        .header(
+            "accept",
+            "application/vnd.kubernetes.protobuf, application/json",
+        )
+        .body(body.clone())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 201);
+    assert_eq!(
+        r.headers()["content-type"].to_str().unwrap(),
+        "application/json"
+    );
+    let r = c
+        .delete(format!("{pods_url}/w"))
+        .header("accept", "application/vnd.kubernetes.protobuf")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 406);
+    assert!(sim.store().get(&pods(), Some("default"), "w").is_some());
+}
+
+#[tokio::test]
 async fn admin_endpoints_turn_the_fault_knobs_over_http() {
     let off = start(SimConfig::default()).await;
     let c = client();
