@@ -247,7 +247,12 @@ async fn a_range_change_keeps_what_stays_without_a_relist() {
             assert!(Arc::ptr_eq(old, &now), "{} was decoded again", old.key());
         }
     }
-    // The handlers' story ends where the cache is, with every given-up object deleted.
+    // The handlers' story ends where the cache is, with every given-up object deleted (told on
+    // the handlers' own thread, after the cache holds it).
+    eventually("the handlers are told everything", || {
+        story(&run.heard) == cached(&run.informer)
+    })
+    .await;
     assert_eq!(story(&run.heard), cached(&run.informer));
     let deletes = run
         .heard

@@ -129,8 +129,14 @@ async fn a_full_bounded_buffer_holds_the_informer_back_until_its_handler_catches
     assert!(informer.cache().list_keys().len() <= 14);
     assert!(fast.len() <= 14, "the others wait too");
     stuck.release();
+    // The cache holds a batch before the handlers are handed it, when their backlogs still read
+    // 0: wait for what they heard too.
     eventually("everything", || {
-        informer.cache().list_keys().len() == 200 && slow.backlog() == 0 && fast_reg.backlog() == 0
+        informer.cache().list_keys().len() == 200
+            && slow.backlog() == 0
+            && fast_reg.backlog() == 0
+            && stuck.calls().len() >= 200
+            && fast.len() >= 200
     })
     .await;
     assert_eq!(stuck.calls().len(), 200);
@@ -156,8 +162,9 @@ async fn a_slow_handler_gets_the_latest_state_of_a_key_when_coalescing() {
     fake.write("p1", false, false);
     let last = fake.state()["ns/p0"].clone();
     let p1 = fake.state()["ns/p1"].clone();
-    eventually("the cache", || {
-        informer.cache().get_by_key("ns/p1").is_some()
+    // The cache holds p1 before the handler's buffer is handed its add.
+    eventually("the cache and the handler's buffer", || {
+        informer.cache().get_by_key("ns/p1").is_some() && slow.backlog() >= 3
     })
     .await;
     assert_eq!(

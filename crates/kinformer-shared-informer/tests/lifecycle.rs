@@ -105,6 +105,9 @@ async fn an_informer_runs_from_a_hand_made_stream_of_store_events() {
             .is_some_and(|v| v.as_str() == "5")
     })
     .await;
+    // The version is the producer's, set when the bookmark is queued; the consumer applies the
+    // events before it on its own.
+    eventually("the events applied", || cached(&informer) == ["ns/a 3"]).await;
     assert_eq!(cached(&informer), ["ns/a 3"]);
 
     // A relist that lacks `a`: a tombstone, and the new object.
