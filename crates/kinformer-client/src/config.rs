@@ -21,8 +21,18 @@ pub const SERVICE_ACCOUNT_DIR: &str = "/var/run/secrets/kubernetes.io/serviceacc
 /// The default maximum length of one watch line: 16 MiB.
 pub const DEFAULT_MAX_WATCH_LINE: usize = 16 * 1024 * 1024;
 
-/// The default maximum size of a list response body once decompressed: 256 MiB.
-pub const DEFAULT_MAX_LIST_BODY: usize = 256 * 1024 * 1024;
+/// The default maximum size of a list response body once decompressed: the whole list's bound,
+/// [`DEFAULT_MAX_LIST_BYTES`] (4 GiB; all of memory's range on a 32-bit target).
+///
+/// One body may be the whole list: the API server answers a list at `resourceVersion=0` (a
+/// reflector's first list, as client-go's) from its watch cache, whole, whatever its `limit`.
+/// 100,000 dense pods make 1.5 GB of JSON, so any smaller bound per body would refuse, on every
+/// retry, a list that the bound on the whole list allows.
+pub const DEFAULT_MAX_LIST_BODY: usize = if DEFAULT_MAX_LIST_BYTES > usize::MAX as u64 {
+    usize::MAX
+} else {
+    DEFAULT_MAX_LIST_BYTES as usize
+};
 
 /// The default bound on a whole non-watch request, from sending it to the last byte of its body:
 /// 2 minutes, twice what the API server itself allows a non-watch request (60 s), so that only a
@@ -101,7 +111,9 @@ pub struct Config {
     pub list_progress_timeout: Duration,
     /// The largest list (or other non-watch) response body accepted, counted after
     /// decompression; a larger one ends with [`Error::BodyTooLarge`] once this many bytes have
-    /// arrived (default [`DEFAULT_MAX_LIST_BODY`], 256 MiB).
+    /// arrived (default [`DEFAULT_MAX_LIST_BODY`], 4 GiB: a list at `resourceVersion=0` comes
+    /// whole in one body, so a bound below [`max_list_bytes`](Self::max_list_bytes) refuses
+    /// lists that bound allows).
     pub max_list_body: usize,
     /// The most pages one list may take, counted along its continue tokens (default
     /// [`DEFAULT_MAX_LIST_PAGES`], 100,000). The page past it is not requested: the list ends

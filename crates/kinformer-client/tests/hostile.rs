@@ -497,7 +497,10 @@ async fn the_defaults_bound_every_wait() {
         Some(kinformer_client::DEFAULT_REQUEST_TIMEOUT)
     );
     assert_eq!(config.list_progress_timeout, Duration::from_secs(60));
-    assert_eq!(config.max_list_body, 256 << 20);
+    assert_eq!(config.max_list_body, 4 << 30);
+    // A list at resourceVersion=0 is answered whole from the watch cache, in one body: a body
+    // bound below the list's own would refuse, on every retry, a list the list bound allows.
+    assert!(config.max_list_body as u64 >= config.max_list_bytes);
     assert_eq!(config.max_list_pages, 100_000);
     assert_eq!(config.max_list_objects, 5_000_000);
     assert_eq!(config.max_list_bytes, 4 << 30);
