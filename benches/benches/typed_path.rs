@@ -3,13 +3,16 @@
 //!
 //! - `typed_decode`: kinformer's `WatchEvent::from_json` (UTF-8 checked once per line, then
 //!   parsed as text) against `serde_json::from_slice` into the same `{type, object}` shape
-//!   (every string checked on its own), which is also how kube-rs decodes each line;
+//!   (every string checked on its own), which is also how kube-rs decodes each line; and the
+//!   same events as protobuf watch events (`WatchEvent`, envelope, `Pod` message) decoded
+//!   straight into the same `Pod`, as `kinformer-typed-pb` decodes them;
 //! - `replaced_pod_dies`: where the pod an update replaces is freed, timed on the decoding
 //!   thread: there (as kube-runtime does), on a thread that only frees (as a handler thread
 //!   holding the last reference did), or handed back to the decoding thread (as a shared
 //!   informer now does, through the handler buffer's next push).
 //!
-//! `cargo bench -p kinformer-benches --bench typed_path`; docs/benchmarks.md has the figures.
+//! `cargo bench -p kinformer-benches --bench typed_path`; docs/benchmarks.md has the figures,
+//! docs/client.md the protobuf one.
 
 use std::hint::black_box;
 
@@ -29,6 +32,26 @@ fn lines() -> Vec<Vec<u8>> {
             let patch = update_patch(&p, i as u64 + 1);
             json_patch(&mut p, &patch);
             serde_json::to_vec(&serde_json::json!({"type": "MODIFIED", "object": p})).unwrap()
+        })
+        .collect()
+}
+
+/// The events of `lines` as protobuf `WatchEvent` messages, as a protobuf watch frames them
+/// (the frame's length prefix aside).
+fn protobuf_events(lines: &[Vec<u8>]) -> Vec<bytes::Bytes> {
+    use kinformer_protobuf::wire;
+    let codec = kinformer_protobuf::convert::codec::<Pod>().expect("Pod has a protobuf codec");
+    lines
+        .iter()
+        .map(|l| {
+            let event: serde_json::Value = serde_json::from_slice(l).unwrap();
+            let mut message = Vec::new();
+            codec.encode_json(&event["object"], &mut message).unwrap();
+            let mut envelope = Vec::new();
+            wire::encode_envelope("v1", "Pod", &message, &mut envelope);
+            let mut out = Vec::new();
+            wire::encode_watch_event(wire::EventType::Modified, &envelope, &mut out);
+            bytes::Bytes::from(out)
         })
         .collect()
 }
@@ -77,10 +100,22 @@ fn bench(c: &mut Criterion) {
             }
         })
     });
+    let events = protobuf_events(&lines);
+    let codec = kinformer_protobuf::convert::codec::<Pod>().expect("Pod has a protobuf codec");
+    group.bench_function("kinformer_from_protobuf", |b| {
+        b.iter(|| {
+            for e in &events {
+                let event = kinformer_protobuf::wire::decode_watch_event(e.clone()).unwrap();
+                let envelope = kinformer_protobuf::wire::decode_envelope(event.object).unwrap();
+                black_box(codec.decode::<Pod>(&envelope.raw).unwrap().unwrap());
+            }
+        })
+    });
     group.finish();
     println!(
-        "{EVENTS} events, {} bytes a line on average",
-        bytes / EVENTS
+        "{EVENTS} events, {} bytes a line on average, {} bytes a protobuf event",
+        bytes / EVENTS,
+        events.iter().map(|e| e.len()).sum::<usize>() / EVENTS
     );
 }
 
