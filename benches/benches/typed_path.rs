@@ -20,6 +20,7 @@ use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use k8s_openapi::api::core::v1::Pod;
 use kinformer_benches::pods::{PodSize, pod, update_patch};
 use kinformer_core::WatchEvent;
+use kinformer_protobuf::convert::Codec;
 use serde::Deserialize;
 
 const EVENTS: usize = 200;
@@ -38,9 +39,8 @@ fn lines() -> Vec<Vec<u8>> {
 
 /// The events of `lines` as protobuf `WatchEvent` messages, as a protobuf watch frames them
 /// (the frame's length prefix aside).
-fn protobuf_events(lines: &[Vec<u8>]) -> Vec<bytes::Bytes> {
+fn protobuf_events(codec: &Codec, lines: &[Vec<u8>]) -> Vec<bytes::Bytes> {
     use kinformer_protobuf::wire;
-    let codec = kinformer_protobuf::convert::codec::<Pod>().expect("Pod has a protobuf codec");
     lines
         .iter()
         .map(|l| {
@@ -100,8 +100,8 @@ fn bench(c: &mut Criterion) {
             }
         })
     });
-    let events = protobuf_events(&lines);
     let codec = kinformer_protobuf::convert::codec::<Pod>().expect("Pod has a protobuf codec");
+    let events = protobuf_events(codec, &lines);
     group.bench_function("kinformer_from_protobuf", |b| {
         b.iter(|| {
             for e in &events {
