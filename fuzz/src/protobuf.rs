@@ -15,7 +15,7 @@ use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::Pod;
 use kinformer_core::Object;
 use kinformer_protobuf::convert::Protobuf;
-use kinformer_protobuf::wire::{self, FrameDecoder};
+use kinformer_protobuf::wire::{self, FrameDecoder, ListSplitter, SplitList};
 use kinformer_protobuf::{CompactMessage, Error};
 
 /// Whether `part` lies inside `whole` (a zero-copy slice of it), or is empty.
@@ -215,10 +215,94 @@ fn split(body: &Bytes, cuts: &[usize], limit: usize) -> Split {
     }
 }
 
+/// What a list splitter made of a body: its items and what it said beside them, or its refusal.
+type SplitBody = Result<(Vec<Bytes>, SplitList), String>;
+
+/// Splits `body` as a list body, pushing it in chunks cut at `cuts` (cycled; none if empty),
+/// taking items after every push: the only refusals are the ones the splitter documents.
+fn split_list(body: &Bytes, cuts: &[usize]) -> SplitBody {
+    let mut splitter = ListSplitter::new();
+    let mut items = Vec::new();
+    let mut at = 0;
+    let mut sizes = cuts.iter().cycle();
+    let refused = |e: Error| {
+        assert!(
+            matches!(
+                e,
+                Error::Decode { .. }
+                    | Error::Malformed(_)
+                    | Error::NotProtobuf
+                    | Error::Truncated { .. }
+                    | Error::ContentEncoding(_)
+            ),
+            "unexpected refusal {e:?}"
+        );
+        Err(e.to_string())
+    };
+    while at < body.len() {
+        let size = if cuts.is_empty() {
+            body.len()
+        } else {
+            sizes.next().copied().unwrap_or(1).max(1)
+        };
+        let end = (at + size).min(body.len());
+        splitter.push(body.slice(at..end));
+        at = end;
+        loop {
+            match splitter.next_item() {
+                Ok(Some(item)) => items.push(item),
+                Ok(None) => break,
+                Err(e) => {
+                    // It stays refused.
+                    assert!(splitter.next_item().is_err());
+                    return refused(e);
+                }
+            }
+        }
+    }
+    match splitter.finish() {
+        Ok(list) => {
+            assert_eq!(list.items, items.len());
+            Ok((items, list))
+        }
+        Err(e) => refused(e),
+    }
+}
+
+/// The list splitter on `body`: the chunk boundaries change nothing, and it reads what the
+/// whole-body decoders read (`decode_envelope`, then `decode_list`): the same items, metadata
+/// and kind when both accept, a refusal when they refuse. It may refuse what they accept only
+/// for the two things it documents: a group field and a second `raw`.
+fn check_split_list(body: &Bytes, cuts: &[usize]) {
+    let whole = split_list(body, &[]);
+    let cut = split_list(body, cuts);
+    assert_eq!(whole, cut, "the chunk boundaries changed the list");
+    let reference = wire::decode_envelope(body.clone()).and_then(|envelope| {
+        let list = wire::decode_list(envelope.raw)?;
+        Ok((envelope.api_version, envelope.kind, list))
+    });
+    match (cut, reference) {
+        (Ok((items, split)), Ok((api_version, kind, list))) => {
+            assert_eq!(items, list.items);
+            assert_eq!(split.meta, list.meta);
+            assert_eq!((split.api_version, split.kind), (api_version, kind));
+        }
+        (Ok(split), Err(e)) => {
+            panic!("the splitter accepted {split:?}, the whole decode refused: {e}")
+        }
+        (Err(e), Ok(_)) => assert!(
+            e.contains("group") || e.contains("two raw"),
+            "the splitter refused what the whole decode accepts: {e}"
+        ),
+        (Err(_), Err(_)) => {}
+    }
+}
+
 /// The protobuf watch framing and every message decoder, on arbitrary bytes: never a panic;
 /// every refusal is a typed error the decoder documents; the chunk boundaries change nothing
 /// (the same frames and the same ending as the body in one chunk); frames are never over the
-/// limit and refused from their length alone; what decodes re-encodes to the same; object,
+/// limit and refused from their length alone; a list body split as it arrives is the list
+/// decoded whole ([`check_split_list`]); what decodes re-encodes to the same; object,
 /// raw and item bytes are slices of what they came from. Memory stays bounded by the input
 /// (the fuzzer's malloc limit catches an allocation a length prefix could make).
 ///
@@ -243,6 +327,7 @@ pub fn protobuf_watch(data: &[u8]) {
     for frame in &cut.0 {
         check_message(frame);
     }
+    check_split_list(&body, &cuts);
     // The body itself, as any of the messages.
     check_message(&body);
 }

@@ -61,15 +61,18 @@
 //! # Ok::<(), kinformer_protobuf::Error>(())
 //! ```
 
-use std::collections::VecDeque;
+mod chunks;
+mod list_splitter;
 
-use bytes::{Buf, Bytes, BytesMut};
+use bytes::{Buf, Bytes};
 use prost::DecodeError;
 use prost::encoding::{
     DecodeContext, WireType, decode_key, encode_key, encode_varint, encoded_len_varint, skip_field,
 };
 
 use crate::Error;
+use chunks::Chunks;
+pub use list_splitter::{ListSplitter, SplitList};
 
 /// The four bytes every protobuf body begins with, before its `runtime.Unknown` envelope.
 pub const MAGIC: [u8; 4] = *b"k8s\0";
@@ -305,10 +308,8 @@ pub fn encode_envelope(api_version: &str, kind: &str, raw: &[u8], out: &mut Vec<
 pub struct FrameDecoder {
     /// The longest frame accepted, in bytes (the length prefix not counted).
     limit: usize,
-    /// Chunks pushed and not yet consumed, the first possibly partly consumed.
-    chunks: VecDeque<Bytes>,
-    /// The bytes in `chunks`.
-    buffered: usize,
+    /// Chunks pushed and not yet consumed.
+    chunks: Chunks,
     /// The length of the frame refused for being over the limit, once one was.
     failed: Option<usize>,
 }
@@ -321,8 +322,7 @@ impl FrameDecoder {
     pub fn new(limit: usize) -> Self {
         FrameDecoder {
             limit,
-            chunks: VecDeque::new(),
-            buffered: 0,
+            chunks: Chunks::default(),
             failed: None,
         }
     }
@@ -330,11 +330,9 @@ impl FrameDecoder {
     /// Adds the next chunk of the body. Empty chunks are ignored, and so is everything once
     /// the decoder has refused a frame.
     pub fn push(&mut self, chunk: Bytes) {
-        if chunk.is_empty() || self.failed.is_some() {
-            return;
+        if self.failed.is_none() {
+            self.chunks.push(chunk);
         }
-        self.buffered += chunk.len();
-        self.chunks.push_back(chunk);
     }
 
     /// The next whole frame's bytes (without the length prefix), or `None` if the bytes pushed
@@ -348,32 +346,22 @@ impl FrameDecoder {
         if let Some(len) = self.failed {
             return Err(self.too_large(len));
         }
-        if self.buffered < FRAME_HEADER {
-            return Ok(None);
-        }
         let mut header = [0u8; FRAME_HEADER];
-        let mut filled = 0;
-        for chunk in &self.chunks {
-            let n = (FRAME_HEADER - filled).min(chunk.len());
-            header[filled..filled + n].copy_from_slice(&chunk[..n]);
-            filled += n;
-            if filled == FRAME_HEADER {
-                break;
-            }
+        if self.chunks.peek(&mut header) < FRAME_HEADER {
+            return Ok(None);
         }
         // A `u32` always fits a `usize` on the targets this crate builds for (32 and 64 bits).
         let len = u32::from_be_bytes(header) as usize;
         if len > self.limit {
             self.failed = Some(len);
             self.chunks.clear();
-            self.buffered = 0;
             return Err(self.too_large(len));
         }
-        if self.buffered - FRAME_HEADER < len {
+        if self.chunks.len() - FRAME_HEADER < len {
             return Ok(None);
         }
-        self.consume(FRAME_HEADER);
-        Ok(Some(self.take(len)))
+        self.chunks.consume(FRAME_HEADER);
+        Ok(Some(self.chunks.take(len)))
     }
 
     /// Says whether the body ended between frames, as it should.
@@ -386,7 +374,7 @@ impl FrameDecoder {
         if let Some(len) = self.failed {
             return Err(self.too_large(len));
         }
-        match self.buffered {
+        match self.chunks.len() {
             0 => Ok(()),
             n if n < FRAME_HEADER => Err(Error::Truncated {
                 what: "a watch frame's length",
@@ -402,54 +390,6 @@ impl FrameDecoder {
             len,
             limit: self.limit,
         }
-    }
-
-    /// Drops the first `n` buffered bytes (`n <= buffered`).
-    fn consume(&mut self, mut n: usize) {
-        self.buffered -= n;
-        while n > 0 {
-            let Some(front) = self.chunks.front_mut() else {
-                return;
-            };
-            if front.len() > n {
-                front.advance(n);
-                return;
-            }
-            n -= front.len();
-            self.chunks.pop_front();
-        }
-    }
-
-    /// Takes the first `n` buffered bytes (`n <= buffered`): a slice of the first chunk when
-    /// it holds them all, else a copy gathered from the chunks.
-    fn take(&mut self, n: usize) -> Bytes {
-        if let Some(front) = self.chunks.front_mut()
-            && front.len() >= n
-        {
-            let frame = front.split_to(n);
-            if front.is_empty() {
-                self.chunks.pop_front();
-            }
-            self.buffered -= n;
-            return frame;
-        }
-        let mut frame = BytesMut::with_capacity(n);
-        let mut left = n;
-        while left > 0 {
-            let Some(front) = self.chunks.front_mut() else {
-                break;
-            };
-            let k = left.min(front.len());
-            frame.extend_from_slice(&front[..k]);
-            left -= k;
-            if k == front.len() {
-                self.chunks.pop_front();
-            } else {
-                front.advance(k);
-            }
-        }
-        self.buffered -= n;
-        frame.freeze()
     }
 }
 
