@@ -242,34 +242,50 @@ impl Client {
         let limit = usize::try_from(left).map_or(self.inner.max_list_body, |left| {
             left.min(self.inner.max_list_body)
         });
-        let body = match self.read_list_body(response, encoding, limit).await {
-            Err(Error::BodyTooLarge { .. }) if limit < self.inner.max_list_body => {
-                return Err(too_large(ListBound::Bytes, self.inner.max_list_bytes));
+        let over = |e| match e {
+            Error::BodyTooLarge { .. } if limit < self.inner.max_list_body => {
+                too_large(ListBound::Bytes, self.inner.max_list_bytes)
             }
-            other => other?,
+            other => other,
         };
-        let bytes = before.bytes + body.len() as u64;
         let traffic = Traffic::new(resource, "list");
-        traffic.bytes.increment(body.len() as u64);
         let scope = resource.scope;
-        let started = std::time::Instant::now();
-        let mut list = match protobuf {
+        let (mut list, body_len) = match protobuf {
             Some((codec, _)) => {
-                let decoded = decode_protobuf_list(body, codec, scope).await;
+                // Decoded while it arrives: its bytes are dropped as its items are decoded.
+                let chunks = self.body_chunks(response, encoding, limit).map_err(over)?;
+                let started = std::time::Instant::now();
+                let max_items = self
+                    .inner
+                    .max_list_objects
+                    .saturating_sub(usize::try_from(before.objects).unwrap_or(usize::MAX));
+                let too_many = || too_large(ListBound::Objects, self.inner.max_list_objects as u64);
+                let decoded =
+                    decode_protobuf_list(chunks.into_stream(), codec, scope, max_items, too_many)
+                        .await;
                 traffic.decode.record(started.elapsed());
-                decoded?
+                decoded.map_err(over)?
             }
             None => {
+                let body = self
+                    .read_list_body(response, encoding, limit)
+                    .await
+                    .map_err(over)?;
+                let body_len = body.len() as u64;
+                let started = std::time::Instant::now();
                 let decoded = decode_list(body, scope).await;
                 traffic.decode.record(started.elapsed());
-                decoded.map_err(|source| Error::Decode {
+                let list = decoded.map_err(|source| Error::Decode {
                     what: "list",
                     line: None,
                     offset: None,
                     source,
-                })?
+                })?;
+                (list, body_len)
             }
         };
+        traffic.bytes.increment(body_len);
+        let bytes = before.bytes + body_len;
         let objects = before.objects + list.items.len() as u64;
         if objects > self.inner.max_list_objects as u64 {
             return Err(too_large(
@@ -511,35 +527,38 @@ impl Client {
         limit: usize,
     ) -> Result<Vec<u8>, Error> {
         // The announced length is the compressed one for a gzip body: a bound from below.
-        let announced = response.content_length().unwrap_or(0);
-        if announced > limit as u64 {
-            return Err(Error::BodyTooLarge { limit });
-        }
-        let progress = self.inner.list_progress_timeout;
         let capacity = match encoding {
-            Encoding::Identity => announced as usize,
+            Encoding::Identity => response.content_length().unwrap_or(0) as usize,
             Encoding::Gzip => 0,
         };
-        let mut body = Vec::with_capacity(capacity);
-        let mut chunks = decoded(response, encoding);
-        loop {
-            let chunk = tokio::time::timeout(progress, chunks.next())
-                .await
-                .map_err(|_| Error::Timeout {
-                    waiting_for: "the next bytes of the response body",
-                    limit: progress,
-                })?
-                .transpose()
-                .map_err(|e| self.body_error(&e))?;
-            let Some(chunk) = chunk else {
-                return Ok(body);
-            };
-            if chunk.len() > limit - body.len() {
-                tracing::debug!(limit, "response body over the limit");
-                return Err(Error::BodyTooLarge { limit });
-            }
+        let mut chunks = self.body_chunks(response, encoding, limit)?;
+        let mut body = Vec::with_capacity(capacity.min(limit));
+        while let Some(chunk) = chunks.next().await? {
             body.extend_from_slice(&chunk);
         }
+        Ok(body)
+    }
+
+    /// The chunks of a response body, decompressed, each within `list_progress_timeout` of
+    /// the one before, `limit` bytes in all at most ([`Error::BodyTooLarge`] past it, or at once
+    /// if the announced length is over it).
+    fn body_chunks(
+        &self,
+        response: reqwest::Response,
+        encoding: Encoding,
+        limit: usize,
+    ) -> Result<BodyChunks, Error> {
+        // The announced length is the compressed one for a gzip body: a bound from below.
+        if response.content_length().unwrap_or(0) > limit as u64 {
+            return Err(Error::BodyTooLarge { limit });
+        }
+        Ok(BodyChunks {
+            client: self.clone(),
+            chunks: decoded(response, encoding),
+            progress: self.inner.list_progress_timeout,
+            left: limit,
+            limit,
+        })
     }
 
     /// Maps a failure to read a body: the transport's, or corrupt gzip (which is a
@@ -937,5 +956,52 @@ fn fill_dynamic_types<K: Object>(list: &mut ObjectList<K>, resource: &ApiResourc
         if object.types.api_version.is_empty() {
             object.types.api_version.clone_from(&resource.api_version);
         }
+    }
+}
+
+/// A response body's chunks as [`Client::body_chunks`] bounds them.
+struct BodyChunks {
+    client: Client,
+    chunks: Body,
+    progress: Duration,
+    /// Bytes the body may still take.
+    left: usize,
+    limit: usize,
+}
+
+impl BodyChunks {
+    /// The next chunk, `None` at the body's end.
+    async fn next(&mut self) -> Result<Option<Bytes>, Error> {
+        let chunk = tokio::time::timeout(self.progress, self.chunks.next())
+            .await
+            .map_err(|_| Error::Timeout {
+                waiting_for: "the next bytes of the response body",
+                limit: self.progress,
+            })?
+            .transpose()
+            .map_err(|e| self.client.body_error(&e))?;
+        if let Some(chunk) = &chunk {
+            if chunk.len() > self.left {
+                tracing::debug!(limit = self.limit, "response body over the limit");
+                return Err(Error::BodyTooLarge { limit: self.limit });
+            }
+            self.left -= chunk.len();
+        }
+        Ok(chunk)
+    }
+
+    /// The chunks as a stream that ends after its first error.
+    fn into_stream(self) -> impl futures_util::Stream<Item = Result<Bytes, Error>> + Unpin {
+        Box::pin(futures_util::stream::unfold(
+            Some(self),
+            |state| async move {
+                let mut chunks = state?;
+                match chunks.next().await {
+                    Ok(Some(chunk)) => Some((Ok(chunk), Some(chunks))),
+                    Ok(None) => None,
+                    Err(e) => Some((Err(e), None)),
+                }
+            },
+        ))
     }
 }

@@ -1,12 +1,14 @@
 //! Decoding a list response on all cores: the items of a large page are decoded on the async
 //! runtime's own worker threads, in runs, and assembled in order.
 
+use std::collections::VecDeque;
 use std::sync::Arc;
 
 use bytes::Bytes;
+use futures_util::{Stream, StreamExt as _};
 use kinformer_core::{ListPage, Object, ObjectList, ResourceVersion, Scope, missing_identity};
 use kinformer_protobuf::convert::Codec;
-use kinformer_protobuf::wire;
+use kinformer_protobuf::wire::ListSplitter;
 use serde::de::DeserializeOwned;
 
 use crate::Error;
@@ -66,102 +68,198 @@ pub(crate) async fn decode_list<K: Object + DeserializeOwned>(
     Ok(unwrap_page(page).into_list(items?))
 }
 
+/// Runs of protobuf list items decoding at once, at most. Past it, the body is not read on
+/// until the oldest run is done: a body that arrives faster than its items decode waits in the
+/// socket, not in memory.
+const RUNS_IN_FLIGHT: usize = 16;
+
 /// Decodes a protobuf list body (the `k8s\0` envelope around a `<Kind>List` message) with the
-/// kind's codec, its items in runs on the runtime's worker threads as [`decode_list`] does, in
-/// order. An item without a name (or, for a namespaced resource, a namespace) is an error naming
-/// the item, as in a JSON list.
+/// kind's codec while it arrives: each run of items is decoded on the runtime's worker threads
+/// as soon as its last byte is in, and its bytes are dropped once it is decoded, so the whole
+/// body is never held (a first list served whole from the watch cache is a gigabyte for 100,000
+/// pods). Items are kept in order; an item without a name (or, for a namespaced resource, a
+/// namespace) is an error naming the item, as in a JSON list. An item past `max_items` ends
+/// the list with `too_many()`, before it is decoded: a body too large is refused before its
+/// objects fill the memory. Returns the list and the bytes its body took.
+///
+/// An error of `body` ends the list at once, and so does a bad item, a malformed envelope or
+/// list, or a list of another kind, as soon as it is found: the first found is the error. Of
+/// two bad items, the first in the list is named.
 pub(crate) async fn decode_protobuf_list<K: Object>(
-    body: Vec<u8>,
+    mut body: impl Stream<Item = Result<Bytes, Error>> + Unpin,
     codec: &'static Codec,
     scope: Scope,
-) -> Result<ObjectList<K>, Error> {
-    let fail = |at: Option<String>, source| Error::Protobuf {
+    max_items: usize,
+    too_many: impl Fn() -> Error,
+) -> Result<(ObjectList<K>, u64), Error> {
+    let structure = |e| protobuf_error(None, e);
+    let check_kind = |api_version: &str, kind: &str| {
+        let expected = format!("{}List", codec.kind());
+        if kind == expected && api_version == codec.api_version() {
+            return Ok(());
+        }
+        Err(structure(kinformer_protobuf::Error::UnexpectedKind {
+            expected: format!("{}/{expected}", codec.api_version()),
+            found: format!("{api_version}/{kind}"),
+        }))
+    };
+    let parallel = tokio::runtime::Handle::try_current().is_ok();
+    let mut splitter = ListSplitter::new();
+    let mut bytes = 0u64;
+    let mut kind_checked = false;
+    let mut run = Vec::with_capacity(ITEMS_PER_TASK);
+    let mut next_item = 0;
+    let mut runs = VecDeque::new();
+    let mut items = Ok(Vec::new());
+    loop {
+        let chunk = body.next().await.transpose()?;
+        let ended = chunk.is_none();
+        if let Some(chunk) = chunk {
+            bytes += chunk.len() as u64;
+            splitter.push(chunk);
+        }
+        while let Some(item) = splitter.next_item().map_err(structure)? {
+            if !kind_checked && let Some((api_version, kind)) = splitter.type_meta() {
+                check_kind(api_version, kind)?;
+                kind_checked = true;
+            }
+            if next_item + run.len() >= max_items {
+                return Err(too_many());
+            }
+            run.push(item);
+            if run.len() < ITEMS_PER_TASK && !ended {
+                continue;
+            }
+            let start = next_item;
+            next_item += run.len();
+            let full = std::mem::replace(&mut run, Vec::with_capacity(ITEMS_PER_TASK));
+            runs.push_back(dispatch::<K>(full, start, codec, scope, parallel));
+            if runs.len() > RUNS_IN_FLIGHT
+                && let Some(oldest) = runs.pop_front()
+            {
+                // Runs are gathered in order: a bad item here is the first of the list, and
+                // the rest of the body need not be read.
+                gather(&mut items, oldest.finish().await);
+                if let Err(e) = items {
+                    return Err(e);
+                }
+            }
+        }
+        if ended {
+            break;
+        }
+    }
+    if !run.is_empty() {
+        runs.push_back(dispatch::<K>(run, next_item, codec, scope, parallel));
+    }
+    let list = splitter.finish().map_err(structure)?;
+    check_kind(&list.api_version, &list.kind)?;
+    for run in runs {
+        gather(&mut items, run.finish().await);
+    }
+    let meta = list.meta;
+    let mut page = ObjectList::new(
+        items?,
+        ResourceVersion::from(meta.resource_version.unwrap_or_default()),
+    );
+    page.continue_token = meta.continue_token.filter(|t| !t.is_empty());
+    page.remaining_item_count = meta.remaining_item_count;
+    Ok((page, bytes))
+}
+
+/// A bad protobuf list, at `at` (`items[3]`) if an item is to blame.
+fn protobuf_error(at: Option<String>, source: kinformer_protobuf::Error) -> Error {
+    Error::Protobuf {
         what: "list",
         at,
         source,
-    };
-    let envelope = wire::decode_envelope(Bytes::from(body)).map_err(|e| fail(None, e))?;
-    let kind = format!("{}List", codec.kind());
-    if envelope.kind != kind || envelope.api_version != codec.api_version() {
-        return Err(fail(
-            None,
-            kinformer_protobuf::Error::UnexpectedKind {
-                expected: format!("{}/{kind}", codec.api_version()),
-                found: format!("{}/{}", envelope.api_version, envelope.kind),
-            },
-        ));
     }
-    let list = wire::decode_list(envelope.raw).map_err(|e| fail(None, e))?;
-    let n = list.items.len();
-    let raw = Arc::new(list.items);
-    let decode_run = move |raw: &[Bytes], start: usize| -> Result<Vec<Arc<K>>, Error> {
-        let mut out = Vec::with_capacity(raw.len());
-        for (i, message) in raw.iter().enumerate() {
-            let at = || Some(format!("items[{}]", start + i));
-            let object = match codec.decode::<K>(message) {
-                Some(Ok(object)) => object,
-                Some(Err(e)) => return Err(fail(at(), e)),
-                None => {
-                    return Err(fail(
-                        at(),
-                        kinformer_protobuf::Error::UnexpectedKind {
-                            expected: std::any::type_name::<K>().to_owned(),
-                            found: format!("{}/{}", codec.api_version(), codec.kind()),
-                        },
-                    ));
-                }
-            };
-            if let Some(field) = missing_identity(&*object, scope == Scope::Namespaced) {
-                return Err(fail(
-                    at(),
-                    kinformer_protobuf::Error::MissingField {
-                        what: "list item",
-                        field,
-                    },
-                ));
-            }
-            out.push(object);
-        }
-        Ok(out)
-    };
-    let items = if n <= ITEMS_PER_TASK || tokio::runtime::Handle::try_current().is_err() {
-        decode_run(&raw, 0)?
-    } else {
-        let runs: Vec<_> = (ITEMS_PER_TASK..n)
-            .step_by(ITEMS_PER_TASK)
-            .map(|start| {
-                let raw = Arc::clone(&raw);
-                let end = (start + ITEMS_PER_TASK).min(n);
-                tokio::spawn(async move { decode_run(&raw[start..end], start) })
-            })
-            .collect();
-        let mut items = decode_run(&raw[..ITEMS_PER_TASK], 0);
-        for run in runs {
-            let run = match run.await {
+}
+
+/// A run of protobuf list items being decoded: on a worker thread, or done already.
+enum Run<K> {
+    Spawned(tokio::task::JoinHandle<Result<Vec<Arc<K>>, Error>>),
+    Done(Result<Vec<Arc<K>>, Error>),
+}
+
+impl<K: Send + 'static> Run<K> {
+    async fn finish(self) -> Result<Vec<Arc<K>>, Error> {
+        match self {
+            Run::Done(run) => run,
+            Run::Spawned(task) => match task.await {
                 Ok(run) => run,
                 Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
                 Err(_) => Err(Error::Interrupted {
                     events: 0,
                     reason: "the runtime shut down while decoding".to_owned(),
                 }),
-            };
-            // The first bad item wins, as in a JSON list.
-            match (&mut items, run) {
-                (Ok(items), Ok(run)) => items.extend(run),
-                (Ok(_), Err(e)) => items = Err(e),
-                (Err(_), _) => {}
-            }
+            },
         }
-        items?
-    };
-    let meta = list.meta;
-    let mut page = ObjectList::new(
-        items,
-        ResourceVersion::from(meta.resource_version.unwrap_or_default()),
-    );
-    page.continue_token = meta.continue_token.filter(|t| !t.is_empty());
-    page.remaining_item_count = meta.remaining_item_count;
-    Ok(page)
+    }
+}
+
+/// Starts decoding a run of items whose first is item number `start`: on a worker thread when
+/// there is a runtime, at once otherwise.
+fn dispatch<K: Object>(
+    run: Vec<Bytes>,
+    start: usize,
+    codec: &'static Codec,
+    scope: Scope,
+    parallel: bool,
+) -> Run<K> {
+    if parallel {
+        Run::Spawned(tokio::spawn(async move {
+            decode_run(&run, start, codec, scope)
+        }))
+    } else {
+        Run::Done(decode_run(&run, start, codec, scope))
+    }
+}
+
+/// Adds a run's items to `items`; the first bad item wins, later errors are dropped.
+fn gather<K>(items: &mut Result<Vec<Arc<K>>, Error>, run: Result<Vec<Arc<K>>, Error>) {
+    match (&mut *items, run) {
+        (Ok(items), Ok(run)) => items.extend(run),
+        (Ok(_), Err(e)) => *items = Err(e),
+        (Err(_), _) => {}
+    }
+}
+
+/// Decodes each item's message of a run whose first is item number `start`.
+fn decode_run<K: Object>(
+    raw: &[Bytes],
+    start: usize,
+    codec: &'static Codec,
+    scope: Scope,
+) -> Result<Vec<Arc<K>>, Error> {
+    let mut out = Vec::with_capacity(raw.len());
+    for (i, message) in raw.iter().enumerate() {
+        let at = || Some(format!("items[{}]", start + i));
+        let object = match codec.decode::<K>(message) {
+            Some(Ok(object)) => object,
+            Some(Err(e)) => return Err(protobuf_error(at(), e)),
+            None => {
+                return Err(protobuf_error(
+                    at(),
+                    kinformer_protobuf::Error::UnexpectedKind {
+                        expected: std::any::type_name::<K>().to_owned(),
+                        found: format!("{}/{}", codec.api_version(), codec.kind()),
+                    },
+                ));
+            }
+        };
+        if let Some(field) = missing_identity(&*object, scope == Scope::Namespaced) {
+            return Err(protobuf_error(
+                at(),
+                kinformer_protobuf::Error::MissingField {
+                    what: "list item",
+                    field,
+                },
+            ));
+        }
+        out.push(object);
+    }
+    Ok(out)
 }
 
 /// The page back from its `Arc`, once every run is done with it.

@@ -760,6 +760,96 @@ async fn the_content_type_is_not_checked_the_body_decides() {
     assert!(matches!(e, Error::Decode { what: "list", .. }), "{e:?}");
 }
 
+/// A protobuf varint.
+fn varint(mut n: u64) -> Vec<u8> {
+    let mut out = Vec::new();
+    while n >= 0x80 {
+        out.push((n as u8) | 0x80);
+        n >>= 7;
+    }
+    out.push(n as u8);
+    out
+}
+
+/// A protobuf list item: a pod whose metadata names it `web` in `prod`, keyed as a `PodList`'s
+/// item (field 2).
+const PROTOBUF_POD_ITEM: &[u8] = b"\x12\x0d\x0a\x0b\x0a\x03web\x1a\x04prod";
+
+/// The start of a protobuf `PodList` body whose list claims a terabyte: the magic bytes, the
+/// envelope's type, the list's key and length, and its metadata.
+fn endless_protobuf_list_head() -> Vec<u8> {
+    let mut head = b"k8s\x00\x0a\x0d\x0a\x02v1\x12\x07PodList\x12".to_vec();
+    head.extend_from_slice(&varint(1 << 40));
+    head.extend_from_slice(b"\x0a\x04\x12\x0242");
+    head
+}
+
+#[tokio::test]
+async fn an_endless_protobuf_list_is_decoded_as_it_comes_and_bounded() {
+    // Items without end. Valid ones: reading stops at the body limit, or at the objects'
+    // limit if that comes first. A nameless one among them: the list ends with it, long before
+    // either limit, because items are decoded while the body arrives; a client that read the
+    // whole body first could only say the body was over the limit.
+    let server = Hostile::start(true, |head| {
+        let mut first = b"HTTP/1.1 200 OK\r\ncontent-type: application/vnd.kubernetes.protobuf\r\ntransfer-encoding: chunked\r\n\r\n".to_vec();
+        let mut start = endless_protobuf_list_head();
+        start.extend_from_slice(&PROTOBUF_POD_ITEM.repeat(5));
+        if head.contains("labelselector=nameless") {
+            start.extend_from_slice(b"\x12\x02\x0a\x00");
+        }
+        first.extend_from_slice(&chunk(&start));
+        Reply::Repeat {
+            head: first,
+            chunk: chunk(&PROTOBUF_POD_ITEM.repeat(1000)),
+            times: usize::MAX,
+            tail: Vec::new(),
+        }
+    })
+    .await;
+    let pods = |max_list_body, max_list_objects| {
+        let mut config = server.config();
+        config.max_list_body = max_list_body;
+        config.max_list_objects = max_list_objects;
+        config.object_encoding = kinformer_client::ObjectEncoding::Protobuf;
+        Api::<Pod>::all(Client::new(config).unwrap())
+    };
+    let e = within(pods(128 << 10, 1_000_000).list_rich(&ListParams::default()))
+        .await
+        .unwrap_err();
+    assert!(matches!(e, Error::BodyTooLarge { limit: 131072 }), "{e:?}");
+    // The objects' bound holds while the body arrives: the item past it is never decoded.
+    let e = within(pods(8 << 20, 1000).list_rich(&ListParams::default()))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(
+            e,
+            Error::ListTooLarge {
+                bound: kinformer_client::ListBound::Objects,
+                limit: 1000,
+                pages: 0
+            }
+        ),
+        "{e:?}"
+    );
+    let pods = pods(8 << 20, 1_000_000);
+    let e = within(pods.list_rich(&ListParams {
+        label_selector: Some("nameless".into()),
+        ..ListParams::default()
+    }))
+    .await
+    .unwrap_err();
+    match &e {
+        Error::Protobuf {
+            what: "list",
+            at: Some(at),
+            source: kinformer_protobuf::Error::MissingField { field, .. },
+        } => assert_eq!((at.as_str(), *field), ("items[5]", "metadata.name")),
+        other => panic!("{other:?}"),
+    }
+    assert!(!e.is_retryable(), "{e}");
+}
+
 #[tokio::test]
 async fn a_chunked_body_that_never_ends_stops_at_a_limit() {
     // A list: a valid start, then spaces without end. Reading stops at the body limit.

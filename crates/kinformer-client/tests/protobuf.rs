@@ -96,6 +96,45 @@ async fn a_protobuf_list_gives_the_objects_a_json_list_gives() {
 }
 
 #[tokio::test]
+async fn a_whole_protobuf_list_decoded_as_it_arrives_gives_the_objects_a_json_list_gives() {
+    // At version 0 the server answers from its watch cache, whole and gzipped whatever the
+    // limit: more items than the client decodes at once (16 runs of 64), in chunks that cut
+    // items anywhere.
+    let sim = SimServer::start(SimConfig::default()).await.unwrap();
+    sim.store().seed_pods(1500, 11);
+    let params = ListParams {
+        limit: Some(500),
+        resource_version: Some("0".into()),
+        ..ListParams::default()
+    };
+    let json = client_of(&sim, ObjectEncoding::Json);
+    let pb = client_of(&sim, ObjectEncoding::Protobuf);
+    let from_json: ObjectList<Pod> = json.list(&pods(), None, &params).await.unwrap();
+    let from_pb: ObjectList<Pod> = pb.list(&pods(), None, &params).await.unwrap();
+    assert_eq!(from_pb.items.len(), 1500);
+    assert!(from_pb.continue_token.is_none());
+    assert_eq!(from_pb.resource_version, from_json.resource_version);
+    for (a, b) in from_json.items.iter().zip(&from_pb.items) {
+        assert_eq!(**a, **b);
+    }
+    let answered = sim.requests();
+    let list = answered
+        .iter()
+        .rev()
+        .find(|r| r.method == "GET" && !r.is_watch())
+        .unwrap();
+    assert_eq!(
+        list.accept.as_deref(),
+        Some("application/vnd.kubernetes.protobuf")
+    );
+    assert!(
+        list.accept_encoding
+            .as_deref()
+            .is_some_and(|e| e.contains("gzip"))
+    );
+}
+
+#[tokio::test]
 async fn a_protobuf_watch_gives_the_events_a_json_watch_gives_with_bookmarks_and_errors() {
     let sim = SimServer::start(SimConfig {
         bookmark_interval: Duration::from_millis(50),
