@@ -147,12 +147,64 @@ pub fn watch_stream(data: &[u8]) {
     );
 }
 
+/// A list's outcome, in a form two decodes can be compared by.
+fn list_summary<K: Object>(list: &Result<ObjectList<K>, kinformer_core::Error>) -> String {
+    match list {
+        Ok(list) => {
+            let keys: Vec<String> = list.items.iter().map(|o| o.key().to_string()).collect();
+            format!(
+                "{keys:?} at {:?} continue {:?} remaining {:?} shard {:?}",
+                list.resource_version.as_str(),
+                list.continue_token,
+                list.remaining_item_count,
+                list.shard_selector
+            )
+        }
+        Err(_) => "refused".to_owned(),
+    }
+}
+
+/// `body` through a [`JsonListSplitter`](kinformer_core::JsonListSplitter) in chunks of
+/// `chunk` bytes, each run decoded as it is taken.
+fn split_list<K: Object + DeserializeOwned>(
+    body: &[u8],
+    chunk: usize,
+    scope: Option<Scope>,
+) -> Result<ObjectList<K>, kinformer_core::Error> {
+    let mut splitter = kinformer_core::JsonListSplitter::new();
+    let mut items = Vec::new();
+    for piece in body.chunks(chunk) {
+        splitter.push(piece)?;
+        if let Some(run) = splitter.take_items() {
+            items.extend(run.decode::<K>(scope)?);
+        }
+    }
+    splitter.finish(items)
+}
+
 fn list_as<K: Object + DeserializeOwned>(body: &[u8]) {
     for scope in [None, Some(Scope::Cluster), Some(Scope::Namespaced)] {
         let result = match scope {
             None => ObjectList::<K>::from_json(body),
             Some(scope) => ObjectList::<K>::from_json_scoped(body, scope),
         };
+        // Split as it arrives, in any chunks, the list is the list decoded whole.
+        let whole = list_summary(&result);
+        for chunk in [1, 7, 64, body.len().max(1)] {
+            let split = split_list::<K>(body, chunk, scope);
+            if let Err(e) = &split {
+                assert!(
+                    matches!(e, kinformer_core::Error::Decode { what: "list", .. }),
+                    "an untyped refusal: {e:?}"
+                );
+            }
+            assert_eq!(
+                list_summary(&split),
+                whole,
+                "split in chunks of {chunk}: {:?}",
+                split.as_ref().err()
+            );
+        }
         match result {
             Ok(list) => {
                 for item in &list.items {
@@ -171,7 +223,9 @@ fn list_as<K: Object + DeserializeOwned>(body: &[u8]) {
 
 /// List decoding (dynamic, metadata-only and typed pods, unscoped, cluster and namespaced):
 /// never a panic; a success holds only named items (and namespaced ones for a namespaced
-/// resource) and no empty continue token; a refusal is `Decode { what: "list" }`.
+/// resource) and no empty continue token; a refusal is `Decode { what: "list" }`; split as it
+/// arrives (`JsonListSplitter`), in chunks of any size, the body gives the same list or a
+/// refusal as it does decoded whole.
 pub fn list(data: &[u8]) {
     list_as::<DynamicObject>(data);
     list_as::<PartialObjectMetadata>(data);

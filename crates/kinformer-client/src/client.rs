@@ -22,7 +22,7 @@ use tracing::Instrument as _;
 use crate::auth::Credentials;
 use crate::body::{Body, BodyError, Encoding, decoded, encoding_of};
 use crate::decode::{Parallel, Traffic, WatchFormat, decode_watch_counted, error_chain};
-use crate::list::{decode_list, decode_protobuf_list};
+use crate::list::{Decoded, decode_json_list, decode_protobuf_list};
 use crate::{Config, Error, ListBound, ObjectEncoding, ProxyEnv};
 use kinformer_protobuf::convert::Codec;
 
@@ -250,40 +250,28 @@ impl Client {
         };
         let traffic = Traffic::new(resource, "list");
         let scope = resource.scope;
-        let (mut list, body_len) = match protobuf {
+        let max_items = self
+            .inner
+            .max_list_objects
+            .saturating_sub(usize::try_from(before.objects).unwrap_or(usize::MAX));
+        let too_many = || too_large(ListBound::Objects, self.inner.max_list_objects as u64);
+        // Decoded while it arrives: its bytes are dropped as its items are decoded.
+        let chunks = self
+            .body_chunks(response, encoding, limit)
+            .map_err(over)?
+            .into_stream();
+        let decoded = match protobuf {
             Some((codec, _)) => {
-                // Decoded while it arrives: its bytes are dropped as its items are decoded.
-                let chunks = self.body_chunks(response, encoding, limit).map_err(over)?;
-                let started = std::time::Instant::now();
-                let max_items = self
-                    .inner
-                    .max_list_objects
-                    .saturating_sub(usize::try_from(before.objects).unwrap_or(usize::MAX));
-                let too_many = || too_large(ListBound::Objects, self.inner.max_list_objects as u64);
-                let decoded =
-                    decode_protobuf_list(chunks.into_stream(), codec, scope, max_items, too_many)
-                        .await;
-                traffic.decode.record(started.elapsed());
-                decoded.map_err(over)?
+                decode_protobuf_list(chunks, codec, scope, max_items, too_many).await
             }
-            None => {
-                let body = self
-                    .read_list_body(response, encoding, limit)
-                    .await
-                    .map_err(over)?;
-                let body_len = body.len() as u64;
-                let started = std::time::Instant::now();
-                let decoded = decode_list(body, scope).await;
-                traffic.decode.record(started.elapsed());
-                let list = decoded.map_err(|source| Error::Decode {
-                    what: "list",
-                    line: None,
-                    offset: None,
-                    source,
-                })?;
-                (list, body_len)
-            }
+            None => decode_json_list(chunks, scope, max_items, too_many).await,
         };
+        let Decoded {
+            mut list,
+            bytes: body_len,
+            decoding,
+        } = decoded.map_err(over)?;
+        traffic.decode.record(decoding);
         traffic.bytes.increment(body_len);
         let bytes = before.bytes + body_len;
         let objects = before.objects + list.items.len() as u64;

@@ -92,12 +92,22 @@ fn list_items_are_decoded_on_the_runtime_workers() {
         items.join(",")
     );
     let (rt, started) = counted_runtime();
+    // In chunks of 64 KiB, as from a busy server.
+    let chunks: Vec<Result<Bytes, crate::Error>> = body
+        .as_bytes()
+        .chunks(64 * 1024)
+        .map(|c| Ok(Bytes::copy_from_slice(c)))
+        .collect();
+    let too_many = || unreachable!("no bound on items");
     let list = rt
-        .block_on(crate::list::decode_list::<Probe>(
-            body.into_bytes(),
+        .block_on(crate::list::decode_json_list::<Probe>(
+            futures_util::stream::iter(chunks),
             Scope::Namespaced,
+            usize::MAX,
+            too_many,
         ))
-        .expect("the list decodes");
+        .expect("the list decodes")
+        .list;
     assert_eq!(list.items.len(), 600);
     assert_eq!(list.items[599].name(), "list-599");
     assert_decoded_in_runtime("list-", 600);

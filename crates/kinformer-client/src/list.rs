@@ -1,12 +1,16 @@
-//! Decoding a list response on all cores: the items of a large page are decoded on the async
-//! runtime's own worker threads, in runs, and assembled in order.
+//! Decoding a list response on all cores while it arrives: its items are cut out of the body as
+//! their last bytes come in, decoded in runs on the async runtime's own worker threads, and
+//! assembled in order; each run's bytes are dropped once it is decoded.
 
 use std::collections::VecDeque;
 use std::sync::Arc;
+use std::time::Duration;
 
 use bytes::Bytes;
 use futures_util::{Stream, StreamExt as _};
-use kinformer_core::{ListPage, Object, ObjectList, ResourceVersion, Scope, missing_identity};
+use kinformer_core::{
+    JsonListSplitter, Object, ObjectList, ResourceVersion, Scope, missing_identity,
+};
 use kinformer_protobuf::convert::Codec;
 use kinformer_protobuf::wire::ListSplitter;
 use serde::de::DeserializeOwned;
@@ -17,70 +21,97 @@ use crate::Error;
 /// thread from other tasks for long, long enough that a task costs little beside it.
 const ITEMS_PER_TASK: usize = 64;
 
-/// Decodes a list body as [`ObjectList::from_json_scoped`] does, with the same errors, but with
-/// the items split into runs decoded on the runtime's worker threads (`tokio::spawn`), the
-/// first run on the calling task.
+/// Runs of list items decoding at once, at most. Past it, the body is not read on until the
+/// oldest run is done: a body that arrives faster than its items decode waits in the socket,
+/// not in memory.
+const RUNS_IN_FLIGHT: usize = 16;
+
+/// Decodes a JSON list body as [`ObjectList::from_json_scoped`] does, with the same items and
+/// metadata, while it arrives ([`JsonListSplitter`]): each run of items is decoded on the
+/// runtime's worker threads (`tokio::spawn`) as soon as its last byte is in, and its bytes are
+/// dropped once it is decoded, so the whole body is never held (a first list served whole from
+/// the watch cache is 1.5 GB of JSON for 100,000 dense pods). An item past `max_items` ends the
+/// list with `too_many()` before it is decoded.
 ///
 /// The runtime's workers, not threads of their own: the objects of a list and of the watch that
 /// follows are then allocated by the same threads, so the memory of listed objects the watch
 /// replaces is reused for their successors. Decoded on other threads, it stayed with those
 /// threads' allocator arenas, and the resident size of a typed cache doubled under updates
 /// (docs/benchmarks.md).
-pub(crate) async fn decode_list<K: Object + DeserializeOwned>(
-    body: Vec<u8>,
+///
+/// An error of `body` ends the list at once, and so does a malformed body or a bad item, as
+/// soon as it is found: the first found is the error. Of two bad items, the first in the list
+/// is named.
+pub(crate) async fn decode_json_list<K: Object + DeserializeOwned>(
+    mut body: impl Stream<Item = Result<Bytes, Error>> + Unpin,
     scope: Scope,
-) -> Result<ObjectList<K>, kinformer_core::Error> {
-    let page = Arc::new(ListPage::locate(&body)?);
-    let n = page.len();
-    if n <= ITEMS_PER_TASK || tokio::runtime::Handle::try_current().is_err() {
-        let items = page.decode_items(&body, 0..n, Some(scope))?;
-        return Ok(unwrap_page(page).into_list(items));
-    }
-    let body = Arc::new(body);
-    let runs: Vec<_> = (ITEMS_PER_TASK..n)
-        .step_by(ITEMS_PER_TASK)
-        .map(|start| {
-            let (page, body) = (Arc::clone(&page), Arc::clone(&body));
-            let run = start..(start + ITEMS_PER_TASK).min(n);
-            tokio::spawn(async move { page.decode_items::<K>(&body, run, Some(scope)) })
-        })
-        .collect();
-    let mut items = page.decode_items(&body, 0..ITEMS_PER_TASK, Some(scope));
-    for run in runs {
-        let run = match run.await {
-            Ok(run) => run,
-            Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
-            // The runtime is shutting down: no page, rather than a short one.
-            Err(_) => Err(kinformer_core::Error::Decode {
-                what: "list",
-                source: serde::de::Error::custom("the runtime shut down while decoding"),
-            }),
+    max_items: usize,
+    too_many: impl Fn() -> Error,
+) -> Result<Decoded<K>, Error> {
+    let mut splitter = JsonListSplitter::new();
+    let mut runs = Runs::new();
+    let mut bytes = 0u64;
+    let mut ended = false;
+    while !ended {
+        match body.next().await.transpose()? {
+            Some(chunk) => {
+                bytes += chunk.len() as u64;
+                splitter.push(&chunk).map_err(json_list_error)?;
+            }
+            None => ended = true,
+        }
+        if runs.taken + splitter.ready() > max_items {
+            return Err(too_many());
+        }
+        if splitter.ready() < ITEMS_PER_TASK && !ended {
+            continue;
+        }
+        let Some(ready) = splitter.take_items() else {
+            continue;
         };
-        // The first bad item wins: the later runs are still awaited, their errors dropped. (If
-        // this future is dropped mid-page, the runs already spawned finish on their own and
-        // their objects are freed: each is at most ITEMS_PER_TASK items.)
-        match (&mut items, run) {
-            (Ok(items), Ok(run)) => items.extend(run),
-            (Ok(_), Err(e)) => items = Err(e),
-            (Err(_), _) => {}
+        for run in ready.into_runs(ITEMS_PER_TASK) {
+            let n = run.len();
+            runs.push(n, move || {
+                run.decode::<K>(Some(scope)).map_err(json_list_error)
+            })
+            .await?;
         }
     }
-    Ok(unwrap_page(page).into_list(items?))
+    let mut list = splitter.finish(Vec::new()).map_err(json_list_error)?;
+    let (items, decoding) = runs.finish().await?;
+    list.items = items;
+    Ok(Decoded {
+        list,
+        bytes,
+        decoding,
+    })
 }
 
-/// Runs of protobuf list items decoding at once, at most. Past it, the body is not read on
-/// until the oldest run is done: a body that arrives faster than its items decode waits in the
-/// socket, not in memory.
-const RUNS_IN_FLIGHT: usize = 16;
+/// A list decoded while it arrived.
+pub(crate) struct Decoded<K> {
+    pub(crate) list: ObjectList<K>,
+    /// The bytes its body took (decompressed).
+    pub(crate) bytes: u64,
+    /// The time its items took to decode, summed over the threads that decoded them.
+    pub(crate) decoding: Duration,
+}
+
+/// A bad JSON list.
+fn json_list_error(source: kinformer_core::Error) -> Error {
+    Error::Decode {
+        what: "list",
+        line: None,
+        offset: None,
+        source,
+    }
+}
 
 /// Decodes a protobuf list body (the `k8s\0` envelope around a `<Kind>List` message) with the
-/// kind's codec while it arrives: each run of items is decoded on the runtime's worker threads
-/// as soon as its last byte is in, and its bytes are dropped once it is decoded, so the whole
-/// body is never held (a first list served whole from the watch cache is a gigabyte for 100,000
-/// pods). Items are kept in order; an item without a name (or, for a namespaced resource, a
-/// namespace) is an error naming the item, as in a JSON list. An item past `max_items` ends
-/// the list with `too_many()`, before it is decoded: a body too large is refused before its
-/// objects fill the memory. Returns the list and the bytes its body took.
+/// kind's codec while it arrives ([`ListSplitter`]), as [`decode_json_list`] decodes a JSON one:
+/// runs of items on the runtime's worker threads as soon as their bytes are in, their bytes
+/// dropped once decoded, in order; an item without a name (or, for a namespaced resource, a
+/// namespace) is an error naming the item, as in a JSON list; an item past `max_items` ends the
+/// list with `too_many()` before it is decoded.
 ///
 /// An error of `body` ends the list at once, and so does a bad item, a malformed envelope or
 /// list, or a list of another kind, as soon as it is found: the first found is the error. Of
@@ -91,7 +122,7 @@ pub(crate) async fn decode_protobuf_list<K: Object>(
     scope: Scope,
     max_items: usize,
     too_many: impl Fn() -> Error,
-) -> Result<(ObjectList<K>, u64), Error> {
+) -> Result<Decoded<K>, Error> {
     let structure = |e| protobuf_error(None, e);
     let check_kind = |api_version: &str, kind: &str| {
         let expected = format!("{}List", codec.kind());
@@ -103,68 +134,51 @@ pub(crate) async fn decode_protobuf_list<K: Object>(
             found: format!("{api_version}/{kind}"),
         }))
     };
-    let parallel = tokio::runtime::Handle::try_current().is_ok();
     let mut splitter = ListSplitter::new();
+    let mut runs = Runs::new();
     let mut bytes = 0u64;
     let mut kind_checked = false;
     let mut run = Vec::with_capacity(ITEMS_PER_TASK);
-    let mut next_item = 0;
-    let mut runs = VecDeque::new();
-    let mut items = Ok(Vec::new());
-    loop {
-        let chunk = body.next().await.transpose()?;
-        let ended = chunk.is_none();
-        if let Some(chunk) = chunk {
-            bytes += chunk.len() as u64;
-            splitter.push(chunk);
-        }
+    while let Some(chunk) = body.next().await.transpose()? {
+        bytes += chunk.len() as u64;
+        splitter.push(chunk);
         while let Some(item) = splitter.next_item().map_err(structure)? {
             if !kind_checked && let Some((api_version, kind)) = splitter.type_meta() {
                 check_kind(api_version, kind)?;
                 kind_checked = true;
             }
-            if next_item + run.len() >= max_items {
+            if runs.taken + run.len() >= max_items {
                 return Err(too_many());
             }
             run.push(item);
-            if run.len() < ITEMS_PER_TASK && !ended {
-                continue;
+            if run.len() == ITEMS_PER_TASK {
+                let full = std::mem::replace(&mut run, Vec::with_capacity(ITEMS_PER_TASK));
+                let start = runs.taken;
+                runs.push(full.len(), move || decode_run(&full, start, codec, scope))
+                    .await?;
             }
-            let start = next_item;
-            next_item += run.len();
-            let full = std::mem::replace(&mut run, Vec::with_capacity(ITEMS_PER_TASK));
-            runs.push_back(dispatch::<K>(full, start, codec, scope, parallel));
-            if runs.len() > RUNS_IN_FLIGHT
-                && let Some(oldest) = runs.pop_front()
-            {
-                // Runs are gathered in order: a bad item here is the first of the list, and
-                // the rest of the body need not be read.
-                gather(&mut items, oldest.finish().await);
-                if let Err(e) = items {
-                    return Err(e);
-                }
-            }
-        }
-        if ended {
-            break;
         }
     }
     if !run.is_empty() {
-        runs.push_back(dispatch::<K>(run, next_item, codec, scope, parallel));
+        let start = runs.taken;
+        runs.push(run.len(), move || decode_run(&run, start, codec, scope))
+            .await?;
     }
     let list = splitter.finish().map_err(structure)?;
     check_kind(&list.api_version, &list.kind)?;
-    for run in runs {
-        gather(&mut items, run.finish().await);
-    }
     let meta = list.meta;
-    let mut page = ObjectList::new(
-        items?,
+    let (items, decoding) = runs.finish().await?;
+    let mut list = ObjectList::new(
+        items,
         ResourceVersion::from(meta.resource_version.unwrap_or_default()),
     );
-    page.continue_token = meta.continue_token.filter(|t| !t.is_empty());
-    page.remaining_item_count = meta.remaining_item_count;
-    Ok((page, bytes))
+    list.continue_token = meta.continue_token.filter(|t| !t.is_empty());
+    list.remaining_item_count = meta.remaining_item_count;
+    Ok(Decoded {
+        list,
+        bytes,
+        decoding,
+    })
 }
 
 /// A bad protobuf list, at `at` (`items[3]`) if an item is to blame.
@@ -176,19 +190,85 @@ fn protobuf_error(at: Option<String>, source: kinformer_protobuf::Error) -> Erro
     }
 }
 
-/// A run of protobuf list items being decoded: on a worker thread, or done already.
-enum Run<K> {
-    Spawned(tokio::task::JoinHandle<Result<Vec<Arc<K>>, Error>>),
-    Done(Result<Vec<Arc<K>>, Error>),
+/// The decoded items of one run, or the first bad item's error.
+type RunResult<K> = Result<Vec<Arc<K>>, Error>;
+
+/// A list's runs of items being decoded, oldest first, and the items of the runs done.
+struct Runs<K> {
+    in_flight: VecDeque<Run<K>>,
+    done: Vec<Arc<K>>,
+    /// Nanoseconds the runs took to decode, summed over the threads that decoded them.
+    decoding: Arc<std::sync::atomic::AtomicU64>,
+    /// Items handed to runs so far.
+    taken: usize,
+    /// Whether runs go to the runtime's workers (there is a runtime) or are decoded at once.
+    parallel: bool,
 }
 
-impl<K: Send + 'static> Run<K> {
-    async fn finish(self) -> Result<Vec<Arc<K>>, Error> {
-        match self {
+/// A run of items being decoded: on a worker thread, or done already.
+enum Run<K> {
+    Spawned(tokio::task::JoinHandle<RunResult<K>>),
+    Done(RunResult<K>),
+}
+
+impl<K: Send + Sync + 'static> Runs<K> {
+    fn new() -> Self {
+        Runs {
+            in_flight: VecDeque::new(),
+            done: Vec::new(),
+            decoding: Arc::default(),
+            taken: 0,
+            parallel: tokio::runtime::Handle::try_current().is_ok(),
+        }
+    }
+
+    /// Starts decoding a run of `items` items. Past [`RUNS_IN_FLIGHT`], waits for the oldest
+    /// run first: runs are gathered in order, so a bad item there is the first of the list,
+    /// and ends it.
+    async fn push(
+        &mut self,
+        items: usize,
+        decode: impl FnOnce() -> RunResult<K> + Send + 'static,
+    ) -> Result<(), Error> {
+        self.taken += items;
+        let decoding = Arc::clone(&self.decoding);
+        let decode = move || {
+            let started = std::time::Instant::now();
+            let run = decode();
+            let took = u64::try_from(started.elapsed().as_nanos()).unwrap_or(u64::MAX);
+            decoding.fetch_add(took, std::sync::atomic::Ordering::Relaxed);
+            run
+        };
+        self.in_flight.push_back(if self.parallel {
+            Run::Spawned(tokio::spawn(async move { decode() }))
+        } else {
+            Run::Done(decode())
+        });
+        if self.in_flight.len() > RUNS_IN_FLIGHT
+            && let Some(oldest) = self.in_flight.pop_front()
+        {
+            self.done.extend(Self::wait(oldest).await?);
+        }
+        Ok(())
+    }
+
+    /// Every item, in order, once every run is done, and the time the runs took to decode
+    /// them (summed over threads); the first bad item's error if any.
+    async fn finish(mut self) -> Result<(Vec<Arc<K>>, Duration), Error> {
+        while let Some(run) = self.in_flight.pop_front() {
+            self.done.extend(Self::wait(run).await?);
+        }
+        let nanos = self.decoding.load(std::sync::atomic::Ordering::Relaxed);
+        Ok((self.done, Duration::from_nanos(nanos)))
+    }
+
+    async fn wait(run: Run<K>) -> RunResult<K> {
+        match run {
             Run::Done(run) => run,
             Run::Spawned(task) => match task.await {
                 Ok(run) => run,
                 Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
+                // The runtime is shutting down: no list, rather than a short one.
                 Err(_) => Err(Error::Interrupted {
                     events: 0,
                     reason: "the runtime shut down while decoding".to_owned(),
@@ -198,40 +278,13 @@ impl<K: Send + 'static> Run<K> {
     }
 }
 
-/// Starts decoding a run of items whose first is item number `start`: on a worker thread when
-/// there is a runtime, at once otherwise.
-fn dispatch<K: Object>(
-    run: Vec<Bytes>,
-    start: usize,
-    codec: &'static Codec,
-    scope: Scope,
-    parallel: bool,
-) -> Run<K> {
-    if parallel {
-        Run::Spawned(tokio::spawn(async move {
-            decode_run(&run, start, codec, scope)
-        }))
-    } else {
-        Run::Done(decode_run(&run, start, codec, scope))
-    }
-}
-
-/// Adds a run's items to `items`; the first bad item wins, later errors are dropped.
-fn gather<K>(items: &mut Result<Vec<Arc<K>>, Error>, run: Result<Vec<Arc<K>>, Error>) {
-    match (&mut *items, run) {
-        (Ok(items), Ok(run)) => items.extend(run),
-        (Ok(_), Err(e)) => *items = Err(e),
-        (Err(_), _) => {}
-    }
-}
-
-/// Decodes each item's message of a run whose first is item number `start`.
+/// Decodes each item's message of a protobuf run whose first is item number `start`.
 fn decode_run<K: Object>(
     raw: &[Bytes],
     start: usize,
     codec: &'static Codec,
     scope: Scope,
-) -> Result<Vec<Arc<K>>, Error> {
+) -> RunResult<K> {
     let mut out = Vec::with_capacity(raw.len());
     for (i, message) in raw.iter().enumerate() {
         let at = || Some(format!("items[{}]", start + i));
@@ -262,15 +315,44 @@ fn decode_run<K: Object>(
     Ok(out)
 }
 
-/// The page back from its `Arc`, once every run is done with it.
-fn unwrap_page(page: Arc<ListPage>) -> ListPage {
-    Arc::try_unwrap(page).unwrap_or_else(|shared| (*shared).clone())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use kinformer_core::DynamicObject;
+
+    /// `body` through [`decode_json_list`] in chunks of `chunk` bytes, with no bound on items;
+    /// its error is the list's own.
+    async fn decode_in_chunks<K: Object + DeserializeOwned>(
+        body: Vec<u8>,
+        scope: Scope,
+        chunk: usize,
+    ) -> Result<ObjectList<K>, kinformer_core::Error> {
+        let chunks: Vec<Result<Bytes, Error>> = body
+            .chunks(chunk)
+            .map(|c| Ok(Bytes::copy_from_slice(c)))
+            .collect();
+        let too_many = || unreachable!("no bound on items");
+        match decode_json_list(
+            futures_util::stream::iter(chunks),
+            scope,
+            usize::MAX,
+            too_many,
+        )
+        .await
+        {
+            Ok(decoded) => Ok(decoded.list),
+            Err(Error::Decode { source, .. }) => Err(source),
+            Err(other) => panic!("{other:?}"),
+        }
+    }
+
+    /// `body` in chunks of 1 KiB.
+    async fn decode_list<K: Object + DeserializeOwned>(
+        body: Vec<u8>,
+        scope: Scope,
+    ) -> Result<ObjectList<K>, kinformer_core::Error> {
+        decode_in_chunks(body, scope, 1024).await
+    }
 
     fn body(n: usize, bad: Option<(usize, &str)>) -> String {
         let items: Vec<String> = (0..n)

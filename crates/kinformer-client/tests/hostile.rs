@@ -851,6 +851,59 @@ async fn an_endless_protobuf_list_is_decoded_as_it_comes_and_bounded() {
 }
 
 #[tokio::test]
+async fn an_endless_json_list_is_decoded_as_it_comes_and_bounded() {
+    // As the protobuf one above, in JSON: valid items without end meet the objects' limit
+    // before the body's; a nameless one among them ends the list with its own error.
+    const ITEM: &str = r#"{"metadata":{"name":"web","namespace":"prod"}},"#;
+    let server = Hostile::start(true, |head| {
+        let mut start =
+            r#"{"kind":"PodList","apiVersion":"v1","metadata":{"resourceVersion":"42"},"items":["#
+                .to_owned();
+        start.push_str(&ITEM.repeat(5));
+        if head.contains("labelselector=nameless") {
+            start.push_str(r#"{"metadata":{"namespace":"prod"}},"#);
+        }
+        let mut first = CHUNKED_HEAD.to_vec();
+        first.extend_from_slice(&chunk(start.as_bytes()));
+        Reply::Repeat {
+            head: first,
+            chunk: chunk(ITEM.repeat(300).as_bytes()),
+            times: usize::MAX,
+            tail: Vec::new(),
+        }
+    })
+    .await;
+    let pods = |max_list_objects| {
+        let mut config = server.config();
+        config.max_list_body = 8 << 20;
+        config.max_list_objects = max_list_objects;
+        Api::<Pod>::all(Client::new(config).unwrap())
+    };
+    let e = within(pods(1000).list_rich(&ListParams::default()))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(
+            e,
+            Error::ListTooLarge {
+                bound: kinformer_client::ListBound::Objects,
+                limit: 1000,
+                pages: 0
+            }
+        ),
+        "{e:?}"
+    );
+    let e = within(pods(1_000_000).list_rich(&ListParams {
+        label_selector: Some("nameless".into()),
+        ..ListParams::default()
+    }))
+    .await
+    .unwrap_err();
+    assert!(matches!(e, Error::Decode { what: "list", .. }), "{e:?}");
+    assert!(e.to_string().contains("items[5] has no metadata.name"), "{e}");
+}
+
+#[tokio::test]
 async fn a_chunked_body_that_never_ends_stops_at_a_limit() {
     // A list: a valid start, then spaces without end. Reading stops at the body limit.
     // A watch: bytes without end and without a newline. Reading stops at the line limit.

@@ -72,7 +72,9 @@ pub use dynamic::{DynamicObject, PartialObjectMetadata, TypeMeta};
 pub use error::{Error, StoreError};
 pub use json::JsonDecoder;
 pub use key::ObjectKey;
-pub use list::{ListPage, ListParams, ObjectList, ResourceVersionMatch, WatchParams};
+pub use list::{
+    ItemRun, JsonListSplitter, ListPage, ListParams, ObjectList, ResourceVersionMatch, WatchParams,
+};
 pub use list_watch::{BoxListWatch, ListWatch, WatchStream};
 pub use managed_fields::{ManagedFields, strip_managed_fields};
 pub use object::{Object, OwnerRef, missing_identity};

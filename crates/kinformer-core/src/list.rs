@@ -10,6 +10,10 @@ use serde_json::value::RawValue;
 
 use crate::{Error, Object, ResourceVersion, Scope, missing_identity};
 
+mod splitter;
+
+pub use splitter::{ItemRun, JsonListSplitter};
+
 /// One page of a list response.
 ///
 /// ```
@@ -72,7 +76,7 @@ struct RawList<'a> {
     items: Option<Vec<&'a RawValue>>,
 }
 
-#[derive(Deserialize, Default)]
+#[derive(Debug, Deserialize, Default)]
 #[serde(rename_all = "camelCase")]
 struct RawListMeta {
     #[serde(default)]
@@ -85,7 +89,7 @@ struct RawListMeta {
     shard_info: Option<RawShardInfo>,
 }
 
-#[derive(Deserialize, Default)]
+#[derive(Debug, Deserialize, Default)]
 struct RawShardInfo {
     #[serde(default)]
     selector: Option<String>,
@@ -173,6 +177,14 @@ impl ListPage {
     /// Reads a list body's metadata and finds its items, checking that the body is one JSON
     /// list object, without decoding any item.
     pub fn locate(body: &[u8]) -> Result<Self, Error> {
+        // serde would also read a struct from an array of its fields in order: a list body is
+        // an object.
+        if body.trim_ascii_start().first().is_some_and(|b| *b != b'{') {
+            return Err(Error::Decode {
+                what: "list",
+                source: serde::de::Error::custom("a list body is a JSON object"),
+            });
+        }
         let raw: RawList<'_> = serde_json::from_slice(body).map_err(|source| Error::Decode {
             what: "list",
             source,
@@ -222,25 +234,7 @@ impl ListPage {
         run: std::ops::Range<usize>,
         scope: Option<Scope>,
     ) -> Result<Vec<Arc<K>>, Error> {
-        let decode_error = |source| Error::Decode {
-            what: "list",
-            source,
-        };
-        let namespaced = scope == Some(Scope::Namespaced);
-        let first = run.start;
-        let mut out = Vec::with_capacity(run.len());
-        for (i, bytes) in (first..).zip(&self.items[run]) {
-            let object: K = crate::json::object(&body[bytes.clone()]).map_err(|e| {
-                decode_error(serde::de::Error::custom(format_args!("items[{i}]: {e}")))
-            })?;
-            if let Some(field) = missing_identity(&object, namespaced) {
-                return Err(decode_error(serde::de::Error::custom(format_args!(
-                    "items[{i}] has no {field}"
-                ))));
-            }
-            out.push(Arc::new(object));
-        }
-        Ok(out)
+        decode_ranges(body, &self.items[run.clone()], run.start, scope)
     }
 
     /// The page as an [`ObjectList`] of its decoded `items`.
@@ -253,6 +247,34 @@ impl ListPage {
             shard_selector: self.shard_selector,
         }
     }
+}
+
+/// Decodes the items at `ranges` of `body`, the first of them item number `first` of its list:
+/// an item that does not decode, has no name, or (for [`Scope::Namespaced`]) no namespace, is
+/// an [`Error::Decode`] naming it (`items[3]`); the error names the first bad item.
+fn decode_ranges<K: Object + DeserializeOwned>(
+    body: &[u8],
+    ranges: &[std::ops::Range<usize>],
+    first: usize,
+    scope: Option<Scope>,
+) -> Result<Vec<Arc<K>>, Error> {
+    let decode_error = |source| Error::Decode {
+        what: "list",
+        source,
+    };
+    let namespaced = scope == Some(Scope::Namespaced);
+    let mut out = Vec::with_capacity(ranges.len());
+    for (i, bytes) in (first..).zip(ranges) {
+        let object: K = crate::json::object(&body[bytes.clone()])
+            .map_err(|e| decode_error(serde::de::Error::custom(format_args!("items[{i}]: {e}"))))?;
+        if let Some(field) = missing_identity(&object, namespaced) {
+            return Err(decode_error(serde::de::Error::custom(format_args!(
+                "items[{i}] has no {field}"
+            ))));
+        }
+        out.push(Arc::new(object));
+    }
+    Ok(out)
 }
 
 /// How the server interprets a request's `resourceVersion` (`resourceVersionMatch`).
