@@ -167,6 +167,26 @@ fn check_status(message: &[u8]) {
     }
 }
 
+/// `body` cut into chunks at `cuts` (sizes, cycled, each at least one byte; one chunk if none).
+fn pieces<'a>(body: &'a Bytes, cuts: &'a [usize]) -> impl Iterator<Item = Bytes> + 'a {
+    let mut sizes = cuts.iter().cycle();
+    let mut at = 0;
+    std::iter::from_fn(move || {
+        if at >= body.len() {
+            return None;
+        }
+        let size = if cuts.is_empty() {
+            body.len()
+        } else {
+            sizes.next().copied().unwrap_or(1).max(1)
+        };
+        let end = (at + size).min(body.len());
+        let piece = body.slice(at..end);
+        at = end;
+        Some(piece)
+    })
+}
+
 /// What a frame decoder made of a stream: its frames, and how it ended.
 type Split = (Vec<Bytes>, Result<(), String>);
 
@@ -176,17 +196,8 @@ type Split = (Vec<Bytes>, Result<(), String>);
 fn split(body: &Bytes, cuts: &[usize], limit: usize) -> Split {
     let mut decoder = FrameDecoder::new(limit);
     let mut frames = Vec::new();
-    let mut at = 0;
-    let mut sizes = cuts.iter().cycle();
-    while at < body.len() {
-        let size = if cuts.is_empty() {
-            body.len()
-        } else {
-            sizes.next().copied().unwrap_or(1).max(1)
-        };
-        let end = (at + size).min(body.len());
-        decoder.push(body.slice(at..end));
-        at = end;
+    for piece in pieces(body, cuts) {
+        decoder.push(piece);
         loop {
             match decoder.next_frame() {
                 Ok(Some(frame)) => {
@@ -223,8 +234,6 @@ type SplitBody = Result<(Vec<Bytes>, SplitList), String>;
 fn split_list(body: &Bytes, cuts: &[usize]) -> SplitBody {
     let mut splitter = ListSplitter::new();
     let mut items = Vec::new();
-    let mut at = 0;
-    let mut sizes = cuts.iter().cycle();
     let refused = |e: Error| {
         assert!(
             matches!(
@@ -239,15 +248,8 @@ fn split_list(body: &Bytes, cuts: &[usize]) -> SplitBody {
         );
         Err(e.to_string())
     };
-    while at < body.len() {
-        let size = if cuts.is_empty() {
-            body.len()
-        } else {
-            sizes.next().copied().unwrap_or(1).max(1)
-        };
-        let end = (at + size).min(body.len());
-        splitter.push(body.slice(at..end));
-        at = end;
+    for piece in pieces(body, cuts) {
+        splitter.push(piece);
         loop {
             match splitter.next_item() {
                 Ok(Some(item)) => items.push(item),

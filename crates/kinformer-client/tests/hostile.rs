@@ -760,6 +760,21 @@ async fn the_content_type_is_not_checked_the_body_decides() {
     assert!(matches!(e, Error::Decode { what: "list", .. }), "{e:?}");
 }
 
+/// `e` ends a first list at its objects' bound, `limit`.
+fn assert_over_objects_bound(e: &Error, limit: u64) {
+    assert!(
+        matches!(
+            e,
+            Error::ListTooLarge {
+                bound: kinformer_client::ListBound::Objects,
+                limit: l,
+                pages: 0
+            } if *l == limit
+        ),
+        "{e:?}"
+    );
+}
+
 /// A protobuf varint.
 fn varint(mut n: u64) -> Vec<u8> {
     let mut out = Vec::new();
@@ -821,17 +836,7 @@ async fn an_endless_protobuf_list_is_decoded_as_it_comes_and_bounded() {
     let e = within(pods(8 << 20, 1000).list_rich(&ListParams::default()))
         .await
         .unwrap_err();
-    assert!(
-        matches!(
-            e,
-            Error::ListTooLarge {
-                bound: kinformer_client::ListBound::Objects,
-                limit: 1000,
-                pages: 0
-            }
-        ),
-        "{e:?}"
-    );
+    assert_over_objects_bound(&e, 1000);
     let pods = pods(8 << 20, 1_000_000);
     let e = within(pods.list_rich(&ListParams {
         label_selector: Some("nameless".into()),
@@ -882,17 +887,7 @@ async fn an_endless_json_list_is_decoded_as_it_comes_and_bounded() {
     let e = within(pods(1000).list_rich(&ListParams::default()))
         .await
         .unwrap_err();
-    assert!(
-        matches!(
-            e,
-            Error::ListTooLarge {
-                bound: kinformer_client::ListBound::Objects,
-                limit: 1000,
-                pages: 0
-            }
-        ),
-        "{e:?}"
-    );
+    assert_over_objects_bound(&e, 1000);
     let e = within(pods(1_000_000).list_rich(&ListParams {
         label_selector: Some("nameless".into()),
         ..ListParams::default()
@@ -900,7 +895,10 @@ async fn an_endless_json_list_is_decoded_as_it_comes_and_bounded() {
     .await
     .unwrap_err();
     assert!(matches!(e, Error::Decode { what: "list", .. }), "{e:?}");
-    assert!(e.to_string().contains("items[5] has no metadata.name"), "{e}");
+    assert!(
+        e.to_string().contains("items[5] has no metadata.name"),
+        "{e}"
+    );
 }
 
 #[tokio::test]
