@@ -107,10 +107,9 @@ struct Value {
     scalar: bool,
 }
 
-/// Bytes that can end or nest a value outside strings.
-const fn structural() -> [bool; 256] {
+/// A table of the bytes in `special`.
+const fn table(special: &[u8]) -> [bool; 256] {
     let mut table = [false; 256];
-    let special = b"{}[]\",: \t\r\n";
     let mut i = 0;
     while i < special.len() {
         table[special[i] as usize] = true;
@@ -118,7 +117,10 @@ const fn structural() -> [bool; 256] {
     }
     table
 }
-static STRUCTURAL: [bool; 256] = structural();
+/// Bytes that end a scalar.
+static ENDS_SCALAR: [bool; 256] = table(b"{}[]\",: \t\r\n");
+/// Bytes that matter inside brackets, outside strings: commas, colons and whitespace do not.
+static NESTS: [bool; 256] = table(b"{}[]\"");
 
 fn is_space(b: u8) -> bool {
     matches!(b, b' ' | b'\t' | b'\r' | b'\n')
@@ -183,12 +185,12 @@ impl Value {
                 continue;
             }
             if self.scalar {
-                while i < buf.len() && !STRUCTURAL[usize::from(buf[i])] {
+                while i < buf.len() && !ENDS_SCALAR[usize::from(buf[i])] {
                     i += 1;
                 }
                 break i < buf.len();
             }
-            while i < buf.len() && !STRUCTURAL[usize::from(buf[i])] {
+            while i < buf.len() && !NESTS[usize::from(buf[i])] {
                 i += 1;
             }
             let Some(&b) = buf.get(i) else {
