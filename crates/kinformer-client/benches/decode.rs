@@ -312,6 +312,25 @@ fn time_pair_kept(
     (best_a, best_b)
 }
 
+/// Prints protobuf's rate beside JSON's, from their seconds per pass.
+fn protobuf_line(label: &str, t_json: f64, t_pb: f64) {
+    println!(
+        "  {label} JSON {:>8.0} pods/s  protobuf {:>8.0} pods/s  protobuf/JSON {:.2}x (target 2.50x)",
+        EVENTS as f64 / t_json,
+        EVENTS as f64 / t_pb,
+        t_json / t_pb
+    );
+}
+
+/// Prints the clones' rate and JSON's time over theirs, from their seconds per pass.
+fn clones_line(label: &str, t_json: f64, t_clones: f64) {
+    println!(
+        "  {label} clones of decoded pods (the same allocations, writes and frees, no parsing) {:>8.0} pods/s: JSON/clones {:.2}x",
+        EVENTS as f64 / t_clones,
+        t_json / t_clones
+    );
+}
+
 fn summary() {
     let w = workload();
     let mb = w.body.len() as f64 / 1e6;
@@ -355,35 +374,19 @@ fn summary() {
         ("list", list_json, list_protobuf, clones_list),
     ];
     for (name, json, protobuf, clones) in cases {
+        let label = format!("{name:<6}");
         let (t_json, t_pb) = time_pair(&w, json, protobuf);
-        println!(
-            "  {name:<6} JSON {:>8.0} pods/s  protobuf {:>8.0} pods/s  protobuf/JSON {:.2}x (target 2.50x)",
-            EVENTS as f64 / t_json,
-            EVENTS as f64 / t_pb,
-            t_json / t_pb
-        );
+        protobuf_line(&label, t_json, t_pb);
         // The clones are timed against JSON in a loop of their own, so that the ratio above is
         // measured exactly as before.
         let (t_json, t_clones) = time_pair(&w, json, clones);
-        println!(
-            "  {name:<6} clones of decoded pods (the same allocations, writes and frees, no parsing) {:>8.0} pods/s: JSON/clones {:.2}x",
-            EVENTS as f64 / t_clones,
-            t_json / t_clones
-        );
+        clones_line(&label, t_json, t_clones);
     }
+    let label = "list, the pods dropped after the clock stops:";
     let (t_json, t_pb) = time_pair_kept(&w, list_json_items, list_protobuf_items);
-    println!(
-        "  list, the pods dropped after the clock stops: JSON {:>8.0} pods/s  protobuf {:>8.0} pods/s  protobuf/JSON {:.2}x (target 2.50x)",
-        EVENTS as f64 / t_json,
-        EVENTS as f64 / t_pb,
-        t_json / t_pb
-    );
+    protobuf_line(label, t_json, t_pb);
     let (t_json, t_clones) = time_pair_kept(&w, list_json_items, clones_list_items);
-    println!(
-        "  list, the pods dropped after the clock stops: clones {:>8.0} pods/s: JSON/clones {:.2}x",
-        EVENTS as f64 / t_clones,
-        t_json / t_clones
-    );
+    clones_line(label, t_json, t_clones);
     let (t_direct, t_reference) = time_pair(&w, list_protobuf, list_protobuf_reference);
     println!(
         "  decoded straight into k8s-openapi {:>8.0} pods/s, through k8s-pb's messages {:>8.0} pods/s: {:.2}x",
