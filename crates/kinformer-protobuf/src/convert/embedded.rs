@@ -95,7 +95,17 @@ impl Parser<'_> {
                 return None;
             }
             self.pos += 1;
-            let value = self.value(depth)?;
+            self.whitespace();
+            // `{}`, the leaf of managed fields, without a call.
+            let value = if self.text.as_bytes().get(self.pos..self.pos + 2) == Some(b"{}") {
+                if depth + 1 > MAX_DEPTH {
+                    return None;
+                }
+                self.pos += 2;
+                Value::Object(Map::new())
+            } else {
+                self.value(depth)?
+            };
             // A key seen twice keeps its last value, as serde_json's map does.
             map.insert(key, value);
             self.whitespace();
@@ -135,12 +145,7 @@ impl Parser<'_> {
         self.pos += 1;
         let bytes = self.text.as_bytes();
         let start = self.pos;
-        let run_end = |from: usize| {
-            bytes[from..]
-                .iter()
-                .position(|&b| b == b'"' || b == b'\\' || b < 0x20)
-                .map(|n| from + n)
-        };
+        let run_end = |from: usize| special(bytes, from);
         let end = run_end(start)?;
         if bytes[end] == b'"' {
             self.pos = end + 1;
@@ -198,6 +203,38 @@ impl Parser<'_> {
     }
 }
 
+/// Where the first byte at or after `from` that ends a plain run of a string lies (a quote, a
+/// backslash or a control character), or `None` if there is none. Eight bytes are looked at
+/// at once: managed fields are mostly keys of a dozen or more plain bytes.
+fn special(bytes: &[u8], from: usize) -> Option<usize> {
+    const ONES: u64 = u64::from_ne_bytes([0x01; 8]);
+    const HIGH: u64 = u64::from_ne_bytes([0x80; 8]);
+    const QUOTES: u64 = u64::from_ne_bytes([b'"'; 8]);
+    const BACKSLASHES: u64 = u64::from_ne_bytes([b'\\'; 8]);
+    const SPACES: u64 = u64::from_ne_bytes([0x20; 8]);
+    let rest = bytes.get(from..)?;
+    let mut words = rest.chunks_exact(8);
+    let mut at = from;
+    for word in &mut words {
+        let w = u64::from_le_bytes(word.try_into().ok()?);
+        // The high bit of each byte of `w` that is zero, or below 0x20 in the last term (the
+        // usual test for a zero byte: a flag can also appear above a true one, never below
+        // it, so the lowest flag is the first such byte). Bytes of 0x80 and more have their
+        // high bit set in `w`, so `!w` clears their flag: they are not control characters.
+        let zero = |v: u64| v.wrapping_sub(ONES) & !v & HIGH;
+        let found = zero(w ^ QUOTES) | zero(w ^ BACKSLASHES) | (w.wrapping_sub(SPACES) & !w & HIGH);
+        if found != 0 {
+            return Some(at + (found.trailing_zeros() / 8) as usize);
+        }
+        at += 8;
+    }
+    words
+        .remainder()
+        .iter()
+        .position(|&b| b == b'"' || b == b'\\' || b < 0x20)
+        .map(|n| at + n)
+}
+
 #[cfg(test)]
 mod tests {
     use proptest::prelude::*;
@@ -218,9 +255,41 @@ mod tests {
         // Escapes of every kind but \u, and text that is not ASCII.
         let escaped = r#"["\"\\\/\b\f\n\r\t", "naïve ✓"]"#;
         assert_eq!(parse(escaped.as_bytes()), Some(serde(escaped)));
-        // A key seen twice keeps its last value.
+        // A key seen twice keeps its last value, in small objects and in larger ones, and keys
+        // out of order land in order.
         assert_eq!(parse(br#"{"a":1,"a":2}"#), Some(json!({"a": 2})));
+        let large = r#"{"h":1,"b":2,"a":3,"g":4,"b":5,"c":6,"d":7,"e":{"y":1,"x":2,"y":3,"z":4,"w":5,"v":6,"u":7},"a":8}"#;
+        assert_eq!(parse(large.as_bytes()), Some(serde(large)));
+        assert_eq!(
+            parse(large.as_bytes()).unwrap()["a"],
+            json!(8),
+            "the last of three"
+        );
         assert_eq!(parse(b"18446744073709551615"), Some(json!(u64::MAX)));
+    }
+
+    #[test]
+    fn the_scan_sees_a_run_ending_byte_at_every_position() {
+        for len in 1..26 {
+            for at in 0..len {
+                for special_byte in [b'"', b'\\', 0x00, 0x1f] {
+                    // Plain bytes around it, past ASCII too, and a second one later that must
+                    // not be taken for the first.
+                    let mut bytes: Vec<u8> =
+                        (0..len).map(|i| [b'a', 0xc3, b'~', 0x80][i % 4]).collect();
+                    bytes[at] = special_byte;
+                    if at + 3 < len {
+                        bytes[at + 3] = b'"';
+                    }
+                    for from in 0..=at {
+                        assert_eq!(special(&bytes, from), Some(at), "{bytes:?} from {from}");
+                    }
+                    assert_eq!(special(&bytes, len), None);
+                }
+            }
+            let plain = vec![b' '; len];
+            assert_eq!(special(&plain, 0), None);
+        }
     }
 
     #[test]
@@ -298,6 +367,42 @@ mod tests {
                     "declined {text}"
                 ),
             }
+        }
+
+        /// The word-at-a-time scan finds the byte a byte-at-a-time scan finds, from any start,
+        /// with quotes, backslashes, control characters and bytes past ASCII anywhere.
+        #[test]
+        fn special_finds_the_first_byte_that_ends_a_run(
+            bytes in prop::collection::vec(
+                prop_oneof![4 => 0x20u8..0x7f, 1 => any::<u8>(), 1 => Just(b'"'), 1 => Just(b'\\')],
+                0..40,
+            ),
+            from in 0usize..48,
+        ) {
+            let expected = bytes
+                .get(from..)
+                .and_then(|rest| rest.iter().position(|&b| b == b'"' || b == b'\\' || b < 0x20))
+                .map(|n| from + n);
+            prop_assert_eq!(special(&bytes, from), expected);
+        }
+
+        /// Objects of any size, their keys in any order and some of them repeated, nested: the
+        /// map serde_json builds.
+        #[test]
+        fn objects_of_any_size_and_order(
+            outer in prop::collection::vec(("[a-h]{1,2}", prop::collection::vec(("[a-d]", 0u8..4), 0..16)), 0..24),
+        ) {
+            let object = |pairs: Vec<String>| format!("{{{}}}", pairs.join(","));
+            let text = object(
+                outer
+                    .iter()
+                    .map(|(key, inner)| {
+                        let inner = object(inner.iter().map(|(k, v)| format!("\"{k}\":{v}")).collect());
+                        format!("\"{key}\":{inner}")
+                    })
+                    .collect(),
+            );
+            prop_assert_eq!(parse(text.as_bytes()), Some(serde(&text)));
         }
 
         /// Arbitrary bytes: never a panic, and never a value serde_json would not give.
