@@ -8,8 +8,8 @@
 //! protobuf's rate over JSON's beside its target (2.5x), clones of decoded pods (the same
 //! allocations, writes and frees without parsing) with JSON's time over theirs, which is about
 //! the most any encoding can gain over JSON, the list again with its pods dropped after the clock
-//! stops, and the direct protobuf decoder's rate over the reference path through k8s-pb's
-//! messages.
+//! stops, each kind's list made and dropped alone with the two timed apart, and the direct
+//! protobuf decoder's rate over the reference path through k8s-pb's messages.
 
 use std::hint::black_box;
 use std::sync::Arc;
@@ -306,6 +306,34 @@ impl Passed for Vec<Arc<Pod>> {
     }
 }
 
+/// How many lists [`alone`] makes and drops, after one it does not time.
+const ALONE_CYCLES: usize = 7;
+
+/// Makes the list with `pass` and drops it, over and over with nothing else between, and
+/// returns the median seconds of the making and of the dropping. Under glibc's allocator a free
+/// may leave work (merging small free chunks) to whichever allocation comes next, so in the
+/// alternated loops of [`time_pair`] one kind's pass can pay for the other's drop; here each kind
+/// pays only for its own, and the sum of the two medians is what a list of it costs.
+fn alone(w: &Workload, pass: fn(&Workload) -> Vec<Arc<Pod>>) -> (f64, f64) {
+    drop(black_box(pass(w)));
+    let (mut decodes, mut drops) = (Vec::new(), Vec::new());
+    for _ in 0..ALONE_CYCLES {
+        let start = Instant::now();
+        let items = black_box(pass(w));
+        decodes.push(start.elapsed().as_secs_f64());
+        assert_eq!(items.len(), EVENTS);
+        let start = Instant::now();
+        drop(items);
+        drops.push(start.elapsed().as_secs_f64());
+    }
+    (median(&mut decodes), median(&mut drops))
+}
+
+fn median(values: &mut [f64]) -> f64 {
+    values.sort_by(f64::total_cmp);
+    values[values.len() / 2]
+}
+
 /// Prints protobuf's rate beside JSON's, from their seconds per pass.
 fn protobuf_line(label: &str, t_json: f64, t_pb: f64) {
     println!(
@@ -381,6 +409,26 @@ fn summary() {
     protobuf_line(label, t_json, t_pb);
     let (t_json, t_clones) = time_pair(&w, list_json_items, clones_list_items);
     clones_line(label, t_json, t_clones);
+    println!(
+        "  list, each kind alone for {ALONE_CYCLES} cycles, its decode and its drop timed apart (medians):"
+    );
+    type Keeps = fn(&Workload) -> Vec<Arc<Pod>>;
+    let kinds: [(&str, Keeps); 3] = [
+        ("JSON", list_json_items),
+        ("protobuf", list_protobuf_items),
+        ("clones", clones_list_items),
+    ];
+    let times = kinds.map(|(_, pass)| alone(&w, pass));
+    let json = times[0].0 + times[0].1;
+    for ((name, _), (decode, drop)) in kinds.into_iter().zip(times) {
+        println!(
+            "    {name:<8} decode {:6.1} ms  drop {:6.1} ms  both {:8.0} pods/s: JSON's time over its {:.2}x",
+            decode * 1e3,
+            drop * 1e3,
+            EVENTS as f64 / (decode + drop),
+            json / (decode + drop)
+        );
+    }
     let (t_direct, t_reference) = time_pair(&w, list_protobuf, list_protobuf_reference);
     println!(
         "  decoded straight into k8s-openapi {:>8.0} pods/s, through k8s-pb's messages {:>8.0} pods/s: {:.2}x",
