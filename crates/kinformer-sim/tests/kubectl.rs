@@ -275,8 +275,10 @@ async fn watch_output_watch_events_sees_added_modified_deleted() {
     let types: Vec<&str> = events.iter().map(|(t, _)| t.as_str()).collect();
     assert_eq!(types, ["ADDED", "MODIFIED", "DELETED"]);
 
+    // kubectl may write a row in more than one piece: only rows it has ended count.
     let lines = |o: &str| -> Vec<String> {
-        o.lines()
+        o[..o.rfind('\n').map_or(0, |end| end + 1)]
+            .lines()
             .filter(|l| l.split_whitespace().nth(1) == Some("live"))
             .map(|l| l.split_whitespace().next().unwrap_or_default().to_owned())
             .collect()
