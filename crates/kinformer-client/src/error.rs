@@ -487,8 +487,11 @@ impl Error {
             .or_else(|| serde_json::from_slice::<Status>(body).ok())
             .filter(|s| s.code != 0 || !s.reason.is_empty() || !s.message.is_empty())
             .unwrap_or_else(|| {
+                // A body that is not a Status is the text of whoever answered (the API
+                // server's request filters write their 429 with Go's `http.Error`, which ends
+                // it with a newline): kept as the message, without the surrounding whitespace.
                 let text: String = String::from_utf8_lossy(body).chars().take(512).collect();
-                Status::failure(code, canonical, text)
+                Status::failure(code, canonical, text.trim().to_owned())
             });
         if status.code == 0 {
             status.code = code;
@@ -819,6 +822,24 @@ mod tests {
         let mut body = Vec::new();
         wire::encode_envelope("v1", "Status", &message, &mut body);
         assert_eq!(Error::from_response(429, None, &body).retry_after(), None);
+    }
+
+    #[test]
+    fn the_api_servers_plain_text_429_is_throttling_with_its_header_delay() {
+        // What the API server's priority-and-fairness and max-in-flight filters write.
+        let body = b"Too many requests, please try again later.\n";
+        let e = Error::from_response(429, Some("1"), body);
+        match &e {
+            Error::Throttled {
+                retry_after,
+                message,
+            } => {
+                assert_eq!(*retry_after, Some(Duration::from_secs(1)));
+                assert_eq!(message, "Too many requests, please try again later.");
+            }
+            other => panic!("{other:?}"),
+        }
+        assert!(e.is_retryable());
     }
 
     #[test]

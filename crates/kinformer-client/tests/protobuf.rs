@@ -12,7 +12,7 @@ use kinformer_core::{
     ApiResource, DynamicObject, ListParams, ObjectList, ResourceVersionMatch, Scope, WatchEvent,
     WatchParams,
 };
-use kinformer_sim::{SimConfig, SimServer};
+use kinformer_sim::{RequestKind, SimConfig, SimServer};
 
 /// The bound on waiting for any one thing in these tests.
 const BOUND: Duration = Duration::from_secs(10);
@@ -557,4 +557,51 @@ async fn an_object_leaving_a_protobuf_watchs_selector_is_deleted_at_the_events_v
         }
         other => panic!("expected DELETED, got {other:?}"),
     }
+}
+
+#[tokio::test]
+async fn failures_a_protobuf_list_or_watch_meets_say_what_to_do_as_json_ones_do() {
+    let sim = SimServer::start(SimConfig::default()).await.unwrap();
+    sim.store().seed_pods(3, 1);
+    let pb = client_of(&sim, ObjectEncoding::Protobuf);
+    let faults = sim.faults();
+    // A Status in protobuf, with the retry delay of its header and its details.
+    faults.fail_next(RequestKind::List, 503, 1, Some(2));
+    let err = pb
+        .list::<Pod>(&pods(), None, &ListParams::default())
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(err, Error::ServerError { code: 503, .. }) && err.is_retryable(),
+        "{err}"
+    );
+    assert_eq!(err.retry_after(), Some(Duration::from_secs(2)));
+    assert_eq!(
+        last_content_type_asked(&sim, "list").as_deref(),
+        Some("application/vnd.kubernetes.protobuf")
+    );
+    // The request filters' 429 is plain text, whatever was asked: still throttling.
+    faults.fail_next(RequestKind::Watch, 429, 1, Some(3));
+    let err = pb
+        .watch::<Pod>(&pods(), None, &WatchParams::default())
+        .await
+        .err()
+        .unwrap();
+    assert!(matches!(err, Error::Throttled { .. }), "{err}");
+    assert_eq!(err.retry_after(), Some(Duration::from_secs(3)));
+    assert!(err.to_string().contains("Too many requests"), "{err}");
+    // Nothing else is failed: the next list and watch are answered in protobuf.
+    assert_eq!(
+        pb.list::<Pod>(&pods(), None, &ListParams::default())
+            .await
+            .unwrap()
+            .items
+            .len(),
+        3
+    );
+    assert!(
+        pb.watch::<Pod>(&pods(), None, &WatchParams::default())
+            .await
+            .is_ok()
+    );
 }

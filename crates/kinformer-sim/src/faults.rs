@@ -159,8 +159,11 @@ impl Faults {
         *self.state.stall_until.lock() = Some(Instant::now() + duration);
     }
 
-    /// Answers the next `count` requests of `kind` with `code` (429, 500, 503, ...) and a `Status`
-    /// body; with `retry_after`, also a `Retry-After` header and `details.retryAfterSeconds`.
+    /// Answers the next `count` requests of `kind` with `code` (429, 500, 503, ...), as the API
+    /// server writes that code: a 429, which its request filters send before any handler runs,
+    /// is plain text (`Too many requests, please try again later.`); any other code is a
+    /// `Status` in the encoding the request negotiated (protobuf or JSON). With `retry_after`,
+    /// a `Retry-After` header too, and for a `Status` its `details.retryAfterSeconds`.
     pub fn fail_next(&self, kind: RequestKind, code: u16, count: usize, retry_after: Option<u32>) {
         if count > 0 {
             self.state.failures.lock().push(Failure {

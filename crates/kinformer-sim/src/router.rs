@@ -5,7 +5,9 @@
 
 use std::sync::Arc;
 
-use http::{HeaderValue, Method, header};
+use bytes::Bytes;
+use http::{HeaderValue, Method, StatusCode, header};
+use http_body_util::{BodyExt as _, Full};
 use hyper::Response;
 use kinformer_core::StatusDetails;
 
@@ -35,7 +37,7 @@ pub(crate) async fn route(
         }
         _ => {
             if let Some((code, retry)) = shared.faults.take_failure(RequestKind::Any) {
-                return injected(code, retry);
+                return injected(code, retry, Encoding::Json);
             }
             return discovery::route(shared, &segs, &parts);
         }
@@ -50,9 +52,6 @@ pub(crate) async fn route(
         (&Method::GET, None, false) => RequestKind::List,
         _ => RequestKind::Any,
     };
-    if let Some((code, retry)) = shared.faults.take_failure(kind) {
-        return injected(code, retry);
-    }
     let gzip = shared.config.compression && accepts_gzip(&parts);
     let read = match (&parts.method, target.name.is_some(), is_watch) {
         (&Method::GET, _, true) => Some(Read::Watch),
@@ -61,7 +60,18 @@ pub(crate) async fn route(
         _ => None,
     };
     let protobuf = !target.info.custom && crate::protobuf::codec(&target.info.api).is_some();
-    let form = match read.map(|r| negotiate(accept_header(&parts).as_deref(), r, protobuf)) {
+    let negotiated = read.map(|r| negotiate(accept_header(&parts).as_deref(), r, protobuf));
+    // The API server's filters (priority and fairness, max-in-flight) answer before the
+    // handler negotiates, so an injected failure wins over a 406; its Status is still written
+    // in the encoding the request would have got.
+    if let Some((code, retry)) = shared.faults.take_failure(kind) {
+        let encoding = match negotiated {
+            Some(Ok(Form::Protobuf)) => Encoding::Protobuf,
+            _ => Encoding::Json,
+        };
+        return injected(code, retry, encoding);
+    }
+    let form = match negotiated {
         Some(Err(s)) => return status_response(&s),
         Some(Ok(f)) => f,
         None => Form::Full,
@@ -144,22 +154,55 @@ fn reason_of(code: u16) -> &'static str {
     }
 }
 
-/// The response to an injected failure.
-fn injected(code: u16, retry_after: Option<u32>) -> Response<Body> {
-    let message = match code {
-        429 => "Too many requests, please try again later.".to_owned(),
-        500 => "Internal error occurred: injected fault".to_owned(),
-        503 => "the server is currently unable to handle the request".to_owned(),
-        c => format!("injected fault with code {c}"),
+/// How an injected failure's `Status` is written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Encoding {
+    Json,
+    Protobuf,
+}
+
+/// The body of the API server's own 429, written by its priority-and-fairness and
+/// max-in-flight filters with Go's `http.Error`: plain text, not a `Status`.
+const TOO_MANY_REQUESTS: &str = "Too many requests, please try again later.\n";
+
+/// The response to an injected failure, as the API server writes that code. A 429 comes from
+/// the server's request filters, which answer in plain text with a `Retry-After` header; every
+/// other code is a `Status` in the request's negotiated encoding, as the handlers' errors are.
+fn injected(code: u16, retry_after: Option<u32>, encoding: Encoding) -> Response<Body> {
+    let mut r = if code == 429 {
+        let mut r = Response::new(
+            Full::new(Bytes::from_static(TOO_MANY_REQUESTS.as_bytes()))
+                .map_err(|never| match never {})
+                .boxed(),
+        );
+        *r.status_mut() = StatusCode::TOO_MANY_REQUESTS;
+        r.headers_mut().insert(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("text/plain; charset=utf-8"),
+        );
+        r.headers_mut().insert(
+            header::X_CONTENT_TYPE_OPTIONS,
+            HeaderValue::from_static("nosniff"),
+        );
+        r
+    } else {
+        let message = match code {
+            500 => "Internal error occurred: injected fault".to_owned(),
+            503 => "the server is currently unable to handle the request".to_owned(),
+            c => format!("injected fault with code {c}"),
+        };
+        let mut s = status(code, reason_of(code), message);
+        if let Some(secs) = retry_after {
+            s.details = Some(StatusDetails {
+                retry_after_seconds: secs,
+                ..StatusDetails::default()
+            });
+        }
+        match encoding {
+            Encoding::Json => status_response(&s),
+            Encoding::Protobuf => protobuf_status_response(&s),
+        }
     };
-    let mut s = status(code, reason_of(code), message);
-    if let Some(secs) = retry_after {
-        s.details = Some(StatusDetails {
-            retry_after_seconds: secs,
-            ..StatusDetails::default()
-        });
-    }
-    let mut r = status_response(&s);
     if let Some(secs) = retry_after {
         r.headers_mut()
             .insert(header::RETRY_AFTER, HeaderValue::from(secs));

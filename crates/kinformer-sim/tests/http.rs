@@ -1155,20 +1155,70 @@ async fn fault_fail_next_requests() {
     let c = client();
     let list = format!("{}/api/v1/pods", sim.url());
     sim.faults().fail_next(RequestKind::List, 429, 2, Some(3));
-    for _ in 0..2 {
-        let r = c.get(&list).send().await.unwrap();
+    // A 429 is the API server's request filters' answer, Go's `http.Error`: plain text with a
+    // Retry-After header, whatever encoding the request asked for.
+    for accept in ["application/json", "application/vnd.kubernetes.protobuf"] {
+        let r = c.get(&list).header("accept", accept).send().await.unwrap();
         assert_eq!(r.status(), 429);
         assert_eq!(r.headers()["retry-after"], "3");
-        let s: Value = body_json(r).await;
         assert_eq!(
-            (
-                s["reason"].as_str(),
-                s["details"]["retryAfterSeconds"].as_u64()
-            ),
-            (Some("TooManyRequests"), Some(3))
+            r.headers()["content-type"],
+            "text/plain; charset=utf-8",
+            "{accept}"
+        );
+        assert_eq!(
+            r.text().await.unwrap(),
+            "Too many requests, please try again later.\n"
         );
     }
     assert_eq!(c.get(&list).send().await.unwrap().status(), 200);
+    // Any other code is a Status in the encoding the request negotiated.
+    sim.faults().fail_next(RequestKind::List, 503, 1, Some(2));
+    let r = c
+        .get(&list)
+        .header(
+            "accept",
+            "application/vnd.kubernetes.protobuf, application/json",
+        )
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 503);
+    assert_eq!(r.headers()["retry-after"], "2");
+    assert_eq!(
+        r.headers()["content-type"],
+        kinformer_protobuf::wire::CONTENT_TYPE
+    );
+    let envelope = kinformer_protobuf::wire::decode_envelope(r.bytes().await.unwrap()).unwrap();
+    let s = kinformer_protobuf::wire::decode_status(&envelope.raw).unwrap();
+    assert_eq!(
+        (
+            s.code,
+            s.reason.as_deref(),
+            s.details.and_then(|d| d.retry_after_seconds)
+        ),
+        (Some(503), Some("ServiceUnavailable"), Some(2))
+    );
+    // The filters answer before the handler negotiates: a request that would get a 406 gets
+    // the injected failure, in JSON.
+    sim.faults().fail_next(RequestKind::List, 500, 1, None);
+    let r = c
+        .get(&list)
+        .header("accept", "text/html")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 500);
+    assert_eq!(body_json(r).await["reason"], "InternalError");
+    assert_eq!(
+        c.get(&list)
+            .header("accept", "text/html")
+            .send()
+            .await
+            .unwrap()
+            .status(),
+        406
+    );
     sim.faults().fail_next(RequestKind::Watch, 503, 1, None);
     assert_eq!(
         c.get(&list).send().await.unwrap().status(),
