@@ -34,7 +34,7 @@ pub enum JsonDecoder {
 impl JsonDecoder {
     /// Decodes `bytes` into `T` with this parser. [`Tape`](JsonDecoder::Tape) falls back to
     /// `serde_json` for whatever it refuses, so an error is always `serde_json`'s; JSON nested
-    /// more than 128 arrays or objects deep is refused by both (the tape parser builds values
+    /// more than 127 arrays or objects deep is refused by both (the tape parser builds values
     /// recursively, so it is never handed such a document), never a stack overflow.
     ///
     /// ```
@@ -56,8 +56,10 @@ impl JsonDecoder {
     }
 }
 
-/// How deep arrays and objects may nest for the tape parser: `serde_json`'s own limit.
-const MAX_DEPTH: usize = 128;
+/// How deep arrays and objects may nest for the tape parser: `serde_json`'s own limit. Its
+/// recursion budget is 128, spent on entering each array or object and refused when it reaches
+/// zero, so it takes 127 open at once and refuses the 128th.
+const MAX_DEPTH: usize = 127;
 
 /// Whether arrays and objects on a tape nest deeper than [`MAX_DEPTH`]. A container's node
 /// counts the nodes inside it, so the containers open at a node are those whose range covers it.
@@ -166,6 +168,23 @@ mod tests {
     }
 
     #[test]
+    fn the_tape_parser_takes_exactly_the_depths_serde_json_takes() {
+        // Around the limit, arrays alone and arrays in objects: what one parser accepts the
+        // other accepts, to the same value, so no document decodes only because of the parser
+        // its type asked for.
+        for depth in 124..=132 {
+            for doc in [
+                format!("{}{}", "[".repeat(depth), "]".repeat(depth)),
+                format!("{}1{}", r#"{"a":"#.repeat(depth), "}".repeat(depth)),
+            ] {
+                let by_tape = tape::<serde_json::Value>(doc.as_bytes());
+                let by_serde = text_first::<serde_json::Value>(doc.as_bytes()).ok();
+                assert_eq!(by_tape, by_serde, "depth {depth}: {doc}");
+            }
+        }
+    }
+
+    #[test]
     fn depth_counts_open_containers_only() {
         let mut copy = br#"[[1],[2],{"a":[3]},[[[4]]]]"#.to_vec();
         let tape = simd_json::to_tape(&mut copy).unwrap();
@@ -173,9 +192,9 @@ mod tests {
         // Siblings do not add up: 200 arrays side by side are one level.
         let mut wide = format!("[{}[]]", "[],".repeat(199)).into_bytes();
         assert!(!too_deep(&simd_json::to_tape(&mut wide).unwrap().0));
-        let mut deep = format!("{}{}", "[".repeat(129), "]".repeat(129)).into_bytes();
+        let mut deep = format!("{}{}", "[".repeat(128), "]".repeat(128)).into_bytes();
         assert!(too_deep(&simd_json::to_tape(&mut deep).unwrap().0));
-        let mut limit = format!("{}{}", "[".repeat(128), "]".repeat(128)).into_bytes();
+        let mut limit = format!("{}{}", "[".repeat(127), "]".repeat(127)).into_bytes();
         assert!(!too_deep(&simd_json::to_tape(&mut limit).unwrap().0));
     }
 }
