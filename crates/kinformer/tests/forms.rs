@@ -154,16 +154,15 @@ fn delete(sim: &SimServer, name: &str) {
     sim.store().delete(&pods(), Some("default"), name).unwrap();
 }
 
-/// Waits until the informer has seen the server's latest resource version and the handler is
-/// done with it.
+/// Waits until the cache holds the server's latest resource version: not only the reflector's
+/// last synced version, which moves when an event is queued, before the cache applies it. The
+/// handlers hear an event after the cache holds it, so a test that needs them waits for them.
 async fn caught_up<F: PodForm>(sim: &SimServer, informer: &Informer<F>) {
-    let last = sim.store().resource_version().to_string();
-    eventually("the informer to catch up", || {
-        informer
-            .last_sync_resource_version()
-            .is_some_and(|v| v.as_str() == last)
-    })
-    .await;
+    let last: kinformer::core::ResourceVersion = sim.store().resource_version().to_string().into();
+    informer
+        .wait_until_fresh(&last, Duration::from_secs(10))
+        .await
+        .expect("the cache to catch up with the server");
 }
 
 /// The server's pods, decoded as typed pods by key.
