@@ -1,6 +1,7 @@
 //! The property of the `protobuf_watch` fuzz target: Kubernetes' protobuf framing
 //! (`kinformer_protobuf::wire`) on arbitrary bytes cut at arbitrary chunk boundaries, and the
-//! objects inside decoded both ways (straight into k8s-openapi, and through k8s-pb's messages).
+//! objects inside decoded both ways (straight into k8s-openapi, and through k8s-pb's messages),
+//! and without their managed fields.
 //!
 //! Not a module of the fuzz crate's library: `src/lib.rs` is included by kinformer-client's
 //! tests, which do not depend on kinformer-protobuf. The target includes this file
@@ -13,8 +14,9 @@ use std::fmt::Debug;
 use bytes::Bytes;
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::Pod;
-use kinformer_core::Object;
+use kinformer_core::{ManagedFields, Object};
 use kinformer_protobuf::convert::Protobuf;
+use kinformer_protobuf::trim::without_managed_fields;
 use kinformer_protobuf::wire::{self, FrameDecoder, ListSplitter, SplitList};
 use kinformer_protobuf::{CompactMessage, Error};
 
@@ -88,11 +90,29 @@ fn compact_agrees<K: Protobuf + Object + PartialEq + Debug>(message: &[u8]) {
     }
 }
 
+/// The message without its managed fields (`kinformer_protobuf::trim`): never a panic; when
+/// the whole message decodes, the trimmed one decodes to the same object without managed
+/// fields.
+fn trim_agrees<K: Protobuf + ManagedFields + Clone + PartialEq + Debug>(message: &[u8]) {
+    let trimmed = without_managed_fields(message);
+    let decoded = K::decode(&trimmed);
+    if let Ok(whole) = K::decode(message) {
+        let mut stripped = whole.clone();
+        stripped.clear_managed_fields();
+        match decoded {
+            Ok(decoded) => assert_eq!(decoded, stripped, "{}", K::KIND),
+            Err(e) => panic!("{}: trimmed refused what the whole accepted: {e}", K::KIND),
+        }
+    }
+}
+
 /// The object decoders on `message`: a Pod, and a Deployment (whose conditions have no
-/// default and go through prost), typed and in the compact form.
+/// default and go through prost), typed, without managed fields and in the compact form.
 fn check_object(message: &[u8]) {
     agree::<Pod>(message);
     agree::<Deployment>(message);
+    trim_agrees::<Pod>(message);
+    trim_agrees::<Deployment>(message);
     compact_agrees::<Pod>(message);
     compact_agrees::<Deployment>(message);
 }

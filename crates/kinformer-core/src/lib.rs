@@ -14,6 +14,8 @@
 //! - [`Delta`], [`DeltaType`], [`DeletedFinalStateUnknown`]: what the delta FIFO hands on, with a
 //!   typed tombstone so no handler ever needs a type assertion.
 //! - [`LabelSelector`] and [`FieldSelector`]: Kubernetes' selector grammar, parsed, matched, rendered.
+//! - [`trim`]: a JSON object without a member (its `metadata.managedFields`), cut out of the
+//!   bytes before they are decoded, for decoders whose caller drops it anyway.
 //! - The traits where two layers meet, so that no layer depends on another layer's
 //!   implementation: [`ListWatch`] (the reflector's source, in [`list_watch`] with its neutral
 //!   error and the pager), [`ReflectorStore`] (what the reflector writes into: one [`StoreEvent`] at a
@@ -62,6 +64,7 @@ pub mod selector;
 pub mod shard;
 mod status;
 mod store;
+pub mod trim;
 pub mod validation;
 mod version;
 mod watch;

@@ -13,8 +13,9 @@ use k8s_openapi::api::core::v1::{
 use k8s_openapi::api::discovery::v1::EndpointSlice;
 use k8s_openapi::serde::Serialize;
 use k8s_openapi::serde::de::DeserializeOwned;
-use kinformer_core::Object;
+use kinformer_core::{ManagedFields, Object};
 use kinformer_protobuf::convert::{Protobuf, codec, codec_for};
+use kinformer_protobuf::trim::without_managed_fields;
 use kinformer_protobuf::{CompactMessage, Error};
 use proptest::prelude::*;
 use proptest::test_runner::{Config, RngAlgorithm, TestRng, TestRunner};
@@ -643,7 +644,7 @@ fn apply(object: &mut Value, m: &Mutation) {
 /// `apiVersion` and `kind` agrees.
 fn round_trip<K>(json: &Value) -> Result<(), TestCaseError>
 where
-    K: Protobuf + Object + Serialize + DeserializeOwned + PartialEq + Debug,
+    K: Protobuf + Object + ManagedFields + Clone + Serialize + DeserializeOwned + PartialEq + Debug,
 {
     let typed: K = serde_json::from_value(json.clone())
         .map_err(|e| TestCaseError::fail(format!("{} does not deserialize: {e}", K::KIND)))?;
@@ -691,6 +692,18 @@ where
         .expect("the compact codec's own type")
         .unwrap();
     prop_assert_eq!(&*decoded, &compact);
+
+    // Without its managed fields, the message decodes to the object without them, and to
+    // nothing else; a message without them is lent as it is.
+    let trimmed = without_managed_fields(&bytes);
+    let mut stripped = typed.clone();
+    stripped.clear_managed_fields();
+    let decoded = K::decode(&trimmed).map_err(|e| TestCaseError::fail(format!("{e}")))?;
+    prop_assert_eq!(&decoded, &stripped);
+    prop_assert_eq!(
+        matches!(trimmed, std::borrow::Cow::Borrowed(_)),
+        !typed.has_managed_fields()
+    );
     Ok(())
 }
 
