@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 use futures_util::StreamExt as _;
 use kinformer_core::list_watch::BoxError;
+use kinformer_core::trim::ManagedFieldsDecode;
 use kinformer_core::{
     ApiResource, DynamicObject, ListParams, Object, ObjectList, Scope, WatchParams, WatchStream,
     validation,
@@ -21,7 +22,7 @@ use tracing::Instrument as _;
 
 use crate::auth::Credentials;
 use crate::body::{Body, BodyError, Encoding, decoded, encoding_of};
-use crate::decode::{Parallel, Traffic, WatchFormat, decode_watch_counted, error_chain};
+use crate::decode::{Parallel, Rules, Traffic, WatchFormat, decode_watch_counted, error_chain};
 use crate::list::{Decoded, decode_json_list, decode_protobuf_list};
 use crate::{Config, Error, ListBound, ObjectEncoding, ProxyEnv};
 use kinformer_protobuf::convert::Codec;
@@ -90,6 +91,7 @@ struct Inner {
     watch_idle_timeout: Duration,
     max_watch_line: usize,
     object_encoding: ObjectEncoding,
+    managed_fields: ManagedFieldsDecode,
 }
 
 impl fmt::Debug for Client {
@@ -158,6 +160,7 @@ impl Client {
                 watch_idle_timeout: config.watch_idle_timeout,
                 max_watch_line: config.max_watch_line,
                 object_encoding: config.object_encoding,
+                managed_fields: config.managed_fields,
             }),
         })
     }
@@ -260,11 +263,13 @@ impl Client {
             .body_chunks(response, encoding, limit)
             .map_err(over)?
             .into_stream();
+        let managed_fields = self.inner.managed_fields;
         let decoded = match protobuf {
             Some((codec, _)) => {
-                decode_protobuf_list(chunks, codec, scope, max_items, too_many).await
+                decode_protobuf_list(chunks, codec, scope, managed_fields, max_items, too_many)
+                    .await
             }
-            None => decode_json_list(chunks, scope, max_items, too_many).await,
+            None => decode_json_list(chunks, scope, managed_fields, max_items, too_many).await,
         };
         let Decoded {
             mut list,
@@ -347,7 +352,10 @@ impl Client {
         Ok(decode_watch_counted(
             decoded(response, encoding),
             self.inner.max_watch_line,
-            resource.scope == Scope::Namespaced,
+            Rules {
+                require_namespace: resource.scope == Scope::Namespaced,
+                managed_fields: self.inner.managed_fields,
+            },
             Some(idle),
             Parallel::default(),
             Traffic::new(resource, "watch"),

@@ -9,6 +9,8 @@ use base64::Engine as _;
 use rustls_pki_types::pem::PemObject as _;
 use rustls_pki_types::{CertificateDer, PrivateKeyDer};
 
+use kinformer_core::trim::ManagedFieldsDecode;
+
 use crate::kubeconfig::{
     EXEC_V1, EXEC_V1BETA1, ExecConfig, Kubeconfig, NamedAuthInfo, NamedCluster,
 };
@@ -143,6 +145,16 @@ pub struct Config {
     pub max_watch_line: usize,
     /// The encoding lists and watches ask for (default [`ObjectEncoding::Json`]).
     pub object_encoding: ObjectEncoding,
+    /// Whether the objects of lists and watches (full objects, JSON or protobuf) are decoded with
+    /// their `metadata.managedFields` (default [`ManagedFieldsDecode::Keep`]), or come without
+    /// them ([`ManagedFieldsDecode::Skip`]): the entries are cut out of each object's bytes
+    /// before it is decoded, which on an object that many writers touched is most of its
+    /// decoding (and of its memory until a transform drops them). For clients whose informers
+    /// strip them anyway (the facade builder's `strip_managed_fields`); a key the scan of the
+    /// bytes does not recognize (JSON that spells `managedFields` with escapes, which no API
+    /// server writes) is decoded as usual, so keep the informer's transform too. Gets and
+    /// writes decode everything.
+    pub managed_fields: ManagedFieldsDecode,
 }
 
 /// The encoding a list or a watch asks the API server for.
@@ -268,6 +280,7 @@ impl fmt::Debug for Config {
             .field("watch_idle_timeout", &self.watch_idle_timeout)
             .field("max_watch_line", &self.max_watch_line)
             .field("object_encoding", &self.object_encoding)
+            .field("managed_fields", &self.managed_fields)
             .finish()
     }
 }
@@ -310,6 +323,7 @@ impl Config {
             watch_idle_timeout: Duration::from_secs(600),
             max_watch_line: DEFAULT_MAX_WATCH_LINE,
             object_encoding: ObjectEncoding::Json,
+            managed_fields: ManagedFieldsDecode::Keep,
         }
     }
 

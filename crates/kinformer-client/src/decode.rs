@@ -1,12 +1,14 @@
 //! Decoding a watch response: newline-delimited JSON, split into lines as the bytes arrive and
 //! decoded on all cores, the events handed on in the order of their lines.
 
+use std::borrow::Cow;
 use std::fmt;
 use std::pin::Pin;
 use std::time::Duration;
 
 use bytes::Bytes;
 use futures_util::{FutureExt as _, Stream, StreamExt as _};
+use kinformer_core::trim::{EVENT_MANAGED_FIELDS, ManagedFieldsDecode, without_member};
 use kinformer_core::{
     Bookmark, Object, ResourceVersion, WatchEvent, WatchStream, missing_identity,
 };
@@ -307,8 +309,8 @@ pub struct WatchDecoder {
     format: WatchFormat,
     /// Events decoded so far.
     events: u64,
-    /// Whether an object without a namespace is refused.
-    require_namespace: bool,
+    /// What each object must have, and what is left out of it.
+    rules: Rules,
     done: bool,
 }
 
@@ -336,7 +338,7 @@ impl WatchDecoder {
             split: Splitter::new(WatchFormat::Json, max_line),
             format: WatchFormat::Json,
             events: 0,
-            require_namespace: false,
+            rules: Rules::default(),
             done: false,
         }
     }
@@ -377,7 +379,7 @@ impl WatchDecoder {
             split: Splitter::new(format, max_frame),
             format,
             events: 0,
-            require_namespace: false,
+            rules: Rules::default(),
             done: false,
         }
     }
@@ -386,7 +388,32 @@ impl WatchDecoder {
     /// for a namespaced resource, whose objects always carry one. (An object without a
     /// `metadata.name` is always refused.)
     pub fn require_namespace(mut self, yes: bool) -> Self {
-        self.require_namespace = yes;
+        self.rules.require_namespace = yes;
+        self
+    }
+
+    /// Whether each object's `metadata.managedFields` is decoded or left out
+    /// ([`ManagedFieldsDecode`]; decoded unless set): see
+    /// [`Config::managed_fields`](crate::Config::managed_fields).
+    ///
+    /// ```
+    /// use bytes::Bytes;
+    /// use k8s_openapi::api::core::v1::ConfigMap;
+    /// use kinformer_client::WatchDecoder;
+    /// use kinformer_core::WatchEvent;
+    /// use kinformer_core::trim::ManagedFieldsDecode;
+    ///
+    /// let mut decoder = WatchDecoder::new(1 << 20).managed_fields(ManagedFieldsDecode::Skip);
+    /// decoder.push(Bytes::from_static(
+    ///     br#"{"type":"ADDED","object":{"metadata":{"name":"a","managedFields":[{"manager":"m"}]}}}
+    /// "#,
+    /// ));
+    /// let Some(Ok(WatchEvent::Added(cm))) = decoder.next_event::<ConfigMap>() else { panic!() };
+    /// assert_eq!(cm.metadata.name.as_deref(), Some("a"));
+    /// assert_eq!(cm.metadata.managed_fields, None);
+    /// ```
+    pub fn managed_fields(mut self, decode: ManagedFieldsDecode) -> Self {
+        self.rules.managed_fields = decode;
         self
     }
 
@@ -415,10 +442,8 @@ impl WatchDecoder {
                 }
             };
             let decoded = match self.format {
-                WatchFormat::Json => decode_line(&line, self.require_namespace),
-                WatchFormat::Protobuf(codec) => {
-                    Some(decode_frame(&line, codec, self.require_namespace))
-                }
+                WatchFormat::Json => decode_line(&line, self.rules),
+                WatchFormat::Protobuf(codec) => Some(decode_frame(&line, codec, self.rules)),
             };
             match decoded {
                 None => continue,
@@ -452,7 +477,7 @@ impl WatchDecoder {
             }
             End::Fail(e) => return Some(Err(e)),
         };
-        let result = decode_tail::<K>(&tail, self.require_namespace, self.events)?;
+        let result = decode_tail::<K>(&tail, self.rules, self.events)?;
         if result.is_ok() {
             self.events += 1;
         }
@@ -460,13 +485,22 @@ impl WatchDecoder {
     }
 }
 
+/// What each decoded object must have, and what is left out of it.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct Rules {
+    /// Whether an object without a namespace is refused.
+    pub(crate) require_namespace: bool,
+    /// Whether its managed fields are decoded or cut out first.
+    pub(crate) managed_fields: ManagedFieldsDecode,
+}
+
 /// Decodes one line; `None` for a blank one. The object of an added, modified or deleted event
 /// must have a name (and a namespace when `require_namespace`).
 fn decode_line<K: Object + DeserializeOwned>(
     line: &Line,
-    require_namespace: bool,
+    rules: Rules,
 ) -> Option<Result<WatchEvent<K>, Error>> {
-    decode_event(&line.bytes, require_namespace).map(|r| {
+    decode_event(&line.bytes, rules).map(|r| {
         r.map_err(|source| Error::Decode {
             what: "watch event",
             line: Some(line.number),
@@ -482,7 +516,7 @@ fn decode_line<K: Object + DeserializeOwned>(
 fn decode_frame<K: Object>(
     line: &Line,
     codec: &'static Codec,
-    require_namespace: bool,
+    rules: Rules,
 ) -> Result<WatchEvent<K>, Error> {
     let fail = |source| Error::Protobuf {
         what: "watch event",
@@ -522,7 +556,13 @@ fn decode_frame<K: Object>(
             found: format!("{}/{}", envelope.api_version, envelope.kind),
         }));
     }
-    let object = match codec.decode::<K>(&envelope.raw) {
+    let message = match rules.managed_fields {
+        ManagedFieldsDecode::Keep => Cow::Borrowed(&envelope.raw[..]),
+        ManagedFieldsDecode::Skip => {
+            kinformer_protobuf::trim::without_managed_fields(&envelope.raw)
+        }
+    };
+    let object = match codec.decode::<K>(&message) {
         Some(decoded) => decoded.map_err(fail)?,
         None => {
             return Err(fail(kinformer_protobuf::Error::UnexpectedKind {
@@ -531,7 +571,7 @@ fn decode_frame<K: Object>(
             }));
         }
     };
-    if let Some(field) = missing_identity(&*object, require_namespace) {
+    if let Some(field) = missing_identity(&*object, rules.require_namespace) {
         return Err(fail(kinformer_protobuf::Error::MissingField {
             what: "watch event object",
             field,
@@ -548,10 +588,10 @@ fn decode_frame<K: Object>(
 /// is an event; anything else there means the connection was cut mid-line.
 fn decode_tail<K: Object + DeserializeOwned>(
     tail: &[u8],
-    require_namespace: bool,
+    rules: Rules,
     events: u64,
 ) -> Option<Result<WatchEvent<K>, Error>> {
-    decode_event(tail, require_namespace).map(|r| {
+    decode_event(tail, rules).map(|r| {
         r.map_err(|_| Error::Interrupted {
             events,
             reason: format!(
@@ -569,12 +609,16 @@ fn is_blank(line: &[u8]) -> bool {
 
 fn decode_event<K: Object + DeserializeOwned>(
     line: &[u8],
-    require_namespace: bool,
+    rules: Rules,
 ) -> Option<Result<WatchEvent<K>, kinformer_core::Error>> {
     if is_blank(line) {
         return None;
     }
-    let event = match WatchEvent::from_json(line) {
+    let line = match rules.managed_fields {
+        ManagedFieldsDecode::Keep => Cow::Borrowed(line),
+        ManagedFieldsDecode::Skip => without_member(line, EVENT_MANAGED_FIELDS),
+    };
+    let event = match WatchEvent::from_json(&line) {
         Ok(event) => event,
         Err(e) => return Some(Err(e)),
     };
@@ -582,7 +626,7 @@ fn decode_event<K: Object + DeserializeOwned>(
         WatchEvent::Added(o) | WatchEvent::Modified(o) | WatchEvent::Deleted(o) => Some(&**o),
         WatchEvent::Bookmark(_) | WatchEvent::Error(_) => None,
     };
-    if let Some(field) = object.and_then(|o| missing_identity(o, require_namespace)) {
+    if let Some(field) = object.and_then(|o| missing_identity(o, rules.require_namespace)) {
         return Some(Err(kinformer_core::Error::Decode {
             what: "watch event",
             source: serde::de::Error::custom(format_args!("the object has no {field}")),
@@ -699,14 +743,14 @@ impl Batch {
     /// Decodes the lines in order, up to the first error, which ends the result.
     fn decode<K: Object + DeserializeOwned>(
         self,
-        require_namespace: bool,
+        rules: Rules,
         format: WatchFormat,
     ) -> Vec<Result<WatchEvent<K>, Error>> {
         let mut out = Vec::with_capacity(self.lines.len() + 1);
         for line in &self.lines {
             let decoded = match format {
-                WatchFormat::Json => decode_line(line, require_namespace),
-                WatchFormat::Protobuf(codec) => Some(decode_frame(line, codec, require_namespace)),
+                WatchFormat::Json => decode_line(line, rules),
+                WatchFormat::Protobuf(codec) => Some(decode_frame(line, codec, rules)),
             };
             match decoded {
                 None => {}
@@ -722,7 +766,7 @@ impl Batch {
         match self.end {
             None => {}
             Some(End::Fail(e)) => out.push(Err(e)),
-            Some(End::Tail(tail)) => out.extend(decode_tail(&tail, require_namespace, 0)),
+            Some(End::Tail(tail)) => out.extend(decode_tail(&tail, rules, 0)),
         }
         out
     }
@@ -842,7 +886,10 @@ where
     decode_watch_counted(
         body,
         max_line,
-        require_namespace,
+        Rules {
+            require_namespace,
+            managed_fields: ManagedFieldsDecode::Keep,
+        },
         idle,
         parallel,
         Traffic::none(),
@@ -854,7 +901,7 @@ where
 pub(crate) fn decode_watch_counted<K, S, E>(
     body: S,
     max_line: usize,
-    require_namespace: bool,
+    rules: Rules,
     idle: Option<Duration>,
     parallel: Parallel,
     traffic: Traffic,
@@ -884,7 +931,7 @@ where
             let timer = decode.clone();
             let timed = move |batch: Batch| {
                 let started = std::time::Instant::now();
-                let events = batch.decode::<K>(require_namespace, format);
+                let events = batch.decode::<K>(rules, format);
                 timer.record(started.elapsed());
                 events
             };

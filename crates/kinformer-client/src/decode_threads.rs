@@ -103,6 +103,7 @@ fn list_items_are_decoded_on_the_runtime_workers() {
         .block_on(crate::list::decode_json_list::<Probe>(
             futures_util::stream::iter(chunks),
             Scope::Namespaced,
+            kinformer_core::trim::ManagedFieldsDecode::Keep,
             usize::MAX,
             too_many,
         ))

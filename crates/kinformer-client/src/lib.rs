@@ -101,6 +101,7 @@ pub use config::{
 pub use decode::{WatchDecoder, decode_watch};
 pub use discovery::{DiscoveredResource, Discovery, DiscoveryOptions, FailedGroupVersion};
 pub use error::{Error, ListBound};
+pub use kinformer_core::trim::ManagedFieldsDecode;
 pub use kubeconfig::{
     AuthInfo, Cluster, Context, ExecConfig, ExecEnvVar, Kubeconfig, NamedAuthInfo, NamedCluster,
     NamedContext,

@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use futures_util::{Stream, StreamExt as _};
+use kinformer_core::trim::ManagedFieldsDecode;
 use kinformer_core::{
     JsonListSplitter, Object, ObjectList, ResourceVersion, Scope, missing_identity,
 };
@@ -45,6 +46,7 @@ const RUNS_IN_FLIGHT: usize = 16;
 pub(crate) async fn decode_json_list<K: Object + DeserializeOwned>(
     mut body: impl Stream<Item = Result<Bytes, Error>> + Unpin,
     scope: Scope,
+    managed_fields: ManagedFieldsDecode,
     max_items: usize,
     too_many: impl Fn() -> Error,
 ) -> Result<Decoded<K>, Error> {
@@ -72,7 +74,8 @@ pub(crate) async fn decode_json_list<K: Object + DeserializeOwned>(
         for run in ready.into_runs(ITEMS_PER_TASK) {
             let n = run.len();
             runs.push(n, move || {
-                run.decode::<K>(Some(scope)).map_err(json_list_error)
+                run.decode_with::<K>(Some(scope), managed_fields)
+                    .map_err(json_list_error)
             })
             .await?;
         }
@@ -120,6 +123,7 @@ pub(crate) async fn decode_protobuf_list<K: Object>(
     mut body: impl Stream<Item = Result<Bytes, Error>> + Unpin,
     codec: &'static Codec,
     scope: Scope,
+    managed_fields: ManagedFieldsDecode,
     max_items: usize,
     too_many: impl Fn() -> Error,
 ) -> Result<Decoded<K>, Error> {
@@ -154,15 +158,19 @@ pub(crate) async fn decode_protobuf_list<K: Object>(
             if run.len() == ITEMS_PER_TASK {
                 let full = std::mem::replace(&mut run, Vec::with_capacity(ITEMS_PER_TASK));
                 let start = runs.taken;
-                runs.push(full.len(), move || decode_run(&full, start, codec, scope))
-                    .await?;
+                runs.push(full.len(), move || {
+                    decode_run(&full, start, codec, scope, managed_fields)
+                })
+                .await?;
             }
         }
     }
     if !run.is_empty() {
         let start = runs.taken;
-        runs.push(run.len(), move || decode_run(&run, start, codec, scope))
-            .await?;
+        runs.push(run.len(), move || {
+            decode_run(&run, start, codec, scope, managed_fields)
+        })
+        .await?;
     }
     let list = splitter.finish().map_err(structure)?;
     check_kind(&list.api_version, &list.kind)?;
@@ -284,11 +292,16 @@ fn decode_run<K: Object>(
     start: usize,
     codec: &'static Codec,
     scope: Scope,
+    managed_fields: ManagedFieldsDecode,
 ) -> RunResult<K> {
     let mut out = Vec::with_capacity(raw.len());
     for (i, message) in raw.iter().enumerate() {
         let at = || Some(format!("items[{}]", start + i));
-        let object = match codec.decode::<K>(message) {
+        let message = match managed_fields {
+            ManagedFieldsDecode::Keep => std::borrow::Cow::Borrowed(&message[..]),
+            ManagedFieldsDecode::Skip => kinformer_protobuf::trim::without_managed_fields(message),
+        };
+        let object = match codec.decode::<K>(&message) {
             Some(Ok(object)) => object,
             Some(Err(e)) => return Err(protobuf_error(at(), e)),
             None => {
@@ -335,6 +348,7 @@ mod tests {
         match decode_json_list(
             futures_util::stream::iter(chunks),
             scope,
+            ManagedFieldsDecode::Keep,
             usize::MAX,
             too_many,
         )

@@ -7,7 +7,9 @@ use std::time::Duration;
 
 use futures_util::StreamExt as _;
 use k8s_openapi::api::core::v1::{ConfigMap, Pod};
-use kinformer_client::{Client, Config, Error, Kubeconfig, KubeconfigOptions, ObjectEncoding};
+use kinformer_client::{
+    Client, Config, Error, Kubeconfig, KubeconfigOptions, ManagedFieldsDecode, ObjectEncoding,
+};
 use kinformer_core::{
     ApiResource, DynamicObject, ListParams, ObjectList, ResourceVersionMatch, Scope, WatchEvent,
     WatchParams,
@@ -604,4 +606,100 @@ async fn failures_a_protobuf_list_or_watch_meets_say_what_to_do_as_json_ones_do(
             .await
             .is_ok()
     );
+}
+
+/// A client of `sim` with `encoding` and managed fields left out at decode.
+fn lean_client_of(sim: &SimServer, encoding: ObjectEncoding) -> Client {
+    let kc = Kubeconfig::from_yaml(&sim.kubeconfig_yaml(), None).unwrap();
+    let mut config = Config::from_kubeconfig(&kc, &KubeconfigOptions::default()).unwrap();
+    config.object_encoding = encoding;
+    config.managed_fields = ManagedFieldsDecode::Skip;
+    Client::new(config).unwrap()
+}
+
+fn without_managed_fields(pods: &[Arc<Pod>]) -> Vec<Pod> {
+    pods.iter()
+        .map(|p| {
+            let mut p = Pod::clone(p);
+            p.metadata.managed_fields = None;
+            p
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn managed_fields_left_out_at_decode_leave_the_objects_otherwise_as_they_are() {
+    let sim = SimServer::start(SimConfig::default()).await.unwrap();
+    sim.store().seed_pods(30, 3);
+    for encoding in [ObjectEncoding::Json, ObjectEncoding::Protobuf] {
+        let full = client_of(&sim, encoding);
+        let lean = lean_client_of(&sim, encoding);
+        // A paged list, and a whole one from the watch cache.
+        let paged = list_all::<Pod>(&full, &pods(), Some(7)).await;
+        assert!(
+            paged
+                .items
+                .iter()
+                .all(|p| p.metadata.managed_fields.is_some()),
+            "the seeded pods carry managed fields"
+        );
+        let lean_paged = list_all::<Pod>(&lean, &pods(), Some(7)).await;
+        assert_eq!(
+            without_managed_fields(&lean_paged.items),
+            without_managed_fields(&paged.items),
+            "{encoding:?}"
+        );
+        assert!(
+            lean_paged
+                .items
+                .iter()
+                .all(|p| p.metadata.managed_fields.is_none()),
+            "{encoding:?}"
+        );
+        let whole = ListParams {
+            resource_version: Some("0".to_owned()),
+            ..ListParams::default()
+        };
+        let lean_whole = lean.list::<Pod>(&pods(), None, &whole).await.unwrap();
+        assert_eq!(lean_whole.items.len(), 30);
+        assert!(
+            lean_whole
+                .items
+                .iter()
+                .all(|p| p.metadata.managed_fields.is_none())
+        );
+
+        // A watch: the same events, their objects without managed fields.
+        let params = WatchParams {
+            resource_version: Some(paged.resource_version.as_str().to_owned()),
+            timeout_seconds: Some(5),
+            ..WatchParams::default()
+        };
+        let mut from_full = full.watch::<Pod>(&pods(), None, &params).await.unwrap();
+        let mut from_lean = lean.watch::<Pod>(&pods(), None, &params).await.unwrap();
+        let name = paged.items[0].metadata.name.clone().unwrap();
+        let namespace = paged.items[0].metadata.namespace.clone().unwrap();
+        let mut changed = sim.store().get(&pods(), Some(&namespace), &name).unwrap();
+        changed["metadata"]["labels"]["changed"] = format!("{encoding:?}").into();
+        sim.store().update(&pods(), changed).unwrap();
+        let (full_event, lean_event) = tokio::time::timeout(BOUND, async {
+            (
+                from_full.next().await.unwrap().unwrap(),
+                from_lean.next().await.unwrap().unwrap(),
+            )
+        })
+        .await
+        .expect("the update within the bound");
+        match (full_event, lean_event) {
+            (WatchEvent::Modified(full), WatchEvent::Modified(lean)) => {
+                assert!(full.metadata.managed_fields.is_some());
+                assert_eq!(lean.metadata.managed_fields, None);
+                assert_eq!(
+                    without_managed_fields(&[lean]),
+                    without_managed_fields(&[full])
+                );
+            }
+            other => panic!("{other:?}"),
+        }
+    }
 }

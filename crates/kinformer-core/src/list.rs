@@ -8,6 +8,7 @@ use serde::de::DeserializeOwned;
 
 use serde_json::value::RawValue;
 
+use crate::trim::ManagedFieldsDecode;
 use crate::{Error, Object, ResourceVersion, Scope, missing_identity};
 
 mod splitter;
@@ -234,7 +235,13 @@ impl ListPage {
         run: std::ops::Range<usize>,
         scope: Option<Scope>,
     ) -> Result<Vec<Arc<K>>, Error> {
-        decode_ranges(body, &self.items[run.clone()], run.start, scope)
+        decode_ranges(
+            body,
+            &self.items[run.clone()],
+            run.start,
+            scope,
+            ManagedFieldsDecode::Keep,
+        )
     }
 
     /// The page as an [`ObjectList`] of its decoded `items`.
@@ -257,6 +264,7 @@ fn decode_ranges<K: Object + DeserializeOwned>(
     ranges: &[std::ops::Range<usize>],
     first: usize,
     scope: Option<Scope>,
+    managed_fields: ManagedFieldsDecode,
 ) -> Result<Vec<Arc<K>>, Error> {
     let decode_error = |source| Error::Decode {
         what: "list",
@@ -265,7 +273,12 @@ fn decode_ranges<K: Object + DeserializeOwned>(
     let namespaced = scope == Some(Scope::Namespaced);
     let mut out = Vec::with_capacity(ranges.len());
     for (i, bytes) in (first..).zip(ranges) {
-        let object: K = crate::json::object(&body[bytes.clone()])
+        let item = &body[bytes.clone()];
+        let item = match managed_fields {
+            ManagedFieldsDecode::Keep => std::borrow::Cow::Borrowed(item),
+            ManagedFieldsDecode::Skip => crate::trim::without_managed_fields(item),
+        };
+        let object: K = crate::json::object(&item)
             .map_err(|e| decode_error(serde::de::Error::custom(format_args!("items[{i}]: {e}"))))?;
         if let Some(field) = missing_identity(&object, namespaced) {
             return Err(decode_error(serde::de::Error::custom(format_args!(

@@ -6,6 +6,7 @@ use std::sync::Arc;
 use serde::de::{DeserializeOwned, Error as _, IgnoredAny};
 
 use super::{ObjectList, RawListMeta, decode_ranges};
+use crate::trim::ManagedFieldsDecode;
 use crate::{Error, Object, Scope};
 
 /// Splits a JSON list body (`{"kind":"PodList","metadata":{...},"items":[...]}`) into runs of
@@ -264,7 +265,17 @@ impl ItemRun {
         &self,
         scope: Option<Scope>,
     ) -> Result<Vec<Arc<K>>, Error> {
-        decode_ranges(&self.body, &self.items, self.first, scope)
+        self.decode_with(scope, ManagedFieldsDecode::Keep)
+    }
+
+    /// [`decode`](Self::decode), with each item's `metadata.managedFields` decoded or left out
+    /// as `managed_fields` says ([`without_managed_fields`](crate::trim::without_managed_fields)).
+    pub fn decode_with<K: Object + DeserializeOwned>(
+        &self,
+        scope: Option<Scope>,
+        managed_fields: ManagedFieldsDecode,
+    ) -> Result<Vec<Arc<K>>, Error> {
+        decode_ranges(&self.body, &self.items, self.first, scope, managed_fields)
     }
 }
 
