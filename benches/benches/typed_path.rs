@@ -8,6 +8,8 @@
 //!   straight into the same `Pod`, as `kinformer-typed-pb` decodes them; and as many clones of
 //!   decoded pods, which make the allocations, writes and frees of a decode without parsing, so
 //!   that JSON's time over theirs is about the most any encoding can gain over JSON on these pods;
+//!   and the JSON and protobuf decodes again with `metadata.managedFields` cut out of the bytes
+//!   first (`*_without_managed_fields`), as a client set to skip them decodes;
 //! - `replaced_pod_dies`: where the pod an update replaces is freed, timed on the decoding
 //!   thread: there (as kube-runtime does), on a thread that only frees (as a handler thread
 //!   holding the last reference did), or handed back to the decoding thread (as a shared
@@ -113,6 +115,37 @@ fn bench(c: &mut Criterion) {
             }
         })
     });
+    // The same two decodes with the managed fields cut out of the bytes first, as a client
+    // whose `Config::managed_fields` is `Skip` decodes them.
+    assert!(
+        lines.iter().all(|l| {
+            kinformer_core::trim::without_member(l, kinformer_core::trim::EVENT_MANAGED_FIELDS)
+                .len()
+                < l.len()
+        }),
+        "every line loses its managed fields"
+    );
+    group.bench_function("kinformer_from_json_without_managed_fields", |b| {
+        b.iter(|| {
+            for l in &lines {
+                let line = kinformer_core::trim::without_member(
+                    l,
+                    kinformer_core::trim::EVENT_MANAGED_FIELDS,
+                );
+                black_box(WatchEvent::<Pod>::from_json(&line).unwrap());
+            }
+        })
+    });
+    group.bench_function("kinformer_from_protobuf_without_managed_fields", |b| {
+        b.iter(|| {
+            for e in &events {
+                let event = kinformer_protobuf::wire::decode_watch_event(e.clone()).unwrap();
+                let envelope = kinformer_protobuf::wire::decode_envelope(event.object).unwrap();
+                let message = kinformer_protobuf::trim::without_managed_fields(&envelope.raw);
+                black_box(codec.decode::<Pod>(&message).unwrap().unwrap());
+            }
+        })
+    });
     // A few pods, so that the clones read them from the cache, as a decoder reads its bytes.
     let sample: Vec<Pod> = lines
         .iter()
@@ -130,9 +163,18 @@ fn bench(c: &mut Criterion) {
         })
     });
     group.finish();
+    let trimmed: usize = lines
+        .iter()
+        .map(|l| {
+            kinformer_core::trim::without_member(l, kinformer_core::trim::EVENT_MANAGED_FIELDS)
+                .len()
+        })
+        .sum();
     println!(
-        "{EVENTS} events, {} bytes a line on average, {} bytes a protobuf event",
+        "{EVENTS} events, {} bytes a line on average ({} without managed fields), {} bytes a \
+         protobuf event",
         bytes / EVENTS,
+        trimmed / EVENTS,
         events.iter().map(|e| e.len()).sum::<usize>() / EVENTS
     );
 }
