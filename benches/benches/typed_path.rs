@@ -24,6 +24,7 @@ use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use k8s_openapi::api::core::v1::Pod;
 use kinformer_benches::pods::{PodSize, pod, update_patch};
 use kinformer_core::WatchEvent;
+use kinformer_core::trim::ManagedFieldsDecode;
 use kinformer_protobuf::convert::Codec;
 use serde::Deserialize;
 
@@ -118,20 +119,15 @@ fn bench(c: &mut Criterion) {
     // The same two decodes with the managed fields cut out of the bytes first, as a client
     // whose `Config::managed_fields` is `Skip` decodes them.
     assert!(
-        lines.iter().all(|l| {
-            kinformer_core::trim::without_member(l, kinformer_core::trim::EVENT_MANAGED_FIELDS)
-                .len()
-                < l.len()
-        }),
+        lines
+            .iter()
+            .all(|l| ManagedFieldsDecode::Skip.event(l).len() < l.len()),
         "every line loses its managed fields"
     );
     group.bench_function("kinformer_from_json_without_managed_fields", |b| {
         b.iter(|| {
             for l in &lines {
-                let line = kinformer_core::trim::without_member(
-                    l,
-                    kinformer_core::trim::EVENT_MANAGED_FIELDS,
-                );
+                let line = ManagedFieldsDecode::Skip.event(l);
                 black_box(WatchEvent::<Pod>::from_json(&line).unwrap());
             }
         })
@@ -141,7 +137,8 @@ fn bench(c: &mut Criterion) {
             for e in &events {
                 let event = kinformer_protobuf::wire::decode_watch_event(e.clone()).unwrap();
                 let envelope = kinformer_protobuf::wire::decode_envelope(event.object).unwrap();
-                let message = kinformer_protobuf::trim::without_managed_fields(&envelope.raw);
+                let message =
+                    kinformer_protobuf::trim::message(ManagedFieldsDecode::Skip, &envelope.raw);
                 black_box(codec.decode::<Pod>(&message).unwrap().unwrap());
             }
         })
@@ -165,10 +162,7 @@ fn bench(c: &mut Criterion) {
     group.finish();
     let trimmed: usize = lines
         .iter()
-        .map(|l| {
-            kinformer_core::trim::without_member(l, kinformer_core::trim::EVENT_MANAGED_FIELDS)
-                .len()
-        })
+        .map(|l| ManagedFieldsDecode::Skip.event(l).len())
         .sum();
     println!(
         "{EVENTS} events, {} bytes a line on average ({} without managed fields), {} bytes a \

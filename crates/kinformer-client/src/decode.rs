@@ -1,14 +1,13 @@
 //! Decoding a watch response: newline-delimited JSON, split into lines as the bytes arrive and
 //! decoded on all cores, the events handed on in the order of their lines.
 
-use std::borrow::Cow;
 use std::fmt;
 use std::pin::Pin;
 use std::time::Duration;
 
 use bytes::Bytes;
 use futures_util::{FutureExt as _, Stream, StreamExt as _};
-use kinformer_core::trim::{EVENT_MANAGED_FIELDS, ManagedFieldsDecode, without_member};
+use kinformer_core::trim::ManagedFieldsDecode;
 use kinformer_core::{
     Bookmark, Object, ResourceVersion, WatchEvent, WatchStream, missing_identity,
 };
@@ -556,12 +555,7 @@ fn decode_frame<K: Object>(
             found: format!("{}/{}", envelope.api_version, envelope.kind),
         }));
     }
-    let message = match rules.managed_fields {
-        ManagedFieldsDecode::Keep => Cow::Borrowed(&envelope.raw[..]),
-        ManagedFieldsDecode::Skip => {
-            kinformer_protobuf::trim::without_managed_fields(&envelope.raw)
-        }
-    };
+    let message = kinformer_protobuf::trim::message(rules.managed_fields, &envelope.raw);
     let object = match codec.decode::<K>(&message) {
         Some(decoded) => decoded.map_err(fail)?,
         None => {
@@ -614,10 +608,7 @@ fn decode_event<K: Object + DeserializeOwned>(
     if is_blank(line) {
         return None;
     }
-    let line = match rules.managed_fields {
-        ManagedFieldsDecode::Keep => Cow::Borrowed(line),
-        ManagedFieldsDecode::Skip => without_member(line, EVENT_MANAGED_FIELDS),
-    };
+    let line = rules.managed_fields.event(line);
     let event = match WatchEvent::from_json(&line) {
         Ok(event) => event,
         Err(e) => return Some(Err(e)),

@@ -297,10 +297,7 @@ fn decode_run<K: Object>(
     let mut out = Vec::with_capacity(raw.len());
     for (i, message) in raw.iter().enumerate() {
         let at = || Some(format!("items[{}]", start + i));
-        let message = match managed_fields {
-            ManagedFieldsDecode::Keep => std::borrow::Cow::Borrowed(&message[..]),
-            ManagedFieldsDecode::Skip => kinformer_protobuf::trim::without_managed_fields(message),
-        };
+        let message = kinformer_protobuf::trim::message(managed_fields, message);
         let object = match codec.decode::<K>(&message) {
             Some(Ok(object)) => object,
             Some(Err(e)) => return Err(protobuf_error(at(), e)),

@@ -24,10 +24,15 @@ fn pods() -> ApiResource {
 }
 
 fn client_of(sim: &SimServer, encoding: ObjectEncoding) -> Client {
+    Client::new(config_of(sim, encoding)).unwrap()
+}
+
+/// The configuration of a client of `sim` that asks for `encoding`.
+fn config_of(sim: &SimServer, encoding: ObjectEncoding) -> Config {
     let kc = Kubeconfig::from_yaml(&sim.kubeconfig_yaml(), None).unwrap();
     let mut config = Config::from_kubeconfig(&kc, &KubeconfigOptions::default()).unwrap();
     config.object_encoding = encoding;
-    Client::new(config).unwrap()
+    config
 }
 
 /// The `Accept` of the last list (or watch) the server logged.
@@ -610,11 +615,15 @@ async fn failures_a_protobuf_list_or_watch_meets_say_what_to_do_as_json_ones_do(
 
 /// A client of `sim` with `encoding` and managed fields left out at decode.
 fn lean_client_of(sim: &SimServer, encoding: ObjectEncoding) -> Client {
-    let kc = Kubeconfig::from_yaml(&sim.kubeconfig_yaml(), None).unwrap();
-    let mut config = Config::from_kubeconfig(&kc, &KubeconfigOptions::default()).unwrap();
-    config.object_encoding = encoding;
+    let mut config = config_of(sim, encoding);
     config.managed_fields = ManagedFieldsDecode::Skip;
     Client::new(config).unwrap()
+}
+
+/// Whether every pod has managed fields (`true`) or none has (`false`).
+fn all_with_managed_fields(pods: &[Arc<Pod>], with: bool) -> bool {
+    pods.iter()
+        .all(|p| p.metadata.managed_fields.is_some() == with)
 }
 
 fn without_managed_fields(pods: &[Arc<Pod>]) -> Vec<Pod> {
@@ -637,10 +646,7 @@ async fn managed_fields_left_out_at_decode_leave_the_objects_otherwise_as_they_a
         // A paged list, and a whole one from the watch cache.
         let paged = list_all::<Pod>(&full, &pods(), Some(7)).await;
         assert!(
-            paged
-                .items
-                .iter()
-                .all(|p| p.metadata.managed_fields.is_some()),
+            all_with_managed_fields(&paged.items, true),
             "the seeded pods carry managed fields"
         );
         let lean_paged = list_all::<Pod>(&lean, &pods(), Some(7)).await;
@@ -650,10 +656,7 @@ async fn managed_fields_left_out_at_decode_leave_the_objects_otherwise_as_they_a
             "{encoding:?}"
         );
         assert!(
-            lean_paged
-                .items
-                .iter()
-                .all(|p| p.metadata.managed_fields.is_none()),
+            all_with_managed_fields(&lean_paged.items, false),
             "{encoding:?}"
         );
         let whole = ListParams {
@@ -662,12 +665,7 @@ async fn managed_fields_left_out_at_decode_leave_the_objects_otherwise_as_they_a
         };
         let lean_whole = lean.list::<Pod>(&pods(), None, &whole).await.unwrap();
         assert_eq!(lean_whole.items.len(), 30);
-        assert!(
-            lean_whole
-                .items
-                .iter()
-                .all(|p| p.metadata.managed_fields.is_none())
-        );
+        assert!(all_with_managed_fields(&lean_whole.items, false));
 
         // A watch: the same events, their objects without managed fields.
         let params = WatchParams {

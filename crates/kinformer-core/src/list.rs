@@ -273,11 +273,7 @@ fn decode_ranges<K: Object + DeserializeOwned>(
     let namespaced = scope == Some(Scope::Namespaced);
     let mut out = Vec::with_capacity(ranges.len());
     for (i, bytes) in (first..).zip(ranges) {
-        let item = &body[bytes.clone()];
-        let item = match managed_fields {
-            ManagedFieldsDecode::Keep => std::borrow::Cow::Borrowed(item),
-            ManagedFieldsDecode::Skip => crate::trim::without_managed_fields(item),
-        };
+        let item = managed_fields.object(&body[bytes.clone()]);
         let object: K = crate::json::object(&item)
             .map_err(|e| decode_error(serde::de::Error::custom(format_args!("items[{i}]: {e}"))))?;
         if let Some(field) = missing_identity(&object, namespaced) {

@@ -21,6 +21,35 @@ pub enum ManagedFieldsDecode {
     Skip,
 }
 
+impl ManagedFieldsDecode {
+    /// The bytes of one JSON object to decode: `object` as it is, or without its managed
+    /// fields ([`without_managed_fields`]).
+    ///
+    /// ```
+    /// use kinformer_core::trim::ManagedFieldsDecode;
+    ///
+    /// let cm = br#"{"metadata":{"name":"a","managedFields":[{"manager":"m"}]}}"#;
+    /// assert_eq!(&*ManagedFieldsDecode::Keep.object(cm), &cm[..]);
+    /// assert_eq!(&*ManagedFieldsDecode::Skip.object(cm), br#"{"metadata":{"name":"a"}}"#);
+    /// ```
+    pub fn object(self, object: &[u8]) -> Cow<'_, [u8]> {
+        self.json(object, MANAGED_FIELDS)
+    }
+
+    /// The bytes of one JSON watch event to decode: `event` as it is, or without its object's
+    /// managed fields ([`EVENT_MANAGED_FIELDS`]).
+    pub fn event(self, event: &[u8]) -> Cow<'_, [u8]> {
+        self.json(event, EVENT_MANAGED_FIELDS)
+    }
+
+    fn json<'a>(self, doc: &'a [u8], path: &[&str]) -> Cow<'a, [u8]> {
+        match self {
+            ManagedFieldsDecode::Keep => Cow::Borrowed(doc),
+            ManagedFieldsDecode::Skip => without_member(doc, path),
+        }
+    }
+}
+
 /// The path of an object's managed fields.
 pub const MANAGED_FIELDS: &[&str] = &["metadata", "managedFields"];
 

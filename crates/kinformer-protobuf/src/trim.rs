@@ -9,6 +9,28 @@
 use std::borrow::Cow;
 use std::ops::Range;
 
+use kinformer_core::trim::ManagedFieldsDecode;
+
+/// The bytes of an object's message to decode under `decode`: `message` as it is, or without
+/// its managed fields ([`without_managed_fields`]).
+///
+/// ```
+/// use std::borrow::Cow;
+/// use kinformer_core::trim::ManagedFieldsDecode;
+/// use kinformer_protobuf::trim::message;
+///
+/// // Field 1 (metadata) holding field 17 (one managed-fields entry, empty).
+/// let pod = [0x0a, 0x03, 0x8a, 0x01, 0x00];
+/// assert!(matches!(message(ManagedFieldsDecode::Keep, &pod), Cow::Borrowed(_)));
+/// assert_eq!(&*message(ManagedFieldsDecode::Skip, &pod), &[0x0a, 0x00]);
+/// ```
+pub fn message(decode: ManagedFieldsDecode, message: &[u8]) -> Cow<'_, [u8]> {
+    match decode {
+        ManagedFieldsDecode::Keep => Cow::Borrowed(message),
+        ManagedFieldsDecode::Skip => without_managed_fields(message),
+    }
+}
+
 /// Every Kubernetes kind's `metadata` (`ObjectMeta`) is its field 1.
 const METADATA: u64 = 1;
 /// `ObjectMeta.managedFields`.
