@@ -97,13 +97,11 @@ pub fn without_member<'a>(doc: &'a [u8], path: &[&str]) -> Cow<'a, [u8]> {
     if path.is_empty()
         || doc.get(start) != Some(&b'{')
         || collect(doc, start, path, &mut cuts).is_none()
+        || cuts.is_empty()
     {
         return Cow::Borrowed(doc);
     }
-    if cuts.is_empty() {
-        return Cow::Borrowed(doc);
-    }
-    cuts.sort_by_key(|r| r.start);
+    // `collect` leaves the cuts sorted and apart.
     let mut out = Vec::with_capacity(doc.len());
     let mut from = 0;
     for cut in cuts {
