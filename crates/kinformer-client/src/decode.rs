@@ -5,8 +5,9 @@ use std::fmt;
 use std::pin::Pin;
 use std::time::Duration;
 
-use bytes::Bytes;
+use bytes::{Bytes, BytesMut};
 use futures_util::{FutureExt as _, Stream, StreamExt as _};
+use kinformer_core::gather::GatherBuffer;
 use kinformer_core::trim::ManagedFieldsDecode;
 use kinformer_core::{
     Bookmark, Object, ResourceVersion, WatchEvent, WatchStream, missing_identity,
@@ -69,7 +70,9 @@ struct Line {
 /// line split across chunks is gathered, in a buffer that never grows past the maximum length.
 struct LineSplitter {
     /// The start of a line that began in an earlier chunk.
-    pending: Vec<u8>,
+    pending: BytesMut,
+    /// Where `pending` comes from, and goes back to once its line is dropped.
+    gather: GatherBuffer,
     /// The chunk being split, and how far it has been consumed.
     chunk: Bytes,
     pos: usize,
@@ -84,7 +87,8 @@ struct LineSplitter {
 impl LineSplitter {
     fn new(max_line: usize) -> Self {
         Self {
-            pending: Vec::new(),
+            pending: BytesMut::new(),
+            gather: GatherBuffer::default(),
             chunk: Bytes::new(),
             pos: 0,
             max_line,
@@ -101,7 +105,7 @@ impl LineSplitter {
         }
         if self.pos < self.chunk.len() {
             let rest = self.chunk.slice(self.pos..);
-            self.pending.extend_from_slice(&rest);
+            self.pend(&rest);
         }
         self.chunk = chunk;
         self.pos = 0;
@@ -122,7 +126,8 @@ impl LineSplitter {
             if self.pending.len() + rest.len() > self.max_line {
                 return Some(Err(self.too_long()));
             }
-            self.pending.extend_from_slice(rest);
+            let rest = self.chunk.slice(self.pos..);
+            self.pend(&rest);
             self.pos = self.chunk.len();
             return None;
         };
@@ -138,9 +143,9 @@ impl LineSplitter {
         let bytes = if self.pending.is_empty() {
             self.chunk.slice(start..start + i)
         } else {
-            self.pending
-                .extend_from_slice(&self.chunk[start..start + i]);
-            Bytes::from(std::mem::take(&mut self.pending))
+            let end = self.chunk.slice(start..start + i);
+            self.pend(&end);
+            self.gather.finish(std::mem::take(&mut self.pending))
         };
         Some(Ok(Line {
             bytes,
@@ -158,12 +163,21 @@ impl LineSplitter {
         let rest = &self.chunk[self.pos..];
         self.pending.extend_from_slice(rest);
         self.pos = self.chunk.len();
-        std::mem::take(&mut self.pending)
+        Vec::from(std::mem::take(&mut self.pending))
+    }
+
+    /// Appends to the line being gathered, which starts in the last gathered line's buffer
+    /// when nothing holds that line any more.
+    fn pend(&mut self, bytes: &[u8]) {
+        if self.pending.capacity() == 0 {
+            self.pending = self.gather.start(bytes.len());
+        }
+        self.pending.extend_from_slice(bytes);
     }
 
     fn too_long(&mut self) -> Error {
         self.done = true;
-        self.pending = Vec::new();
+        self.pending = BytesMut::new();
         Error::LineTooLong {
             line: self.lines + 1,
             limit: self.max_line,
@@ -1050,6 +1064,40 @@ mod tests {
             out.push(summarize(r));
         }
         out
+    }
+
+    #[test]
+    fn lines_split_across_chunks_stay_whole_whether_held_or_dropped() {
+        let body: String = (0..40)
+            .map(|i| line("ADDED", &format!("cm-{i}"), i) + "\n")
+            .collect();
+        let expected: Vec<&str> = body.lines().collect();
+        for size in [1, 7, 64, 150] {
+            // Held, as a form that keeps its bytes holds them: no later line may be gathered
+            // over an earlier one.
+            let mut split = LineSplitter::new(1 << 20);
+            let mut held = Vec::new();
+            for chunk in body.as_bytes().chunks(size) {
+                split.push(Bytes::copy_from_slice(chunk));
+                while let Some(line) = split.next_line() {
+                    held.push(line.unwrap().bytes);
+                }
+            }
+            let held: Vec<&[u8]> = held.iter().map(|b| &b[..]).collect();
+            let expected: Vec<&[u8]> = expected.iter().map(|l| l.as_bytes()).collect();
+            assert_eq!(held, expected, "chunks of {size}, lines held");
+            // Dropped at once, as the typed path drops them: the buffer goes round.
+            let mut split = LineSplitter::new(1 << 20);
+            let mut n = 0;
+            for chunk in body.as_bytes().chunks(size) {
+                split.push(Bytes::copy_from_slice(chunk));
+                while let Some(line) = split.next_line() {
+                    assert_eq!(&line.unwrap().bytes[..], expected[n], "chunks of {size}");
+                    n += 1;
+                }
+            }
+            assert_eq!(n, expected.len());
+        }
     }
 
     #[test]

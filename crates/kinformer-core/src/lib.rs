@@ -14,6 +14,8 @@
 //! - [`Delta`], [`DeltaType`], [`DeletedFinalStateUnknown`]: what the delta FIFO hands on, with a
 //!   typed tombstone so no handler ever needs a type assertion.
 //! - [`LabelSelector`] and [`FieldSelector`]: Kubernetes' selector grammar, parsed, matched, rendered.
+//! - [`gather`]: one buffer, used again and again, for the events of a stream that arrive split
+//!   across chunks.
 //! - [`trim`]: a JSON object without a member (its `metadata.managedFields`), cut out of the
 //!   bytes before they are decoded, for decoders whose caller drops it anyway.
 //! - The traits where two layers meet, so that no layer depends on another layer's
@@ -51,6 +53,7 @@ mod cache;
 mod delta;
 mod dynamic;
 mod error;
+pub mod gather;
 mod json;
 mod key;
 mod list;

@@ -2,7 +2,8 @@
 
 use std::collections::VecDeque;
 
-use bytes::{Buf as _, Bytes, BytesMut};
+use bytes::{Buf as _, Bytes};
+use kinformer_core::gather::GatherBuffer;
 
 /// Chunks pushed and not yet consumed, the first possibly partly consumed.
 #[derive(Debug, Default)]
@@ -10,6 +11,8 @@ pub(super) struct Chunks {
     queue: VecDeque<Bytes>,
     /// The bytes in `queue`.
     buffered: usize,
+    /// Where a frame split across chunks is gathered.
+    gather: GatherBuffer,
 }
 
 impl Chunks {
@@ -78,7 +81,7 @@ impl Chunks {
             self.buffered -= n;
             return taken;
         }
-        let mut taken = BytesMut::with_capacity(n);
+        let mut taken = self.gather.start(n);
         let mut left = n;
         while left > 0 {
             let Some(front) = self.queue.front_mut() else {
@@ -94,6 +97,48 @@ impl Chunks {
             }
         }
         self.buffered -= n - left;
-        taken.freeze()
+        self.gather.finish(taken)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `chunks` pushed in order.
+    fn pushed(chunks: &[&'static [u8]]) -> Chunks {
+        let mut queue = Chunks::default();
+        for chunk in chunks {
+            queue.push(Bytes::from_static(chunk));
+        }
+        queue
+    }
+
+    #[test]
+    fn a_frame_split_across_chunks_is_gathered_and_one_within_a_chunk_is_sliced() {
+        let first = Bytes::from_static(b"abc");
+        let mut queue = Chunks::default();
+        queue.push(first.clone());
+        queue.push(Bytes::from_static(b"def"));
+        let inside = queue.take(2);
+        assert_eq!((&inside[..], inside.as_ptr()), (&b"ab"[..], first.as_ptr()));
+        assert_eq!(&queue.take(3)[..], b"cde");
+        assert_eq!(queue.len(), 1);
+    }
+
+    #[test]
+    fn split_frames_are_gathered_in_one_buffer_once_each_is_dropped() {
+        let mut queue = pushed(&[b"abc", b"def", b"ghi", b"jkl", b"mno", b"pqr"]);
+        let first = queue.take(5);
+        let at = first.as_ptr();
+        // Held: the next split frame goes elsewhere, and the first is intact.
+        let second = queue.take(5);
+        assert_eq!((&first[..], &second[..]), (&b"abcde"[..], &b"fghij"[..]));
+        assert_ne!(second.as_ptr(), at);
+        drop(second);
+        drop(first);
+        let third = queue.take(5);
+        assert_eq!(&third[..], b"klmno");
+        assert_eq!(queue.len(), 3);
     }
 }
