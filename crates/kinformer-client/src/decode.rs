@@ -536,15 +536,15 @@ fn decode_frame<K: Object>(
         at: Some(format!("frame {}", line.number)),
         source,
     };
-    let event = wire::decode_watch_event(line.bytes.clone()).map_err(fail)?;
-    let envelope = wire::decode_envelope(event.object).map_err(fail)?;
+    let event = wire::read_watch_event(&line.bytes).map_err(fail)?;
+    let envelope = wire::read_envelope(event.object).map_err(fail)?;
     match event.event_type {
         wire::EventType::Error => {
-            let status = wire::decode_status(&envelope.raw).map_err(fail)?;
+            let status = wire::decode_status(envelope.raw).map_err(fail)?;
             return Ok(WatchEvent::Error(crate::error::status_from_wire(status)));
         }
         wire::EventType::Bookmark => {
-            let object = codec.decode_json(&envelope.raw).map_err(fail)?;
+            let object = codec.decode_json(envelope.raw).map_err(fail)?;
             let meta = &object["metadata"];
             let annotations = meta["annotations"]
                 .as_object()
@@ -569,7 +569,7 @@ fn decode_frame<K: Object>(
             found: format!("{}/{}", envelope.api_version, envelope.kind),
         }));
     }
-    let message = kinformer_protobuf::trim::message(rules.managed_fields, &envelope.raw);
+    let message = kinformer_protobuf::trim::message(rules.managed_fields, envelope.raw);
     let object = match codec.decode::<K>(&message) {
         Some(decoded) => decoded.map_err(fail)?,
         None => {

@@ -351,8 +351,8 @@ fn status_of_protobuf(body: &[u8]) -> Option<Status> {
     if !body.starts_with(&wire::MAGIC) {
         return None;
     }
-    let envelope = wire::decode_envelope(bytes::Bytes::copy_from_slice(body)).ok()?;
-    let s = wire::decode_status(&envelope.raw).ok()?;
+    let envelope = wire::read_envelope(body).ok()?;
+    let s = wire::decode_status(envelope.raw).ok()?;
     Some(status_from_wire(s))
 }
 

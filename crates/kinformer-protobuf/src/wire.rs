@@ -64,10 +64,11 @@
 mod chunks;
 mod list_splitter;
 
-use bytes::{Buf, Bytes};
+use bytes::Bytes;
 use prost::DecodeError;
 use prost::encoding::{
-    DecodeContext, WireType, decode_key, encode_key, encode_varint, encoded_len_varint, skip_field,
+    DecodeContext, WireType, check_wire_type, decode_key, decode_varint, encode_key, encode_varint,
+    encoded_len_varint, skip_field,
 };
 
 use crate::Error;
@@ -86,14 +87,16 @@ pub const WATCH_CONTENT_TYPE: &str = "application/vnd.kubernetes.protobuf;stream
 // ---------------------------------------------------------------------------------------------
 // Reading fields.
 
-/// A message being read: its remaining bytes, and its name for errors.
-struct Fields {
-    buf: Bytes,
+/// A message being read: its remaining bytes, and its name for errors. It borrows the bytes,
+/// so reading a field copies nothing; the functions that hand out [`Bytes`] slice their input
+/// where a field lies ([`Bytes::slice_ref`]).
+struct Fields<'a> {
+    buf: &'a [u8],
     what: &'static str,
 }
 
-impl Fields {
-    fn new(buf: Bytes, what: &'static str) -> Self {
+impl<'a> Fields<'a> {
+    fn new(buf: &'a [u8], what: &'static str) -> Self {
         Fields { buf, what }
     }
 
@@ -106,7 +109,7 @@ impl Fields {
 
     /// The next field's number and wire type, or `None` at the message's end.
     fn next(&mut self) -> Result<Option<(u32, WireType)>, Error> {
-        if !self.buf.has_remaining() {
+        if self.buf.is_empty() {
             return Ok(None);
         }
         decode_key(&mut self.buf)
@@ -120,35 +123,51 @@ impl Fields {
             .map_err(|e| self.fail(e))
     }
 
-    /// A length-delimited field's bytes: a slice of the input, never a copy.
-    fn bytes(&mut self, wire_type: WireType) -> Result<Bytes, Error> {
-        let mut value = Bytes::new();
-        prost::encoding::bytes::merge(
-            wire_type,
-            &mut value,
-            &mut self.buf,
-            DecodeContext::default(),
-        )
-        .map_err(|e| self.fail(e))?;
-        Ok(value)
+    /// A length-delimited field's bytes, borrowed.
+    fn bytes(&mut self, wire_type: WireType) -> Result<&'a [u8], Error> {
+        let at = self.buf;
+        let read = check_wire_type(WireType::LengthDelimited, wire_type)
+            .and_then(|()| decode_varint(&mut self.buf));
+        match read.map(usize::try_from) {
+            Ok(Ok(len)) if len <= self.buf.len() => {
+                let (field, rest) = self.buf.split_at(len);
+                self.buf = rest;
+                Ok(field)
+            }
+            _ => Err(self.prost_error(at, wire_type)),
+        }
     }
 
-    /// A string field (UTF-8 checked).
-    fn string(&mut self, wire_type: WireType) -> Result<String, Error> {
-        let mut value = String::new();
-        prost::encoding::string::merge(
+    /// A string field, borrowed (UTF-8 checked).
+    fn string(&mut self, wire_type: WireType) -> Result<&'a str, Error> {
+        let at = self.buf;
+        let bytes = self.bytes(wire_type)?;
+        crate::utf8::text(bytes).ok_or_else(|| self.prost_error(at, wire_type))
+    }
+
+    /// The error prost gives for the length-delimited field at `at`, which this reader has
+    /// found malformed (a wrong wire type, a bad or overlong length, text that is not UTF-8):
+    /// the same words as every other field's errors.
+    #[cold]
+    fn prost_error(&self, mut at: &[u8], wire_type: WireType) -> Error {
+        let mut text = String::new();
+        match prost::encoding::string::merge(
             wire_type,
-            &mut value,
-            &mut self.buf,
+            &mut text,
+            &mut at,
             DecodeContext::default(),
-        )
-        .map_err(|e| self.fail(e))?;
-        Ok(value)
+        ) {
+            Err(source) => self.fail(source),
+            Ok(()) => {
+                Error::Malformed("a length-delimited field prost reads and this reader does not")
+            }
+        }
     }
 
     /// A string field where empty means unset, as it does for Go's non-pointer strings.
     fn optional_string(&mut self, wire_type: WireType) -> Result<Option<String>, Error> {
-        self.string(wire_type).map(|s| (!s.is_empty()).then_some(s))
+        self.string(wire_type)
+            .map(|s| (!s.is_empty()).then(|| s.to_owned()))
     }
 
     fn int32(&mut self, wire_type: WireType) -> Result<i32, Error> {
@@ -176,7 +195,7 @@ impl Fields {
     }
 
     /// An embedded message field: its bytes, to be read as a message of their own.
-    fn message(&mut self, wire_type: WireType, what: &'static str) -> Result<Fields, Error> {
+    fn message(&mut self, wire_type: WireType, what: &'static str) -> Result<Fields<'a>, Error> {
         self.bytes(wire_type).map(|b| Fields::new(b, what))
     }
 }
@@ -228,6 +247,18 @@ pub struct Envelope {
     pub raw: Bytes,
 }
 
+/// An envelope's contents, borrowed from the body: what [`read_envelope`] finds, for a caller
+/// that decodes the object at once and keeps nothing of the body.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct EnvelopeRef<'a> {
+    /// `typeMeta.apiVersion` (empty if the envelope has none).
+    pub api_version: &'a str,
+    /// `typeMeta.kind` (empty if the envelope has none).
+    pub kind: &'a str,
+    /// The object's own message.
+    pub raw: &'a [u8],
+}
+
 /// Reads a protobuf body: the magic bytes, then the `runtime.Unknown` envelope.
 ///
 /// # Errors
@@ -236,16 +267,42 @@ pub struct Envelope {
 /// envelope is malformed; [`Error::ContentEncoding`] if it says its `raw` bytes are encoded
 /// (the API server never sets one).
 pub fn decode_envelope(body: Bytes) -> Result<Envelope, Error> {
-    if !body.starts_with(&MAGIC) {
+    let envelope = read_envelope(&body)?;
+    Ok(Envelope {
+        api_version: envelope.api_version.to_owned(),
+        kind: envelope.kind.to_owned(),
+        raw: body.slice_ref(envelope.raw),
+    })
+}
+
+/// [`decode_envelope`] without copies: the kind's names and the object's message borrowed
+/// from `body`.
+///
+/// ```
+/// use kinformer_protobuf::wire;
+///
+/// let mut body = Vec::new();
+/// wire::encode_envelope("v1", "Pod", b"\x0a\x00", &mut body);
+/// let envelope = wire::read_envelope(&body)?;
+/// assert_eq!((envelope.api_version, envelope.kind), ("v1", "Pod"));
+/// assert_eq!(envelope.raw, b"\x0a\x00");
+/// # Ok::<(), kinformer_protobuf::Error>(())
+/// ```
+///
+/// # Errors
+///
+/// As [`decode_envelope`].
+pub fn read_envelope(body: &[u8]) -> Result<EnvelopeRef<'_>, Error> {
+    let Some(unknown) = body.strip_prefix(&MAGIC) else {
         return Err(Error::NotProtobuf);
-    }
-    let mut unknown = Fields::new(body.slice(MAGIC.len()..), "Unknown");
-    let mut envelope = Envelope {
-        api_version: String::new(),
-        kind: String::new(),
-        raw: Bytes::new(),
     };
-    let mut content_encoding = String::new();
+    let mut unknown = Fields::new(unknown, "Unknown");
+    let mut envelope = EnvelopeRef {
+        api_version: "",
+        kind: "",
+        raw: &[],
+    };
+    let mut content_encoding = "";
     while let Some((tag, wire_type)) = unknown.next()? {
         match tag {
             1 => {
@@ -269,7 +326,7 @@ pub fn decode_envelope(body: Bytes) -> Result<Envelope, Error> {
         }
     }
     if !content_encoding.is_empty() {
-        return Err(Error::ContentEncoding(content_encoding));
+        return Err(Error::ContentEncoding(content_encoding.to_owned()));
     }
     Ok(envelope)
 }
@@ -472,8 +529,44 @@ pub struct RawWatchEvent {
 /// [`Error::UnexpectedKind`] (or an envelope's errors) for an enveloped frame that is not a
 /// `WatchEvent`.
 pub fn decode_watch_event(frame: Bytes) -> Result<RawWatchEvent, Error> {
+    let event = read_watch_event(&frame)?;
+    Ok(RawWatchEvent {
+        event_type: event.event_type,
+        object: frame.slice_ref(event.object),
+    })
+}
+
+/// One watch event borrowed from its frame: what [`read_watch_event`] finds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct WatchEventRef<'a> {
+    /// What happened.
+    pub event_type: EventType,
+    /// The embedded object's body, magic and envelope included (read it with
+    /// [`read_envelope`]). For [`EventType::Error`], a `Status`.
+    pub object: &'a [u8],
+}
+
+/// [`decode_watch_event`] without copies: the object's body borrowed from `frame`.
+///
+/// ```
+/// use kinformer_protobuf::wire::{self, EventType};
+///
+/// let mut pod = Vec::new();
+/// wire::encode_envelope("v1", "Pod", b"\x0a\x00", &mut pod);
+/// let mut frame = Vec::new();
+/// wire::encode_watch_event(EventType::Deleted, &pod, &mut frame);
+/// let event = wire::read_watch_event(&frame)?;
+/// assert_eq!(event.event_type, EventType::Deleted);
+/// assert_eq!(wire::read_envelope(event.object)?.kind, "Pod");
+/// # Ok::<(), kinformer_protobuf::Error>(())
+/// ```
+///
+/// # Errors
+///
+/// As [`decode_watch_event`].
+pub fn read_watch_event(frame: &[u8]) -> Result<WatchEventRef<'_>, Error> {
     let message = if frame.starts_with(&MAGIC) {
-        let envelope = decode_envelope(frame)?;
+        let envelope = read_envelope(frame)?;
         if envelope.kind != "WatchEvent" {
             return Err(Error::UnexpectedKind {
                 expected: "meta.k8s.io/v1/WatchEvent".to_owned(),
@@ -509,13 +602,13 @@ pub fn decode_watch_event(frame: Bytes) -> Result<RawWatchEvent, Error> {
                 field: "type",
             });
         }
-        Some(t) => EventType::parse(&t).ok_or(Error::UnknownEventType(t))?,
+        Some(t) => EventType::parse(t).ok_or_else(|| Error::UnknownEventType(t.to_owned()))?,
     };
     let object = object.ok_or(Error::MissingField {
         what: "WatchEvent",
         field: "object",
     })?;
-    Ok(RawWatchEvent { event_type, object })
+    Ok(WatchEventRef { event_type, object })
 }
 
 /// Appends one watch frame's bytes (no length prefix: see [`encode_frame`]) to `out`: a bare
@@ -549,7 +642,7 @@ pub struct ListMeta {
 
 impl ListMeta {
     /// Reads a `ListMeta` message's fields into `self`, as protobuf merges a repeated field.
-    fn merge_from(&mut self, mut meta: Fields) -> Result<(), Error> {
+    fn merge_from(&mut self, mut meta: Fields<'_>) -> Result<(), Error> {
         while let Some((tag, wire_type)) = meta.next()? {
             match tag {
                 2 => self.resource_version = meta.optional_string(wire_type)?,
@@ -591,7 +684,7 @@ pub struct RawList {
 ///
 /// [`Error::Decode`] if the list is malformed.
 pub fn decode_list(message: Bytes) -> Result<RawList, Error> {
-    let mut list = Fields::new(message, "list");
+    let mut list = Fields::new(&message, "list");
     let mut raw = RawList {
         meta: ListMeta::default(),
         items: Vec::new(),
@@ -599,7 +692,7 @@ pub fn decode_list(message: Bytes) -> Result<RawList, Error> {
     while let Some((tag, wire_type)) = list.next()? {
         match tag {
             1 => raw.meta.merge_from(list.message(wire_type, "ListMeta")?)?,
-            2 => raw.items.push(list.bytes(wire_type)?),
+            2 => raw.items.push(message.slice_ref(list.bytes(wire_type)?)),
             _ => list.skip(tag, wire_type)?,
         }
     }
@@ -693,7 +786,7 @@ pub struct StatusCause {
 ///
 /// [`Error::Decode`] if the message is malformed.
 pub fn decode_status(message: &[u8]) -> Result<Status, Error> {
-    let mut fields = Fields::new(Bytes::copy_from_slice(message), "Status");
+    let mut fields = Fields::new(message, "Status");
     let mut status = Status::default();
     while let Some((tag, wire_type)) = fields.next()? {
         match tag {
@@ -721,7 +814,7 @@ pub fn decode_status(message: &[u8]) -> Result<Status, Error> {
 impl StatusDetails {
     /// Reads a `StatusDetails` message's fields into `self`, as protobuf merges a message field
     /// seen twice.
-    fn merge_from(&mut self, mut details: Fields) -> Result<(), Error> {
+    fn merge_from(&mut self, mut details: Fields<'_>) -> Result<(), Error> {
         while let Some((tag, wire_type)) = details.next()? {
             match tag {
                 1 => self.name = details.optional_string(wire_type)?,

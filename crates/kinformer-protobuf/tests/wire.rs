@@ -585,3 +585,50 @@ fn an_error_event_carries_a_status_in_its_envelope() {
     assert_eq!(envelope.kind, "Status");
     assert_eq!(wire::decode_status(&envelope.raw).unwrap(), sample_status());
 }
+
+#[test]
+fn the_borrowing_readers_agree_with_the_owning_ones() {
+    let mut pod = Vec::new();
+    wire::encode_envelope("v1", "Pod", b"\x0a\x03\x0a\x01a", &mut pod);
+    let mut event = Vec::new();
+    wire::encode_watch_event(EventType::Modified, &pod, &mut event);
+    // The event bare, as the API server writes it, and inside an envelope of its own.
+    let mut enveloped = Vec::new();
+    wire::encode_envelope("meta.k8s.io/v1", "WatchEvent", &event, &mut enveloped);
+    for frame in [event, enveloped] {
+        let owned = wire::decode_watch_event(Bytes::from(frame.clone())).unwrap();
+        let borrowed = wire::read_watch_event(&frame).unwrap();
+        assert_eq!(borrowed.event_type, owned.event_type);
+        assert_eq!(borrowed.object, &owned.object[..]);
+        let owned = wire::decode_envelope(owned.object).unwrap();
+        let borrowed = wire::read_envelope(borrowed.object).unwrap();
+        assert_eq!(
+            (borrowed.api_version, borrowed.kind, borrowed.raw),
+            (
+                owned.api_version.as_str(),
+                owned.kind.as_str(),
+                &owned.raw[..]
+            )
+        );
+    }
+}
+
+#[test]
+fn malformed_length_delimited_fields_are_reported_in_prost_words() {
+    let cases: [(&[u8], &str); 3] = [
+        // message (3) as a varint.
+        (b"\x18\x01", "invalid wire type"),
+        // message claims five bytes and has two.
+        (b"\x1a\x05ab", "buffer underflow"),
+        // message is not UTF-8.
+        (b"\x1a\x02\xff\xfe", "not UTF-8"),
+    ];
+    for (message, words) in cases {
+        let error = wire::decode_status(message).unwrap_err();
+        assert!(
+            matches!(error, Error::Decode { what: "Status", .. }),
+            "{message:?}: {error:?}"
+        );
+        assert!(error.to_string().contains(words), "{message:?}: {error}");
+    }
+}

@@ -295,7 +295,7 @@ impl ListSplitter {
     /// `contentEncoding`, `contentType`) or of the list (`metadata`, `items` of the wrong wire
     /// type), key included.
     fn read_small_field(&mut self, field: Bytes, in_list: bool) -> Result<(), Error> {
-        let mut fields = Fields::new(field, if in_list { "list" } else { "Unknown" });
+        let mut fields = Fields::new(&field, if in_list { "list" } else { "Unknown" });
         let Some((tag, wire_type)) = fields.next()? else {
             return Ok(());
         };
@@ -310,14 +310,18 @@ impl ListSplitter {
                 let mut type_meta = fields.message(wire_type, "TypeMeta")?;
                 while let Some((tag, wire_type)) = type_meta.next()? {
                     match tag {
-                        1 => self.api_version = type_meta.string(wire_type)?,
-                        2 => self.kind = type_meta.string(wire_type)?,
+                        1 => type_meta
+                            .string(wire_type)?
+                            .clone_into(&mut self.api_version),
+                        2 => type_meta.string(wire_type)?.clone_into(&mut self.kind),
                         _ => type_meta.skip(tag, wire_type)?,
                     }
                 }
                 self.type_meta_seen = true;
             }
-            (false, 3) => self.content_encoding = fields.string(wire_type)?,
+            (false, 3) => fields
+                .string(wire_type)?
+                .clone_into(&mut self.content_encoding),
             (false, _) => {
                 fields.string(wire_type)?;
             }
