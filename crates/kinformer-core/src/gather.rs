@@ -4,9 +4,10 @@
 //! Such an event must be copied into one buffer before it is decoded. A new buffer each time
 //! costs an allocation and a free of the event's size, and under glibc an allocation that large
 //! also sweeps the allocator's small free chunks. [`GatherBuffer`] hands the last buffer out
-//! again instead, once nothing holds the event that went out in it: a decoder that keeps no
-//! bytes of the event (the typed path) gathers every event into the same buffer, and one that
-//! keeps them (a compact form that borrows its bytes) gets a new buffer each time, as before.
+//! again instead, once nothing holds the event that went out in it. Every decoder in kinformer
+//! copies what it keeps (the typed path, and both compact forms), so all their events are
+//! gathered into the same buffer; a caller that held on to an event's bytes would get a new
+//! buffer for the next one, as before, and never see its bytes written over.
 
 use bytes::{Bytes, BytesMut};
 
