@@ -88,7 +88,12 @@ What the soak found, each fixed with a regression test: a label selector whose v
 keyword (`chaos/tier=in`) was refused with 400 (`kinformer-core`'s parser; Kubernetes reads `in`
 and `notin` as values there); and a pod deleted and created again under the same name while the
 watch was away reached the handlers, after the relist, as an update from the old pod to the new
-one, so the old pod's delete never arrived (now a tombstone and an add; see semantics.md).
+one, so the old pod's delete never arrived (now a tombstone and an add; see semantics.md); and
+a slow handler catching up took some 5,000 notifications as one batch and kept the objects of
+all it had handled (the pods its updates replaced, about 120 MiB) until the whole batch was
+done, past the end of the quiescence that waited for it, over the live-heap bound (now handed
+back every 64 notifications, and dropped on the handler's thread past 256 that no push took:
+`kinformer-shared-informer`'s `a_long_batch_lets_go_of_what_it_has_handled_as_it_goes`).
 
 `cargo test -p kinformer-benches --test chaos` runs 8 s of the same soak with seed 1, in two
 phases of 4 s: at least a graceful stop and an abrupt death of a replica of the sharded group,

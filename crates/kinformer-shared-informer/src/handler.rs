@@ -192,6 +192,18 @@ pub enum BufferPolicy {
 /// push to drop, before it drops them itself.
 pub(crate) const RECLAIM_WAIT: Duration = Duration::from_millis(50);
 
+/// How many notifications a handler thread hands back at a time in the middle of a batch. A
+/// batch is everything buffered when the thread took it: a slow handler catching up takes
+/// thousands at once, and the objects of those it has handled (an update's replaced object,
+/// a deleted object) would otherwise live until the whole batch is done.
+pub(crate) const SPENT_CHUNK: usize = 64;
+
+/// How many handed-back notifications may wait for a push to take them, before the handler
+/// thread drops the waiting ones itself: while pushes come, they take everything back and the
+/// frees stay on the informer's side; when none come, at most this many (and a chunk in
+/// hand) are alive besides the batch's unhandled notifications.
+pub(crate) const SPENT_KEPT: usize = 4 * SPENT_CHUNK;
+
 /// What a listener's buffer holds: a notification (or a bookmark), whether it counts towards the
 /// registration's initial sync, and when it was queued.
 struct Item<K> {
@@ -547,9 +559,28 @@ impl<K: Object + Send + Sync + 'static> Listener<K> {
                 }
                 if let Some(done) = self.handle(handler, item) {
                     spent.push(done);
+                    if spent.len() >= SPENT_CHUNK {
+                        self.hand_back(&mut spent);
+                    }
                 }
             }
         }
+    }
+
+    /// Leaves the notifications handled so far in the middle of a batch for the next push to
+    /// take back and drop, as at the end of a batch ([`SPENT_CHUNK`]). What earlier hand-backs
+    /// left is still there only if no push has taken it since; past [`SPENT_KEPT`] of them,
+    /// nothing is pushing, and they are dropped here, outside the lock, as an idle handler
+    /// thread drops its own.
+    fn hand_back(&self, spent: &mut Vec<Notification<K>>) {
+        let mut buffer = self.buffer.lock();
+        if buffer.spent.len() + spent.len() <= SPENT_KEPT {
+            buffer.spent.append(spent);
+            return;
+        }
+        std::mem::swap(&mut buffer.spent, spent);
+        drop(buffer);
+        spent.clear();
     }
 
     /// Hands `item` to the handler; returns its notification, done with.
@@ -817,6 +848,166 @@ mod tests {
             || old.upgrade().is_none(),
         );
         assert!(reclaimed.is_empty());
+        l.stop(true);
+    }
+
+    /// A handler that blocks in each update (by its new object's resourceVersion) and each
+    /// bookmark whose version is in `holds`: it says which on `entered`, then waits for a
+    /// message on `release`.
+    struct HoldAt {
+        holds: Vec<String>,
+        entered: std::sync::Mutex<std::sync::mpsc::Sender<String>>,
+        release: std::sync::Mutex<std::sync::mpsc::Receiver<()>>,
+    }
+    impl HoldAt {
+        fn maybe_hold(&self, rv: &str) {
+            if self.holds.iter().any(|h| h == rv) {
+                let _ = self.entered.lock().unwrap().send(rv.to_owned());
+                let _ = self.release.lock().unwrap().recv();
+            }
+        }
+    }
+    impl ResourceEventHandler<Pod> for HoldAt {
+        fn on_update(&self, _old: &Arc<Pod>, new: &Arc<Pod>) {
+            self.maybe_hold(new.metadata.resource_version.as_deref().unwrap_or_default());
+        }
+        fn on_bookmark(&self, resource_version: &ResourceVersion) {
+            self.maybe_hold(resource_version.as_str());
+        }
+    }
+
+    /// A listener whose handler is held in the middle of one batch of updates, each of which
+    /// replaced an object held by nothing else.
+    struct HeldBatch {
+        l: Arc<Listener<Pod>>,
+        /// What the pushes took back.
+        reclaimed: Vec<Notification<Pod>>,
+        /// The replaced objects, weakly, in the order pushed.
+        replaced: Vec<Weak<Pod>>,
+        /// Lets the handler go on.
+        release: std::sync::mpsc::Sender<()>,
+    }
+
+    /// A [`HeldBatch`] of `n` updates, the handler held on the one numbered `hold` (from 0).
+    fn batch_held_at(n: usize, hold: usize) -> HeldBatch {
+        let (entered, entering) = std::sync::mpsc::channel();
+        let (release, waiting) = std::sync::mpsc::channel();
+        let l = Listener::spawn(
+            1,
+            "test".into(),
+            Vec::new(),
+            Arc::new(HoldAt {
+                holds: vec!["gate".to_owned(), format!("new-{hold}")],
+                entered: std::sync::Mutex::new(entered),
+                release: std::sync::Mutex::new(waiting),
+            }),
+            None,
+            false,
+            BufferPolicy::Unbounded,
+            // Never by the idle path: whatever is dropped here is the hand-backs' doing.
+            Duration::from_secs(3600),
+        );
+        let mut reclaimed = Vec::new();
+        // A bookmark first holds the handler while the updates are buffered, so that it takes
+        // them as one batch once it is let go; a bookmark leaves no notification to hand back.
+        l.push_bookmark(ResourceVersion::from("gate"));
+        assert_eq!(entering.recv().unwrap(), "gate");
+        let mut replaced = Vec::new();
+        for i in 0..n {
+            let old = pod(&format!("old-{i}"));
+            replaced.push(Arc::downgrade(&old));
+            l.push(
+                Notification::Updated {
+                    old,
+                    new: pod(&format!("new-{i}")),
+                },
+                false,
+                &mut reclaimed,
+            );
+        }
+        assert!(
+            reclaimed.is_empty(),
+            "nothing was handled before the pushes"
+        );
+        release.send(()).unwrap();
+        assert_eq!(entering.recv().unwrap(), format!("new-{hold}"));
+        HeldBatch {
+            l,
+            reclaimed,
+            replaced,
+            release,
+        }
+    }
+
+    #[test]
+    fn a_long_batch_lets_go_of_what_it_has_handled_as_it_goes() {
+        let n = SPENT_KEPT + 4 * SPENT_CHUNK;
+        let hold = SPENT_KEPT + 2 * SPENT_CHUNK + 5;
+        let HeldBatch {
+            l,
+            reclaimed,
+            replaced,
+            release,
+        } = batch_held_at(n, hold);
+        // The bookmark and the updates before the one held.
+        assert_eq!(l.handled(), hold as u64 + 1);
+        // Handed back a chunk at a time with no push between: the first SPENT_KEPT waited for
+        // a push, the next chunk found no room and dropped them, and the one after joined it.
+        // So only the last two chunks handed back and the updates handled since are alive.
+        let alive: Vec<usize> = (0..hold)
+            .filter(|&i| replaced[i].upgrade().is_some())
+            .collect();
+        assert_eq!(
+            alive,
+            (SPENT_KEPT..hold).collect::<Vec<_>>(),
+            "the replaced objects of the handled updates are let go of a chunk at a time"
+        );
+        assert!(
+            replaced[hold..].iter().all(|w| w.upgrade().is_some()),
+            "what is not handled yet is kept"
+        );
+        release.send(()).unwrap();
+        eventually("the batch is done", || l.handled() == n as u64 + 1);
+        l.stop(true);
+        drop(reclaimed);
+        assert!(replaced.iter().all(|w| w.upgrade().is_none()));
+    }
+
+    #[test]
+    fn a_push_during_a_long_batch_takes_back_the_chunk_handed_back() {
+        let hold = SPENT_CHUNK + 3;
+        let HeldBatch {
+            l,
+            mut reclaimed,
+            replaced,
+            release,
+        } = batch_held_at(2 * SPENT_CHUNK, hold);
+        l.push(
+            Notification::Added {
+                object: pod("late"),
+                is_in_initial_list: false,
+            },
+            false,
+            &mut reclaimed,
+        );
+        assert_eq!(
+            reclaimed.len(),
+            SPENT_CHUNK,
+            "the chunk handed back came back"
+        );
+        assert!(
+            replaced[..SPENT_CHUNK]
+                .iter()
+                .all(|w| w.upgrade().is_some())
+        );
+        reclaimed.clear();
+        assert!(
+            replaced[..SPENT_CHUNK]
+                .iter()
+                .all(|w| w.upgrade().is_none()),
+            "they died where the pusher dropped them"
+        );
+        release.send(()).unwrap();
         l.stop(true);
     }
 
