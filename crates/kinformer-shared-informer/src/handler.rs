@@ -510,12 +510,8 @@ impl<K: Object + Send + Sync + 'static> Listener<K> {
     /// informer is idle and this thread drops them itself, so that an idle informer does not
     /// hold the replaced objects of its last batch.
     fn next_batch(&self, batch: &mut VecDeque<Item<K>>, spent: &mut Vec<Notification<K>>) -> bool {
+        self.hand_back(spent);
         let mut buffer = self.buffer.lock();
-        if buffer.spent.is_empty() {
-            std::mem::swap(&mut buffer.spent, spent);
-        } else {
-            buffer.spent.append(spent);
-        }
         loop {
             if !buffer.items.is_empty() {
                 // What the handler takes can no longer be merged into.
@@ -567,8 +563,8 @@ impl<K: Object + Send + Sync + 'static> Listener<K> {
         }
     }
 
-    /// Leaves the notifications handled so far in the middle of a batch for the next push to
-    /// take back and drop, as at the end of a batch ([`SPENT_CHUNK`]). What earlier hand-backs
+    /// Leaves the notifications handled so far (at the end of a batch, and every
+    /// [`SPENT_CHUNK`] within one) for the next push to take back and drop. What earlier hand-backs
     /// left is still there only if no push has taken it since; past [`SPENT_KEPT`] of them,
     /// nothing is pushing, and they are dropped here, outside the lock, as an idle handler
     /// thread drops its own.
