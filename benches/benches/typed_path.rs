@@ -1,9 +1,10 @@
 //! The two costs of the typed path that kinformer controls, on dense pods (10-15 KB of JSON,
 //! `managedFields` and all), each beside the way it was done before:
 //!
-//! - `typed_decode`: kinformer's `WatchEvent::from_json` (UTF-8 checked once per line, then
-//!   parsed as text) against `serde_json::from_slice` into the same `{type, object}` shape
-//!   (every string checked on its own), which is also how kube-rs decodes each line; and the
+//! - `typed_decode`: kinformer's `WatchEvent::from_json` (the object decoded in one pass with
+//!   the tape parser, the line being as the API server writes it, `type` first) against
+//!   `serde_json::from_slice` into the same `{type, object}` shape (every string checked on its
+//!   own), which is also how kube-rs decodes each line; and the
 //!   same events as protobuf watch events (`WatchEvent`, envelope, `Pod` message) decoded
 //!   straight into the same `Pod`, as `kinformer-typed-pb` decodes them; and as many clones of
 //!   decoded pods, which make the allocations, writes and frees of a decode without parsing, so
@@ -37,7 +38,10 @@ fn lines() -> Vec<Vec<u8>> {
             let mut p = pod(PodSize::Dense, i, 7);
             let patch = update_patch(&p, i as u64 + 1);
             json_patch(&mut p, &patch);
-            serde_json::to_vec(&serde_json::json!({"type": "MODIFIED", "object": p})).unwrap()
+            // As the API server writes the line, `type` first (see `watch_event_line`).
+            let line =
+                kinformer_sim::watch_event_line("MODIFIED", &serde_json::to_vec(&p).unwrap());
+            line[..line.len() - 1].to_vec()
         })
         .collect()
 }

@@ -76,11 +76,12 @@ fn workload() -> Workload {
     for i in 0..EVENTS {
         let kind = ["ADDED", "MODIFIED", "MODIFIED", "DELETED"][i % 4];
         let pod = kinformer_sim::generate_pod(i, 42);
-        let event = serde_json::json!({"type": kind, "object": pod});
+        // The line as the API server writes it, `type` first: a line built with `json!` has
+        // its keys sorted, `object` first, and takes the decoder's slower path.
+        let line = kinformer_sim::watch_event_line(kind, &serde_json::to_vec(&pod).unwrap());
         let start = body.len();
-        serde_json::to_writer(&mut body, &event).unwrap();
-        lines.push((start, body.len()));
-        body.push(b'\n');
+        body.extend_from_slice(&line);
+        lines.push((start, body.len() - 1));
         // The same event as the API server's protobuf watch sends it.
         let typed: Pod = serde_json::from_value(pod.clone()).unwrap();
         let mut message = Vec::new();

@@ -133,6 +133,7 @@ pub use cluster::{Cluster, ClusterConfig, ClusterWrite, WriteKind};
 pub use config::{KubeVersion, SimConfig};
 pub use error::Error;
 pub use faults::{Faults, RequestKind};
+pub use render::watch_event_line;
 pub use server::SimServer;
 pub use shard::shard_hash;
 pub use state::{REQUEST_LOG_CAPACITY, RecordedRequest};

@@ -17,7 +17,7 @@ use tokio::sync::{mpsc, watch};
 use tokio::time::Instant;
 
 use crate::faults::FaultState;
-use crate::render::{bookmark_line, bookmark_object, error_line, event_line};
+use crate::render::{bookmark_line, bookmark_object, error_line, watch_event_line};
 use crate::request::{Filter, Query, Target, parse_rv, timeout_seconds, wait_for_version};
 use crate::response::Body;
 use crate::state::Shared;
@@ -328,9 +328,9 @@ fn line(ev: &Event, variant: Variant, meta_only: bool) -> Bytes {
     let idx = variant as usize * 3 + usize::from(meta_only);
     ev.lines[idx]
         .get_or_init(|| match variant {
-            Variant::Added => event_line("ADDED", object_bytes(&ev.object, meta_only)),
-            Variant::Modified => event_line("MODIFIED", object_bytes(&ev.object, meta_only)),
-            Variant::Deleted => event_line("DELETED", object_bytes(&ev.object, meta_only)),
+            Variant::Added => watch_event_line("ADDED", object_bytes(&ev.object, meta_only)),
+            Variant::Modified => watch_event_line("MODIFIED", object_bytes(&ev.object, meta_only)),
+            Variant::Deleted => watch_event_line("DELETED", object_bytes(&ev.object, meta_only)),
             Variant::Left => {
                 let prev = ev.prev.as_ref().unwrap_or(&ev.object);
                 let mut v = prev.value();
@@ -342,7 +342,7 @@ fn line(ev: &Event, variant: Variant, meta_only: bool) -> Bytes {
                         "metadata": v["metadata"],
                     });
                 }
-                event_line("DELETED", &serde_json::to_vec(&v).unwrap_or_default())
+                watch_event_line("DELETED", &serde_json::to_vec(&v).unwrap_or_default())
             }
         })
         .clone()
@@ -386,7 +386,7 @@ impl Spec {
                 ("DELETED", v)
             }
         };
-        event_line(kind, &self.table_object(&object, include))
+        watch_event_line(kind, &self.table_object(&object, include))
     }
 
     /// A one-row Table of `object`; the first of the stream carries the column definitions.
@@ -406,8 +406,8 @@ impl Spec {
             };
         }
         match self.table {
-            Some(include) => event_line("ADDED", &self.table_object(&o.value(), include)),
-            None => event_line("ADDED", object_bytes(o, self.meta_only)),
+            Some(include) => watch_event_line("ADDED", &self.table_object(&o.value(), include)),
+            None => watch_event_line("ADDED", object_bytes(o, self.meta_only)),
         }
     }
 
@@ -421,7 +421,7 @@ impl Spec {
         if let Some(include) = self.table {
             let object = bookmark_object(&api.kind, &api.api_version, rv, end);
             let object = serde_json::from_slice(&object).unwrap_or_default();
-            return event_line("BOOKMARK", &self.table_object(&object, include));
+            return watch_event_line("BOOKMARK", &self.table_object(&object, include));
         }
         if self.meta_only {
             bookmark_line("PartialObjectMetadata", "meta.k8s.io/v1", rv, end)
@@ -635,7 +635,7 @@ mod tests {
 
     #[test]
     fn padding_reaches_the_requested_size() {
-        let line = event_line("ADDED", br#"{"metadata":{"name":"a"}}"#);
+        let line = watch_event_line("ADDED", br#"{"metadata":{"name":"a"}}"#);
         let padded = pad(&line, 1000);
         assert_eq!(padded.len(), 1001);
         let v: serde_json::Value = serde_json::from_slice(&padded).unwrap();
