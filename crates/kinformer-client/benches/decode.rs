@@ -99,12 +99,23 @@ fn workload() -> Workload {
         items.push(pod);
         messages.push(message);
     }
-    let list_json = serde_json::to_vec(&serde_json::json!({
-        "kind": "PodList", "apiVersion": "v1",
-        "metadata": {"resourceVersion": "1"},
-        "items": items,
-    }))
-    .unwrap();
+    // The list as the API server writes it: `metadata` before `items` (a `json!` map would sort
+    // it after), and items without their `kind` and `apiVersion`, which the list's kind gives.
+    let mut list_json =
+        br#"{"kind":"PodList","apiVersion":"v1","metadata":{"resourceVersion":"1"},"items":["#
+            .to_vec();
+    for (i, pod) in items.iter().enumerate() {
+        if i > 0 {
+            list_json.push(b',');
+        }
+        let mut pod = pod.clone();
+        if let Some(fields) = pod.as_object_mut() {
+            fields.remove("kind");
+            fields.remove("apiVersion");
+        }
+        serde_json::to_writer(&mut list_json, &pod).unwrap();
+    }
+    list_json.extend_from_slice(b"]}");
     let slices: Vec<&[u8]> = messages.iter().map(Vec::as_slice).collect();
     let mut list = Vec::new();
     let meta = wire::ListMeta {
